@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "jobctl",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "jobctl", targets: ["jobctl"]),
+        .library(name: "Media", targets: ["Media"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
+        ),
+        // The AVFoundation-shaped export pipeline: Asset, AssetReader, AssetWriter, ExportSession, presets, ranges.
+        .target(
+            name: "Media",
+            dependencies: [
+                "CFFmpeg",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
+        .target(name: "MediaTestKit"),
+        .executableTarget(
+            name: "jobctl",
+            dependencies: [
+                "Media",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
+        .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,125 @@
+import CFFmpeg
+import Foundation
+
+/// An opened input and its tracks (`AVAsset`): what `jobctl probe` shows and what an
+/// `AssetReader` reads.
+///
+/// Loading reads the container header and probes the streams; nothing is decoded. An asset is
+/// read by at most one `AssetReader`.
+public final class Asset: @unchecked Sendable {
+    /// The input as given (a path or an `http(s)://` URL).
+    public let location: String
+    /// FFmpeg's demuxer name (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, …).
+    public let container: String
+    public let containerLongName: String?
+    /// Microseconds; `nil` when the container does not say.
+    public let duration: Int64?
+    /// Microseconds: the timestamp of the asset's first frame. Ranges are relative to it.
+    public let startTime: Int64
+    public let bitrate: Int?
+    /// Bytes, for local files.
+    public let fileSize: Int64?
+    public let tracks: [AssetTrack]
+
+    let input: InputFile
+    let interrupt: CancellationFlag
+    private let claimLock = NSLock()
+    private var claimed = false
+
+    /// Opens `location`. Errors: `input_not_found`, `input_unreadable`, `input_unsupported`.
+    public init(location: String) throws(MediaError) {
+        FFmpegLog.install()
+        self.location = location
+        let url = try Asset.ffmpegURL(for: location)
+        let interrupt = CancellationFlag()
+        let input: InputFile
+        do {
+            input = try InputFile(url: url, interrupt: interrupt)
+        } catch let error as FFError {
+            throw Asset.openError(error, location: location, detail: FFmpegLog.takeLastError())
+        } catch {
+            throw MediaError(.internalError, "opening \(location): \(error)")
+        }
+        self.input = input
+        self.interrupt = interrupt
+        let context = input.context.pointee
+        container = input.formatName
+        containerLongName = input.formatLongName
+        startTime = context.start_time != noPTS ? context.start_time : 0
+        tracks = (0..<input.streamCount).map { AssetTrack(stream: input.stream($0)) }
+        if context.duration != noPTS && context.duration > 0 {
+            duration = context.duration
+        } else {
+            let longest = tracks.compactMap(\.duration).max()
+            duration = longest.map { Int64($0 * 1_000_000) }
+        }
+        bitrate = context.bit_rate > 0 ? Int(context.bit_rate) : nil
+        fileSize = Asset.isRemote(location)
+            ? nil : (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.int64Value
+    }
+
+    /// The name used in messages: the file's name for paths.
+    public var displayName: String { Asset.isRemote(location) ? location : (location as NSString).lastPathComponent }
+
+    /// Duration in seconds.
+    public var durationSeconds: Double? { duration.map { Double($0) / 1_000_000 } }
+
+    /// The track carried as "the first video track" (AVAssetExportSession behaviour): not a
+    /// cover picture.
+    public var primaryVideoTrack: AssetTrack? {
+        tracks.first { $0.mediaType == .video && $0.isAttachedPicture != true }
+    }
+
+    public var audioTracks: [AssetTrack] { tracks.filter { $0.mediaType == .audio } }
+
+    /// Marks the asset as read by one reader.
+    func claimForReading() -> Bool {
+        claimLock.lock()
+        defer { claimLock.unlock() }
+        if claimed { return false }
+        claimed = true
+        return true
+    }
+
+    static func isRemote(_ location: String) -> Bool {
+        let lower = location.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// What FFmpeg opens: `http(s)` URLs as they are, everything else as a local file through
+    /// `file:` (so a name like `concat:a|b` can never select another protocol).
+    static func ffmpegURL(for location: String) throws(MediaError) -> String {
+        if isRemote(location) { return location }
+        if let scheme = location.range(of: "://"), !location[..<scheme.lowerBound].contains("/") {
+            throw MediaError(.inputUnsupported, "\(location): only local files and http(s) URLs can be read")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory) else {
+            throw MediaError(.inputNotFound, "\(location) does not exist")
+        }
+        guard !isDirectory.boolValue else { throw MediaError(.inputUnreadable, "\(location) is a directory, not a media file") }
+        guard FileManager.default.isReadableFile(atPath: location) else {
+            throw MediaError(.inputUnreadable, "\(location) cannot be read (permission denied)")
+        }
+        let absolute = location.hasPrefix("/") ? location : FileManager.default.currentDirectoryPath + "/" + location
+        return "file:" + absolute
+    }
+
+    static func openError(_ error: FFError, location: String, detail: String?) -> MediaError {
+        let because = detail.map { " (\($0))" } ?? ""
+        switch error.code {
+        case AVErr.noEntry, cff_averror_http_not_found():
+            return MediaError(.inputNotFound, "\(location) does not exist\(because)", detail: error.description)
+        case AVErr.accessDenied, cff_averror_http_forbidden():
+            return MediaError(.inputUnreadable, "\(location) cannot be read (permission denied)", detail: error.description)
+        case AVErr.exit:
+            return MediaError.cancelled()
+        default:
+            if let detail, detail.contains("not on whitelist") {
+                return MediaError(.inputUnsupported, "\(location) is in a format jobctl does not read\(because)", detail: error.description)
+            }
+            let what = error.operation == "avformat_find_stream_info" ? "its streams cannot be probed" : "it is not a media file FFmpeg can read"
+            return MediaError(.inputUnreadable, "\(location): \(what)\(because.isEmpty ? " (\(FFError.message(for: error.code)))" : because)", detail: error.description)
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import CFFmpeg
+import Foundation
+import Synchronization
+
+/// Exports an asset with a preset, a time range and an output format
+/// (`AVAssetExportSession`): an `AssetReader` and an `AssetWriter` wired track by track.
+///
+/// Each track has its own thread (the seeds' per-track serialization queue) that moves samples
+/// from its reader output to its writer input while the input is ready for more media data;
+/// audio and video are therefore processed concurrently. `progress` and `status` can be read,
+/// and `cancel()` called, from any thread; a cancelled or failed export leaves no file at the
+/// destination.
+public final class ExportSession: @unchecked Sendable {
+    public let asset: Asset
+    public let preset: Preset
+    public let outputPath: String
+    public let format: ContainerFormat
+    public let timeRange: TimeRange
+
+    private let state = Mutex(State())
+
+    private struct State {
+        var status: Status = .unknown
+        var error: MediaError?
+        var cancelRequested = false
+        var reader: AssetReader?
+        var writer: AssetWriter?
+        var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
+        var rangeDuration: Int64?
+        var progress: Double = 0
+    }
+
+    /// - Parameter format: the container; by default the one the output's extension names,
+    ///   else the preset's.
+    public init(asset: Asset, preset: Preset, outputPath: String, format: ContainerFormat? = nil, timeRange: TimeRange = .all) {
+        self.asset = asset
+        self.preset = preset
+        self.outputPath = outputPath
+        self.format = format ?? ContainerFormat(pathExtension: (outputPath as NSString).pathExtension) ?? preset.format
+        self.timeRange = timeRange
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+    public var error: MediaError? { state.withLock { $0.error } }
+
+    /// 0…1, never decreasing: the share of the range written by the slowest track.
+    public var progress: Double {
+        state.withLock { state in
+            guard state.status == .reading, let duration = state.rangeDuration, duration > 0 else {
+                return state.status == .completed ? 1 : state.progress
+            }
+            var slowest = 1.0
+            for pair in state.pairs where pair.input.status != .completed {
+                slowest = min(slowest, Double(pair.input.endMicroseconds) / Double(duration))
+            }
+            state.progress = max(state.progress, min(slowest, 0.999))
+            return state.progress
+        }
+    }
+
+    /// Each track's status and counters.
+    public var tracks: [TrackProgress] {
+        state.withLock { state in
+            state.pairs.enumerated().map { position, pair in
+                let statuses = [pair.output.status, pair.input.status]
+                let status: Status =
+                    statuses.contains(.failed) ? .failed
+                    : statuses.contains(.cancelled) ? .cancelled
+                    : statuses.allSatisfy({ $0 == .completed }) ? .completed
+                    : statuses.contains(.reading) ? .reading : .unknown
+                return TrackProgress(
+                    index: pair.input.streamIndex ?? position, sourceIndex: pair.output.track.index,
+                    mediaType: pair.output.track.mediaType, status: status, codec: pair.input.codecName,
+                    read: pair.output.samplesRead, written: pair.input.samplesWritten
+                )
+            }
+        }
+    }
+
+    /// Cancels the export from any thread: the reader and writer stop within moments and the
+    /// temporary file is deleted. `export()` then throws a cancellation.
+    public func cancel() {
+        let (reader, writer) = state.withLock { state -> (AssetReader?, AssetWriter?) in
+            state.cancelRequested = true
+            return (state.reader, state.writer)
+        }
+        reader?.cancelReading()
+        writer?.cancelWriting()
+    }
+
+    /// Runs the export on the calling thread (which it blocks) and its own threads.
+    public func export() throws(MediaError) -> ExportResult {
+        let started = state.withLock { state -> Bool in
+            guard state.status == .unknown else { return false }
+            state.status = .reading
+            return true
+        }
+        precondition(started, "an export session runs once")
+        do {
+            let result = try run()
+            state.withLock { $0.status = .completed }
+            return result
+        } catch {
+            state.withLock {
+                $0.status = error.isCancellation ? .cancelled : .failed
+                $0.error = error
+            }
+            throw error
+        }
+    }
+
+    /// Runs the export on its own threads, off the Swift concurrency pool; cancelling the task
+    /// cancels the export.
+    public func export() async throws -> ExportResult {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ExportResult, any Error>) in
+                let thread = Thread { [self] in
+                    continuation.resume(with: Result { () throws(MediaError) -> ExportResult in try export() })
+                }
+                thread.name = "jobctl.export"
+                thread.start()
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    // MARK: -
+
+    private func run() throws(MediaError) -> ExportResult {
+        let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        let plan = try ExportPlan(asset: asset, preset: preset, format: format)
+        let reader = try AssetReader(asset: asset)
+        reader.timeRange = timeRange
+        let writer = try AssetWriter(destination: outputPath, format: format)
+        var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
+        do throws(MediaError) {
+            for track in plan.tracks {
+                let output = AssetReaderTrackOutput(track: track.source, settings: track.readerSettings)
+                let input = AssetWriterInput(settings: track.writerSettings)
+                reader.add(output)
+                try writer.add(input, copyingFrom: asset)
+                pairs.append((output, input))
+            }
+        } catch {
+            writer.cancelWriting()
+            throw error
+        }
+        let cancelled = state.withLock { state -> Bool in
+            state.reader = reader
+            state.writer = writer
+            state.pairs = pairs
+            state.rangeDuration = range.duration
+            return state.cancelRequested
+        }
+        if cancelled { throw MediaError.cancelled() }
+
+        try writer.startWriting()
+        do {
+            try reader.startReading()
+        } catch {
+            writer.cancelWriting()
+            throw error
+        }
+
+        // One thread per track: move samples while the input is ready for more media data.
+        let failure = Mutex<MediaError?>(nil)
+        let threads = ThreadGroup()
+        for (output, input) in pairs {
+            threads.spawn("jobctl.track.\(output.track.index)") {
+                do throws(MediaError) {
+                    while input.isReadyForMoreMediaData {
+                        guard let sample = try output.copyNextSample() else {
+                            try input.markAsFinished()
+                            break
+                        }
+                        try input.append(sample)
+                    }
+                } catch {
+                    let first = failure.withLock { recorded -> Bool in
+                        guard recorded == nil || (recorded!.isCancellation && !error.isCancellation) else { return false }
+                        recorded = error
+                        return true
+                    }
+                    if first {
+                        // Stop the other tracks: their queues wake up empty.
+                        if error.isCancellation { reader.cancelReading() } else { reader.fail(error) }
+                    }
+                }
+            }
+        }
+        threads.join()
+        reader.waitUntilFinished()
+
+        let userCancelled = state.withLock { $0.cancelRequested }
+        if userCancelled {
+            writer.cancelWriting()
+            throw MediaError.cancelled()
+        }
+        if let error = reader.error ?? failure.withLock({ $0 }) ?? writer.error {
+            writer.fail(error)
+            throw error
+        }
+        let produced = pairs.map(\.input.endMicroseconds).max() ?? 0
+        if let early = reader.inputEndedEarly, let expected = range.duration, expected - produced > 500_000 {
+            let error = MediaError(
+                .decodeFailed,
+                "\(asset.displayName) ends early, at \(TimeRange.format(range.start + produced)) of \(TimeRange.format(range.start + expected)) (damaged or truncated: \(early))"
+            )
+            writer.fail(error)
+            throw error
+        }
+        let bytes = try writer.finishWriting()
+        let actualStart = reader.actualStart ?? range.start
+        return ExportResult(
+            output: outputPath,
+            bytes: bytes,
+            duration: Double(produced) / 1_000_000,
+            actualRange: .init(start: Double(actualStart) / 1_000_000, duration: Double(produced) / 1_000_000),
+            tracks: pairs.map { output, input in
+                let written = input.samplesWritten
+                var track = ExportResult.Track(
+                    index: input.streamIndex ?? 0, sourceIndex: output.track.index, mediaType: input.mediaType,
+                    codec: input.codecName ?? output.track.codec, duration: Double(input.endMicroseconds) / 1_000_000
+                )
+                switch input.settings {
+                case .video(let encoding):
+                    track.width = encoding.size.width
+                    track.height = encoding.size.height
+                    track.frames = written
+                case .audio(let encoding):
+                    track.sampleRate = encoding.sampleRate
+                    track.channels = encoding.channels
+                    track.samples = written
+                case .passthrough(let source):
+                    track.width = source.width
+                    track.height = source.height
+                    track.sampleRate = source.sampleRate
+                    track.channels = source.channels
+                    track.packets = written
+                }
+                return track
+            }
+        )
+    }
+}

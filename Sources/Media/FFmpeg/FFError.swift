@@ -1,0 +1,45 @@
+import CFFmpeg
+
+/// A negative return code of an FFmpeg call, with the call that returned it.
+struct FFError: Error, Sendable, CustomStringConvertible {
+    let code: Int32
+    let operation: String
+
+    var description: String { "\(operation): \(FFError.message(for: code))" }
+
+    static func message(for code: Int32) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
+            _ = cff_err2str(code, buffer.baseAddress, 256)
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+
+    var isEndOfFile: Bool { code == cff_averror_eof() }
+    var isTryAgain: Bool { code == cff_averror_eagain() }
+    var isExit: Bool { code == cff_averror_exit() }
+}
+
+/// Throws an `FFError` when `result` is negative; returns it otherwise.
+@discardableResult
+func check(_ result: Int32, _ operation: @autoclosure () -> String) throws -> Int32 {
+    if result < 0 { throw FFError(code: result, operation: operation()) }
+    return result
+}
+
+enum AVErr {
+    static let eof = cff_averror_eof()
+    static let again = cff_averror_eagain()
+    static let exit = cff_averror_exit()
+    static let invalidData = cff_averror_invaliddata()
+    static let noEntry = cff_averror_enoent()
+    static let accessDenied = cff_averror_eacces()
+    static let noSpace = cff_averror_enospc()
+}
+
+let noPTS: Int64 = cff_nopts_value()
+let microsecondBase = AVRational(num: 1, den: 1_000_000)
+
+extension AVRational {
+    var double: Double { den == 0 ? 0 : Double(num) / Double(den) }
+    var isValid: Bool { num > 0 && den > 0 }
+}

@@ -1,0 +1,86 @@
+import CFFmpeg
+
+/// An opened input (`AVFormatContext` for demuxing).
+///
+/// Opened with a protocol whitelist and a demuxer whitelist (SPEC §7): a media file is hostile
+/// input, and playlist-style demuxers (hls, concat, image sequences) could make FFmpeg read
+/// other local files. Blocking I/O is aborted through `interrupt`.
+final class InputFile {
+    /// Protocols FFmpeg may use to read an input (SPEC §7).
+    static let protocolWhitelist = "file,http,https,tcp,tls"
+    /// Demuxers we accept: containers of real-world media files and elementary streams.
+    static let demuxerWhitelist = [
+        "mov", "matroska", "webm", "mpegts", "avi", "flv", "mp3", "wav", "w64", "flac", "ogg",
+        "aac", "ac3", "eac3", "mpeg", "mpegvideo", "mxf", "asf", "aiff", "caf", "m4v", "h264",
+        "hevc", "yuv4mpegpipe", "dv", "amr", "wv", "ape", "tta", "au", "nut", "dts", "truehd",
+        "ivf", "gxf", "rm", "3gp", "mp4", "m4a",
+    ].joined(separator: ",")
+
+    let context: UnsafeMutablePointer<AVFormatContext>
+    /// Kept alive for the interrupt callback's opaque pointer.
+    private let interrupt: CancellationFlag
+
+    init(url: String, interrupt: CancellationFlag) throws {
+        guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+        self.interrupt = interrupt
+        allocated.pointee.interrupt_callback = AVIOInterruptCB(
+            callback: { opaque in
+                guard let opaque else { return 0 }
+                return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().isSet ? 1 : 0
+            },
+            opaque: Unmanaged.passUnretained(interrupt).toOpaque()
+        )
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "protocol_whitelist", Self.protocolWhitelist, 0)
+        av_dict_set(&options, "format_whitelist", Self.demuxerWhitelist, 0)
+        defer { av_dict_free(&options) }
+
+        var opened: UnsafeMutablePointer<AVFormatContext>? = allocated
+        // On failure avformat_open_input frees the context.
+        try check(avformat_open_input(&opened, url, nil, &options), "avformat_open_input")
+        guard let opened else { throw FFError(code: AVErr.invalidData, operation: "avformat_open_input") }
+        context = opened
+        do {
+            try check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
+        } catch {
+            var closing: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&closing)
+            throw error
+        }
+    }
+
+    deinit {
+        var closing: UnsafeMutablePointer<AVFormatContext>? = context
+        avformat_close_input(&closing)
+    }
+
+    var formatName: String { String(cString: context.pointee.iformat.pointee.name) }
+    var formatLongName: String? { context.pointee.iformat.pointee.long_name.map { String(cString: $0) } }
+    var streamCount: Int { Int(context.pointee.nb_streams) }
+
+    func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> {
+        context.pointee.streams[index]!
+    }
+
+    /// Reads the next packet into `packet` (which must be blank). Returns FFmpeg's code.
+    func read(into packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
+        av_read_frame(context, packet)
+    }
+
+    /// Whether this demuxer supports byte seeking (index-less formats do; mp4 does not).
+    var canSeekBytes: Bool { context.pointee.iformat.pointee.flags & AVFMT_NO_BYTE_SEEK == 0 }
+
+    /// Seeks so that the next packets start at or before `timestamp` (µs, absolute).
+    func seek(toMicroseconds timestamp: Int64) throws {
+        try check(avformat_seek_file(context, -1, Int64.min, timestamp, timestamp, 0), "avformat_seek_file")
+    }
+
+    /// Seeks back to the first byte (index-less formats), or to the first timestamp.
+    func seekToBeginning(startTime: Int64) throws {
+        if canSeekBytes && context.pointee.pb != nil {
+            try check(avformat_seek_file(context, -1, 0, 0, 0, AVSEEK_FLAG_BYTE), "avformat_seek_file(byte 0)")
+        } else {
+            try check(avformat_seek_file(context, -1, Int64.min, startTime, startTime, 0), "avformat_seek_file(start)")
+        }
+    }
+}

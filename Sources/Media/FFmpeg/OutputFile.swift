@@ -1,0 +1,79 @@
+import CFFmpeg
+import Foundation
+
+/// A muxer (`AVFormatContext` for output) writing one file.
+///
+/// Every track's thread writes packets through `write(_:)`; the muxer is not thread-safe, so
+/// the interleaving write happens under a lock.
+final class OutputFile {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    private let lock = NSLock()
+    private var isOpen = false
+
+    init(path: String, formatName: String) throws {
+        var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&allocated, nil, formatName, path), "avformat_alloc_output_context2(\(formatName))")
+        guard let allocated else { throw FFError(code: AVErr.invalidData, operation: "avformat_alloc_output_context2") }
+        context = allocated
+        self.path = path
+    }
+
+    deinit {
+        if isOpen { avio_closep(&context.pointee.pb) }
+        avformat_free_context(context)
+    }
+
+    var needsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+
+    /// Whether the container can hold `codec` (1 yes, 0 no, negative unknown → treated as yes).
+    func canHold(_ codec: AVCodecID) -> Bool {
+        avformat_query_codec(context.pointee.oformat, codec, FF_COMPLIANCE_NORMAL) != 0
+    }
+
+    func addStream() throws -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw FFError(code: cff_averror(ENOMEM), operation: "avformat_new_stream")
+        }
+        return stream
+    }
+
+    func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> { context.pointee.streams[index]! }
+
+    /// Opens the file and writes the header. Stream time bases may change here (FFMPEG_NOTES #18).
+    func open(options: [String: String]) throws {
+        try check(avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open(\(path))")
+        isOpen = true
+        var dictionary: OpaquePointer? = nil
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        defer { av_dict_free(&dictionary) }
+        try check(avformat_write_header(context, &dictionary), "avformat_write_header")
+    }
+
+    /// Writes a packet (taking over its payload), interleaving with the other tracks.
+    func write(_ packet: UnsafeMutablePointer<AVPacket>) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
+    }
+
+    /// Flushes the interleaving queue, writes the trailer (and, for `+faststart`, moves the index
+    /// to the front), and closes the file.
+    func finish() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        try check(av_write_trailer(context), "av_write_trailer")
+        isOpen = false
+        try check(avio_closep(&context.pointee.pb), "avio_closep")
+    }
+
+    /// Closes the file without a trailer (it is about to be deleted).
+    func abort() {
+        lock.lock()
+        defer { lock.unlock() }
+        if isOpen {
+            avio_closep(&context.pointee.pb)
+            isOpen = false
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import CFFmpeg
+
+/// An owned `AVPacket`. Moved between threads, never shared: once handed to a queue or the
+/// muxer, the sender no longer touches it.
+final class Packet: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<AVPacket>
+
+    init() {
+        guard let packet = av_packet_alloc() else { fatalError("av_packet_alloc: out of memory") }
+        pointer = packet
+    }
+
+    deinit {
+        var packet: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&packet)
+    }
+
+    /// A new packet taking over `source`'s payload; `source` is left blank.
+    static func moving(from source: UnsafeMutablePointer<AVPacket>) -> Packet {
+        let packet = Packet()
+        av_packet_move_ref(packet.pointer, source)
+        return packet
+    }
+
+    var streamIndex: Int { Int(pointer.pointee.stream_index) }
+    var pts: Int64 {
+        get { pointer.pointee.pts }
+        set { pointer.pointee.pts = newValue }
+    }
+    var dts: Int64 {
+        get { pointer.pointee.dts }
+        set { pointer.pointee.dts = newValue }
+    }
+    var duration: Int64 {
+        get { pointer.pointee.duration }
+        set { pointer.pointee.duration = newValue }
+    }
+    var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    var size: Int { Int(pointer.pointee.size) }
+    /// dts when set, pts otherwise: the order packets are decoded in.
+    var decodeTimestamp: Int64 { dts != noPTS ? dts : pts }
+}

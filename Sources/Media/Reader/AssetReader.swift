@@ -1,0 +1,279 @@
+import CFFmpeg
+import Foundation
+import Synchronization
+
+/// Reads the samples of an asset's tracks over a time range (`AVAssetReader`).
+///
+/// `startReading()` seeks, then runs one demuxer thread that routes each packet to its track's
+/// bounded queue, and one thread per output that decodes and converts. Status moves
+/// `unknown → reading → completed | failed | cancelled`.
+public final class AssetReader: @unchecked Sendable {
+    public let asset: Asset
+    /// The range to read, relative to the asset's start; intersected with its duration.
+    public var timeRange: TimeRange = .all
+    public private(set) var outputs: [AssetReaderTrackOutput] = []
+
+    private let threads = ThreadGroup()
+    private let state = Mutex(State())
+
+    private struct State {
+        var status: Status = .unknown
+        var error: MediaError?
+        var window: ReadWindow?
+        var inputEndedEarly: String?
+        var demuxedUntil: Int64?
+    }
+
+    public init(asset: Asset) throws(MediaError) {
+        guard asset.claimForReading() else {
+            throw MediaError(.internalError, "\(asset.displayName) is already being read by another reader")
+        }
+        self.asset = asset
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+    public var error: MediaError? { state.withLock { $0.error } }
+
+    /// The error that ended the reading (failure or cancellation), if it did not complete.
+    var terminalError: MediaError? { state.withLock { $0.error } }
+
+    /// The time range actually delivered, relative to the asset's start, once reading started:
+    /// for copied video it begins at the keyframe at or before the requested start.
+    public var actualStart: Int64? { state.withLock { $0.window.map { $0.start - asset.startTime } } }
+
+    /// Microseconds relative to the asset's start.
+    var window: ReadWindow? { state.withLock { $0.window } }
+
+    /// A read error that ended the input before the range did (a truncated file), if any.
+    var inputEndedEarly: String? { state.withLock { $0.inputEndedEarly } }
+
+    public func add(_ output: AssetReaderTrackOutput) {
+        precondition(status == .unknown, "outputs are added before reading starts")
+        precondition(asset.tracks.contains { $0.index == output.track.index }, "the output's track belongs to another asset")
+        output.reader = self
+        outputs.append(output)
+    }
+
+    /// Resolves the range, seeks, creates the decoders and starts the threads.
+    public func startReading() throws(MediaError) {
+        precondition(status == .unknown && !outputs.isEmpty)
+        let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        var window = ReadWindow(start: asset.startTime + range.start, end: range.end.map { asset.startTime + $0 })
+        let input = asset.input
+
+        for index in 0..<input.streamCount {
+            let used = outputs.contains { $0.track.index == index }
+            input.stream(index).pointee.discard = used ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+        let copiedVideo = outputs.first { $0.settings == nil && $0.track.mediaType == .video }
+        let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
+        if range.start > 0 || copiedVideo != nil {
+            let keyframe = try seek(to: window.start, reference: reference.track.index, needsKeyframe: copiedVideo != nil)
+            if copiedVideo != nil, let keyframe {
+                window.keyframe = keyframe
+                window.start = av_rescale_q(keyframe.pts, keyframe.timeBase, microsecondBase)
+            }
+        }
+
+        // Decoders are created here, before the threads, so a bad stream fails the start.
+        var pipelines: [TrackPipeline] = []
+        for output in outputs {
+            let stream = input.stream(output.track.index)
+            let sink: SampleSink = { [unowned output] in output.deliver($0) }
+            switch output.settings {
+            case nil:
+                pipelines.append(CopyPipeline(stream: stream, window: window, sink: sink))
+            case .video(let size):
+                let decoder = try makeDecoder(stream, track: output.track)
+                pipelines.append(VideoDecodePipeline(
+                    decoder: decoder, stream: stream, output: size, rotation: output.track.rotation ?? 0, window: window, sink: sink
+                ))
+            case .audio(let sampleRate, let channels):
+                let decoder = try makeDecoder(stream, track: output.track)
+                pipelines.append(AudioDecodePipeline(
+                    decoder: decoder, stream: stream, sampleRate: sampleRate, channels: channels, window: window, sink: sink
+                ))
+            }
+        }
+
+        state.withLock {
+            $0.status = .reading
+            $0.window = window
+        }
+        let routes = Routes(input: input, outputs: outputs, end: window.end)
+        for (output, pipeline) in zip(outputs, pipelines) {
+            output.setStatus(.reading)
+            let box = UncheckedBox(pipeline)
+            threads.spawn("jobctl.read.\(output.track.mediaType).\(output.track.index)") { [self] in
+                output.run(box.value, reader: self)
+            }
+        }
+        threads.spawn("jobctl.demux") { [self] in demux(routes) }
+    }
+
+    /// Stops reading: wakes every thread, aborts blocking I/O. Safe from any thread.
+    public func cancelReading() {
+        let changed = state.withLock { state -> Bool in
+            guard !state.status.isTerminal else { return false }
+            state.status = .cancelled
+            state.error = state.error ?? MediaError.cancelled()
+            return true
+        }
+        if changed { stopEverything() }
+    }
+
+    /// Records the first failure and stops everything.
+    func fail(_ error: MediaError) {
+        let changed = state.withLock { state -> Bool in
+            guard !state.status.isTerminal else { return false }
+            state.status = .failed
+            state.error = error
+            return true
+        }
+        if changed { stopEverything() }
+    }
+
+    /// Waits for every reading thread to end; then marks the reader completed if nothing failed.
+    public func waitUntilFinished() {
+        threads.join()
+        state.withLock { if $0.status == .reading { $0.status = .completed } }
+    }
+
+    private func stopEverything() {
+        asset.interrupt.set()
+        for output in outputs {
+            output.packets.cancel()
+            output.samples.cancel()
+        }
+    }
+
+    private func makeDecoder(_ stream: UnsafeMutablePointer<AVStream>, track: AssetTrack) throws(MediaError) -> CodecDecoder {
+        do {
+            return try CodecDecoder(stream: stream)
+        } catch {
+            let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
+            throw MediaError(.inputUnsupported, "track \(track.index) (\(track.codec)) cannot be decoded\(detail)", detail: "\(error)")
+        }
+    }
+
+    // MARK: Demuxing
+
+    /// Which output each stream's packets go to, and where each stream's range ends.
+    private struct Routes: @unchecked Sendable {
+        var byStream: [Int: (output: AssetReaderTrackOutput, end: Int64?)] = [:]
+
+        init(input: InputFile, outputs: [AssetReaderTrackOutput], end: Int64?) {
+            for output in outputs {
+                let timeBase = input.stream(output.track.index).pointee.time_base
+                byStream[output.track.index] = (output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) })
+            }
+        }
+    }
+
+    /// Reads packets until every track's range has ended or the input has; on its own thread.
+    private func demux(_ routes: Routes) {
+        let input = asset.input
+        let scratch = Packet()
+        var open = Set(routes.byStream.keys)
+        defer {
+            for route in routes.byStream.values { route.output.packets.close() }
+        }
+        while !open.isEmpty && terminalError == nil {
+            let result = input.read(into: scratch.pointer)
+            if result == AVErr.again { continue }
+            if result < 0 {
+                if result != AVErr.eof && result != AVErr.exit {
+                    let detail = FFmpegLog.takeLastError() ?? FFError.message(for: result)
+                    state.withLock { $0.inputEndedEarly = detail }
+                }
+                return
+            }
+            let index = scratch.streamIndex
+            guard open.contains(index), let route = routes.byStream[index] else {
+                av_packet_unref(scratch.pointer)
+                continue
+            }
+            if let end = route.end, scratch.decodeTimestamp != noPTS, scratch.decodeTimestamp >= end {
+                // Packets come in decode order: nothing after this one is shown before the end.
+                av_packet_unref(scratch.pointer)
+                route.output.packets.close()
+                open.remove(index)
+                continue
+            }
+            if !route.output.packets.push(Packet.moving(from: scratch.pointer)) {
+                open.remove(index)  // the output needs no more
+            }
+        }
+    }
+
+    // MARK: Seeking
+
+    /// Seeks so that reading starts at or before `target` (µs, absolute) with a keyframe of
+    /// stream `reference` at or before it. Index-less formats (MPEG-TS) can land past the
+    /// keyframe: then back off 1 s, 2 s, 4 s… down to the beginning (FFMPEG_NOTES #25).
+    /// Returns the last keyframe of `reference` at or before `target`, when `needsKeyframe`.
+    private func seek(to target: Int64, reference: Int, needsKeyframe: Bool) throws(MediaError) -> (streamIndex: Int, pts: Int64, timeBase: AVRational)? {
+        let input = asset.input
+        let timeBase = input.stream(reference).pointee.time_base
+        var backoff: Int64 = 0
+        while true {
+            let position = target - backoff
+            let atBeginning = position <= asset.startTime
+            do {
+                if atBeginning { try input.seekToBeginning(startTime: asset.startTime) } else { try input.seek(toMicroseconds: position) }
+            } catch {
+                if atBeginning { throw MediaError(.inputUnreadable, "\(asset.displayName) cannot be read from its start", detail: "\(error)") }
+                backoff = backoff == 0 ? 1_000_000 : backoff * 2
+                continue
+            }
+            let keyframe = try scanKeyframe(stream: reference, timeBase: timeBase, target: target)
+            if keyframe.found != nil || atBeginning {
+                // Rewind to the same place for the real pass.
+                do {
+                    if atBeginning { try input.seekToBeginning(startTime: asset.startTime) } else { try input.seek(toMicroseconds: position) }
+                } catch {
+                    throw MediaError(.inputUnreadable, "\(asset.displayName): seeking failed", detail: "\(error)")
+                }
+                guard needsKeyframe else { return nil }
+                return (keyframe.found ?? keyframe.first).map { (reference, $0, timeBase) }
+            }
+            backoff = backoff == 0 ? 1_000_000 : backoff * 2
+        }
+    }
+
+    /// Reads ahead from the current position: the last keyframe of `stream` at or before
+    /// `target` (if the first keyframe is not already past it), and the first keyframe seen.
+    private func scanKeyframe(stream: Int, timeBase: AVRational, target: Int64) throws(MediaError) -> (found: Int64?, first: Int64?) {
+        let input = asset.input
+        let scratch = Packet()
+        var found: Int64?
+        var first: Int64?
+        var packets = 0
+        while packets < 20_000 {
+            if asset.interrupt.isSet { throw terminalError ?? MediaError.cancelled() }
+            let result = input.read(into: scratch.pointer)
+            if result == AVErr.again { continue }
+            guard result >= 0 else { break }
+            defer { av_packet_unref(scratch.pointer) }
+            packets += 1
+            guard scratch.streamIndex == stream else { continue }
+            let pts = scratch.pts != noPTS ? scratch.pts : scratch.dts
+            guard pts != noPTS else { continue }
+            if av_compare_ts(pts, timeBase, target, microsecondBase) > 0 {
+                if first == nil && scratch.isKeyframe { first = pts }
+                break  // past the target: found (if any) is the answer
+            }
+            if scratch.isKeyframe {
+                first = first ?? pts
+                found = pts
+            }
+        }
+        return (found, first)
+    }
+}
+
+/// Carries a non-Sendable value into a thread that becomes its only user.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

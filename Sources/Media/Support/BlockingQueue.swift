@@ -1,0 +1,81 @@
+import Foundation
+
+/// A bounded FIFO between two threads: the per-track serialization queue of the seeds.
+///
+/// `push` blocks while the queue is full (backpressure: the consumer is not "ready for more
+/// media data"), `pop` blocks while it is empty. `close()` ends the stream after the queued
+/// elements; `cancel()` drops everything and wakes both sides for good, so a stage that stops
+/// early never leaves its producer blocked.
+final class BlockingQueue<Element>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [Element] = []
+    private var head = 0
+    private let capacity: Int
+    private var closed = false
+    private var cancelled = false
+
+    init(capacity: Int) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+        items.reserveCapacity(capacity)
+    }
+
+    /// Appends `element`, waiting for room. Returns `false` (and drops it) once cancelled or closed.
+    @discardableResult
+    func push(_ element: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count - head >= capacity && !cancelled && !closed {
+            condition.wait()
+        }
+        guard !cancelled && !closed else { return false }
+        items.append(element)
+        condition.broadcast()
+        return true
+    }
+
+    /// The next element, waiting for one; `nil` once the queue is closed and drained, or cancelled.
+    func pop() -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count == head && !closed && !cancelled {
+            condition.wait()
+        }
+        guard !cancelled, head < items.count else { return nil }
+        let element = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 {
+            items.removeFirst(head)
+            head = 0
+        }
+        condition.broadcast()
+        return element
+    }
+
+    /// No more elements will be pushed; `pop` returns the queued ones, then `nil`.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Drops the queued elements and wakes every waiter; later pushes are dropped, pops return `nil`.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        items.removeAll()
+        head = 0
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count - head
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Synchronization
+
+/// A set of OS threads that run one export's stages, joined together.
+///
+/// FFmpeg calls block for milliseconds to seconds, so they run on their own threads, never on
+/// the Swift concurrency pool (FFMPEG_NOTES, "Threading").
+final class ThreadGroup: @unchecked Sendable {
+    private let group = DispatchGroup()
+
+    /// Starts `body` on a new thread named `name`.
+    func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        let thread = Thread { [group] in
+            body()
+            group.leave()
+        }
+        thread.name = name
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+
+    /// Blocks until every spawned thread has returned.
+    func join() {
+        group.wait()
+    }
+}
+
+/// A flag set once, from any thread; also FFmpeg's `AVIOInterruptCB` opaque pointer.
+final class CancellationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
+}

@@ -1,0 +1,168 @@
+import CFFmpeg
+import Foundation
+import Synchronization
+
+/// Writes a media file from samples appended to its inputs (`AVAssetWriter`).
+///
+/// Nobody ever sees a partial file at the destination: the writer writes a hidden temporary
+/// file beside it (same directory, so the same file system) and, in `finishWriting()`, flushes
+/// it to disk and renames it over the destination. A failed or cancelled writer deletes it.
+public final class AssetWriter: @unchecked Sendable {
+    public let destination: String
+    public let format: ContainerFormat
+    public private(set) var inputs: [AssetWriterInput] = []
+    /// The temporary file written until `finishWriting()`.
+    public let temporaryPath: String
+
+    private let file: OutputFile
+    private let state = Mutex(State())
+
+    private struct State {
+        var status: Status = .unknown
+        var error: MediaError?
+    }
+
+    /// Prepares a writer for `destination`. Fails with `output_unwritable` if its directory
+    /// does not exist or the destination is a directory.
+    public init(destination: String, format: ContainerFormat) throws(MediaError) {
+        self.destination = destination
+        self.format = format
+        let url = URL(fileURLWithPath: destination)
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MediaError(.outputUnwritable, "\(destination): the directory \(directory) does not exist")
+        }
+        if FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw MediaError(.outputUnwritable, "\(destination) is a directory")
+        }
+        let name = String(url.lastPathComponent.prefix(160))
+        let token = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        temporaryPath = (directory as NSString).appendingPathComponent(".\(name).\(token).jobctl.tmp")
+        do {
+            file = try OutputFile(path: temporaryPath, formatName: format.muxerName)
+        } catch {
+            throw MediaError(.internalError, "the \(format.muxerName) muxer is not available", detail: "\(error)")
+        }
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+    public var error: MediaError? { state.withLock { $0.error } }
+
+    /// Adds an input: creates its encoder and output stream. Before `startWriting()`.
+    /// Passthrough inputs need the `asset` they copy from.
+    public func add(_ input: AssetWriterInput, copyingFrom asset: Asset? = nil) throws(MediaError) {
+        precondition(status == .unknown, "inputs are added before writing starts")
+        try input.attach(to: self, file: file, asset: asset)
+        inputs.append(input)
+    }
+
+    /// Creates the temporary file and writes the header.
+    public func startWriting() throws(MediaError) {
+        precondition(status == .unknown && !inputs.isEmpty)
+        do {
+            try file.open(options: ["movflags": "+faststart"])
+        } catch let error as FFError {
+            file.abort()
+            unlink(temporaryPath)
+            let mapped = error.operation.hasPrefix("avio_open")
+                ? AssetWriter.writeError(error, path: destination)
+                : MediaError(.presetIncompatible, "the \(format.rawValue) container cannot hold these tracks: \(FFmpegLog.takeLastError() ?? error.description)")
+            state.withLock {
+                $0.status = .failed
+                $0.error = mapped
+            }
+            throw mapped
+        } catch {
+            throw MediaError(.internalError, "\(error)")
+        }
+        state.withLock { $0.status = .reading }
+        for input in inputs { input.setStatus(.reading) }
+    }
+
+    /// Writes the trailer, flushes the file to disk and renames it to the destination.
+    /// Returns the file's size in bytes.
+    @discardableResult
+    public func finishWriting() throws(MediaError) -> Int64 {
+        precondition(status == .reading, "finishWriting() after startWriting()")
+        do throws(MediaError) {
+            for input in inputs where input.status == .reading { try input.markAsFinished() }
+            do {
+                try file.finish()
+            } catch let error as FFError {
+                throw AssetWriter.writeError(error, path: destination)
+            } catch {
+                throw MediaError(.internalError, "\(error)")
+            }
+            try durablyRename()
+        } catch {
+            fail(error)
+            throw error
+        }
+        state.withLock { $0.status = .completed }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: destination)
+        return (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// Stops writing and deletes the temporary file. Safe from any thread, any number of times.
+    public func cancelWriting() {
+        let changed = state.withLock { state -> Bool in
+            guard !state.status.isTerminal else { return false }
+            state.status = .cancelled
+            state.error = state.error ?? MediaError.cancelled()
+            return true
+        }
+        if changed { discard(as: .cancelled) }
+    }
+
+    /// Records a failure and deletes the temporary file.
+    func fail(_ error: MediaError) {
+        let changed = state.withLock { state -> Bool in
+            guard !state.status.isTerminal else { return false }
+            state.status = .failed
+            state.error = error
+            return true
+        }
+        if changed { discard(as: .failed) }
+    }
+
+    private func discard(as status: Status) {
+        for input in inputs { input.setStatus(status) }
+        file.abort()
+        unlink(temporaryPath)
+    }
+
+    /// fsync the file, rename it over the destination, fsync the directory.
+    private func durablyRename() throws(MediaError) {
+        let descriptor = open(temporaryPath, O_RDONLY)
+        if descriptor >= 0 {
+            let synced = fsync(descriptor)
+            let code = errno
+            close(descriptor)
+            if synced != 0 { throw AssetWriter.systemError(code, path: destination) }
+        }
+        guard rename(temporaryPath, destination) == 0 else { throw AssetWriter.systemError(errno, path: destination) }
+        let directory = open((destination as NSString).deletingLastPathComponent.isEmpty ? "." : (destination as NSString).deletingLastPathComponent, O_RDONLY)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+
+    static func systemError(_ code: Int32, path: String) -> MediaError {
+        MediaError(.outputUnwritable, "\(path) cannot be written: \(String(cString: strerror(code)))")
+    }
+
+    static func writeError(_ error: FFError, path: String) -> MediaError {
+        switch error.code {
+        case AVErr.noSpace:
+            return MediaError(.outputUnwritable, "\(path) cannot be written: no space left on the device", detail: error.description)
+        case AVErr.accessDenied:
+            return MediaError(.outputUnwritable, "\(path) cannot be written: permission denied", detail: error.description)
+        case AVErr.noEntry:
+            return MediaError(.outputUnwritable, "\(path) cannot be written: its directory does not exist", detail: error.description)
+        default:
+            return MediaError(.outputUnwritable, "\(path) cannot be written: \(FFError.message(for: error.code))", detail: error.description)
+        }
+    }
+}

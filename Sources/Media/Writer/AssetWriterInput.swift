@@ -1,0 +1,371 @@
+import CFFmpeg
+import Synchronization
+
+/// Encodes (or copies) one track into an asset writer (`AVAssetWriterInput`).
+///
+/// One thread appends to an input; `append` encodes synchronously and hands the packets to the
+/// writer's muxer. Counters and status can be read from any thread.
+public final class AssetWriterInput: @unchecked Sendable {
+    public enum Settings: Sendable {
+        /// H.264/H.265 pictures at `size` (square pixels, `yuv420p`).
+        case video(VideoEncoding)
+        /// AAC at `sampleRate` with `channels` channels.
+        case audio(AudioEncoding)
+        /// Compressed packets of `track` copied as they are.
+        case passthrough(track: AssetTrack)
+    }
+
+    public struct VideoEncoding: Sendable, Hashable {
+        public var codec: VideoCodec
+        public var size: PictureSize
+        public var bitrate: Int?
+        public var crf: Int?
+        public var encoderPreset: String?
+        /// The source track: its time base becomes the encoder's, its frame rate and colour
+        /// description are passed on.
+        public var source: AssetTrack
+
+        public init(codec: VideoCodec, size: PictureSize, bitrate: Int? = nil, crf: Int? = nil, encoderPreset: String? = nil, source: AssetTrack) {
+            self.codec = codec
+            self.size = size
+            self.bitrate = bitrate
+            self.crf = crf
+            self.encoderPreset = encoderPreset
+            self.source = source
+        }
+    }
+
+    public struct AudioEncoding: Sendable, Hashable {
+        public var sampleRate: Int
+        public var channels: Int
+        public var bitrate: Int?
+        public var source: AssetTrack
+
+        public init(sampleRate: Int, channels: Int, bitrate: Int?, source: AssetTrack) {
+            self.sampleRate = sampleRate
+            self.channels = channels
+            self.bitrate = bitrate
+            self.source = source
+        }
+    }
+
+    public let settings: Settings
+    private let state = Mutex(State())
+    private var engine: Engine?
+
+    private struct State {
+        var status: Status = .unknown
+        var written: Int64 = 0
+        var endMicroseconds: Int64 = 0
+    }
+
+    public init(settings: Settings) {
+        self.settings = settings
+    }
+
+    public var mediaType: MediaType {
+        switch settings {
+        case .video: .video
+        case .audio: .audio
+        case .passthrough(let track): track.mediaType
+        }
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+    /// Frames (video), samples (audio) or packets (passthrough) appended.
+    public var samplesWritten: Int64 { state.withLock { $0.written } }
+    /// Where the appended media ends, in microseconds from the export's start.
+    public var endMicroseconds: Int64 { state.withLock { $0.endMicroseconds } }
+    /// The output stream's index in the file, once added to a writer.
+    public private(set) var streamIndex: Int?
+    /// The codec written (`h264`, `aac`, or the copied codec).
+    public private(set) var codecName: String?
+
+    /// Whether the input accepts samples: the writer is writing and the input is not finished.
+    public var isReadyForMoreMediaData: Bool {
+        guard let engine, engine.writer?.status == .reading else { return false }
+        return status == .reading
+    }
+
+    /// Encodes `sample` and writes the packets.
+    public func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard let engine, isReadyForMoreMediaData else {
+            throw engineError ?? MediaError(.internalError, "append to an input that is not ready for more media data")
+        }
+        do {
+            try engine.append(sample)
+        } catch {
+            markFailed()
+            throw error
+        }
+        state.withLock {
+            $0.written += sample.count
+            $0.endMicroseconds = max($0.endMicroseconds, sample.endMicroseconds)
+        }
+    }
+
+    /// No more samples: drains the encoder.
+    public func markAsFinished() throws(MediaError) {
+        guard let engine, status == .reading else { return }
+        do {
+            try engine.finish()
+        } catch {
+            markFailed()
+            throw error
+        }
+        state.withLock { $0.status = .completed }
+    }
+
+    private var engineError: MediaError? { engine?.writer?.error }
+
+    private func markFailed() { state.withLock { $0.status = .failed } }
+
+    // MARK: Writer side
+
+    /// Creates the encoder and the output stream (before the header is written).
+    func attach(to writer: AssetWriter, file: OutputFile, asset: Asset?) throws(MediaError) {
+        let engine: Engine
+        switch settings {
+        case .video(let encoding): engine = try VideoEngine(encoding: encoding, file: file)
+        case .audio(let encoding): engine = try AudioEngine(encoding: encoding, file: file)
+        case .passthrough(let track):
+            guard let asset else { throw MediaError(.internalError, "a passthrough input needs its source asset") }
+            engine = try CopyEngine(track: track, asset: asset, file: file)
+        }
+        engine.writer = writer
+        self.engine = engine
+        streamIndex = engine.streamIndex
+        codecName = engine.codecName
+    }
+
+    func setStatus(_ status: Status) {
+        state.withLock { if !$0.status.isTerminal { $0.status = status } }
+    }
+}
+
+// MARK: - Engines: what each kind of input does with a sample
+
+class Engine {
+    let file: OutputFile
+    let streamIndex: Int
+    let codecName: String
+    weak var writer: AssetWriter?
+    let packet = Packet()
+
+    init(file: OutputFile, streamIndex: Int, codecName: String) {
+        self.file = file
+        self.streamIndex = streamIndex
+        self.codecName = codecName
+    }
+
+    func append(_ sample: SampleBuffer) throws(MediaError) {}
+    func finish() throws(MediaError) {}
+
+    /// Writes `packet` (in `timeBase`) to this input's stream.
+    func write(_ packet: UnsafeMutablePointer<AVPacket>, from timeBase: AVRational) throws(MediaError) {
+        packet.pointee.stream_index = Int32(streamIndex)
+        av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
+        do {
+            try file.write(packet)
+        } catch let error as FFError {
+            throw AssetWriter.writeError(error, path: writer?.destination ?? file.path)
+        } catch {
+            throw MediaError(.internalError, "writing a packet: \(error)")
+        }
+    }
+}
+
+/// Shared by the video and audio encoders: send a frame, write what comes out.
+class EncodingEngine: Engine {
+    let encoder: CodecEncoder
+
+    init(encoder: CodecEncoder, file: OutputFile) throws(MediaError) {
+        self.encoder = encoder
+        let stream: UnsafeMutablePointer<AVStream>
+        do {
+            stream = try file.addStream()
+            try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
+        } catch {
+            throw MediaError(.encodeFailed, "setting up the \(encoder.codecName) stream failed", detail: "\(error)")
+        }
+        stream.pointee.time_base = encoder.timeBase
+        super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: String(cString: avcodec_get_name(encoder.context.pointee.codec_id)))
+    }
+
+    func encode(_ frame: UnsafeMutablePointer<AVFrame>?) throws(MediaError) {
+        let result = encoder.send(frame)
+        if result < 0 && result != AVErr.eof {
+            throw MediaError(.encodeFailed, "\(encoder.codecName) refused a frame: \(FFmpegLog.takeLastError() ?? FFError.message(for: result))")
+        }
+        while true {
+            let received = encoder.receive(packet.pointer)
+            if received == AVErr.again || received == AVErr.eof { return }
+            if received < 0 {
+                throw MediaError(.encodeFailed, "\(encoder.codecName) failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: received))")
+            }
+            prepare(packet.pointer)
+            try write(packet.pointer, from: encoder.timeBase)
+        }
+    }
+
+    /// A chance to fix up a packet before it is written.
+    func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {}
+
+    static func open(name: String, options: [String: String], configure: (UnsafeMutablePointer<AVCodecContext>) throws -> Void) throws(MediaError) -> CodecEncoder {
+        guard CodecEncoder.isAvailable(name) else {
+            throw MediaError(.presetIncompatible, "this FFmpeg build has no \(name) encoder")
+        }
+        do {
+            return try CodecEncoder(name: name, options: options, configure: configure)
+        } catch {
+            let detail = FFmpegLog.takeLastError().map { ": \($0)" } ?? ""
+            throw MediaError(.encodeFailed, "the \(name) encoder could not be opened\(detail)", detail: "\(error)")
+        }
+    }
+}
+
+final class VideoEngine: EncodingEngine {
+    /// Frame durations by pts: libx264 in 5.1 returns packets without (FFMPEG_NOTES #19).
+    private var durations: [Int64: Int64] = [:]
+
+    init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
+        let source = encoding.source
+        let timeBase = source.timeBase.av
+        var options: [String: String] = [:]
+        if let crf = encoding.crf { options["crf"] = "\(crf)" }
+        if let speed = encoding.encoderPreset { options["preset"] = speed }
+        if encoding.codec == .hevc { options["x265-params"] = "log-level=error" }
+        let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
+            context.pointee.width = Int32(encoding.size.width)
+            context.pointee.height = Int32(encoding.size.height)
+            context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+            context.pointee.time_base = timeBase
+            if let rate = source.frameRateRational { context.pointee.framerate = rate.av }
+            if let bitrate = encoding.bitrate { context.pointee.bit_rate = Int64(bitrate) }
+            // Pass the source's colour description on, as the ffmpeg CLI does.
+            if let name = source.colorPrimaries, case let value = av_color_primaries_from_name(name), value >= 0 {
+                context.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(value))
+            }
+            if let name = source.colorTransfer, case let value = av_color_transfer_from_name(name), value >= 0 {
+                context.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(value))
+            }
+            if let name = source.colorSpace, case let value = av_color_space_from_name(name), value >= 0 {
+                context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
+            }
+            // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (FFMPEG_NOTES #16).
+            context.pointee.thread_count = 0
+            if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+        try super.init(encoder: encoder, file: file)
+        if encoding.codec == .hevc {
+            file.stream(streamIndex).pointee.codecpar.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31)  // hvc1
+        }
+    }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .video(let frame) = sample.payload else { throw MediaError(.internalError, "a video input was given a non-video sample") }
+        frame.pts = sample.pts
+        durations[sample.pts] = sample.duration
+        try encode(frame.pointer)
+    }
+
+    override func finish() throws(MediaError) { try encode(nil) }
+
+    override func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {
+        let duration = durations.removeValue(forKey: packet.pointee.pts)
+        if packet.pointee.duration <= 0 { packet.pointee.duration = duration ?? 1 }
+    }
+}
+
+final class AudioEngine: EncodingEngine {
+    private let fifo: AudioFifo
+    private var layout = AVChannelLayout()
+    private let sampleRate: Int32
+    private var nextPTS: Int64?
+
+    init(encoding: AssetWriterInput.AudioEncoding, file: OutputFile) throws(MediaError) {
+        sampleRate = Int32(encoding.sampleRate)
+        av_channel_layout_default(&layout, Int32(encoding.channels))
+        var layoutCopy = layout
+        let encoder = try EncodingEngine.open(name: "aac", options: [:]) { context in
+            context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+            context.pointee.sample_rate = Int32(encoding.sampleRate)
+            try check(av_channel_layout_copy(&context.pointee.ch_layout, &layoutCopy), "av_channel_layout_copy")
+            if let bitrate = encoding.bitrate { context.pointee.bit_rate = Int64(bitrate) }
+            context.pointee.time_base = AVRational(num: 1, den: Int32(encoding.sampleRate))
+            context.pointee.thread_count = 0
+            if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+        fifo = AudioFifo(format: AV_SAMPLE_FMT_FLTP, channels: Int32(encoding.channels))
+        try super.init(encoder: encoder, file: file)
+    }
+
+    deinit { av_channel_layout_uninit(&layout) }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .audio(let frame) = sample.payload else { throw MediaError(.internalError, "an audio input was given a non-audio sample") }
+        if nextPTS == nil { nextPTS = sample.pts }
+        do { try fifo.write(frame) } catch { throw MediaError(.encodeFailed, "buffering audio failed", detail: "\(error)") }
+        // AAC takes exactly frame_size (1024) samples per frame (FFMPEG_NOTES #20).
+        let frameSize = max(1, encoder.frameSize)
+        while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
+    }
+
+    override func finish() throws(MediaError) {
+        if fifo.count > 0 { try encodeFromFifo(fifo.count) }  // a short last frame (AV_CODEC_CAP_SMALL_LAST_FRAME)
+        try encode(nil)
+    }
+
+    private func encodeFromFifo(_ count: Int32) throws(MediaError) {
+        let frame: Frame
+        do {
+            frame = try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &layout, sampleRate: sampleRate)
+            try fifo.read(into: frame, count: count)
+        } catch {
+            throw MediaError(.encodeFailed, "preparing an audio frame failed", detail: "\(error)")
+        }
+        frame.pts = nextPTS ?? 0
+        nextPTS = frame.pts + Int64(frame.sampleCount)
+        try encode(frame.pointer)
+    }
+}
+
+final class CopyEngine: Engine {
+    private let sourceTimeBase: AVRational
+
+    init(track: AssetTrack, asset: Asset, file: OutputFile) throws(MediaError) {
+        let source = asset.input.stream(track.index)
+        sourceTimeBase = source.pointee.time_base
+        let parameters = source.pointee.codecpar!
+        guard file.canHold(parameters.pointee.codec_id) else {
+            throw MediaError(.presetIncompatible, "track \(track.index) (\(track.codec)) cannot be copied into this container")
+        }
+        let stream: UnsafeMutablePointer<AVStream>
+        do {
+            stream = try file.addStream()
+            try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters), "avcodec_parameters_copy")
+        } catch {
+            throw MediaError(.internalError, "setting up a copied stream failed", detail: "\(error)")
+        }
+        let hvc1 = cff_mktag(0x68, 0x76, 0x63, 0x31)
+        if stream.pointee.codecpar.pointee.codec_tag != hvc1 { stream.pointee.codecpar.pointee.codec_tag = 0 }
+        stream.pointee.time_base = sourceTimeBase
+        stream.pointee.sample_aspect_ratio = source.pointee.sample_aspect_ratio
+        // Keep the display matrix: a copied picture is still shown rotated.
+        var size: Int = 0
+        if let matrix = av_stream_get_side_data(source, AV_PKT_DATA_DISPLAYMATRIX, &size), size > 0,
+            let copy = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, size)
+        {
+            copy.update(from: matrix, count: size)
+        }
+        if let language = track.language { av_dict_set(&stream.pointee.metadata, "language", language, 0) }
+        super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: track.codec)
+    }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .packet(let packet) = sample.payload else { throw MediaError(.internalError, "a passthrough input was given a decoded sample") }
+        packet.pointer.pointee.pos = -1
+        try write(packet.pointer, from: sourceTimeBase)
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import Media
+
+/// How a command ends when it cannot do its work: one line on stderr a person can act on
+/// (`error: input_not_found: /data/in.mov does not exist`) and an exit code.
+enum CommandFailure: Error {
+    /// The operation failed: exit 1 (64 for errors in the arguments, 130 when interrupted).
+    case media(MediaError)
+    /// A usage or configuration error: exit 64.
+    case usage(String)
+
+    static let usageExitCode: Int32 = 64
+    static let interruptedExitCode: Int32 = 130
+
+    /// Prints the error and returns the exit to throw.
+    func report() -> ExitCode {
+        switch self {
+        case .media(let error):
+            Terminal.printError("error: \(error.description)")
+            if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
+            return error.code == .presetUnknown ? ExitCode(CommandFailure.usageExitCode) : .failure
+        case .usage(let message):
+            Terminal.printError("error: \(message)")
+            return ExitCode(CommandFailure.usageExitCode)
+        }
+    }
+}
+
+/// Runs a command body, turning our errors into their line and exit code.
+func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as MediaError {
+        throw CommandFailure.media(error).report()
+    } catch let error as CommandFailure {
+        throw error.report()
+    }
+}

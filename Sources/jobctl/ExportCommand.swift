@@ -1,0 +1,109 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Media
+
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export a file with a preset and an optional time range, in this process (no queue).",
+        discussion: """
+            The output is written to a hidden temporary file beside OUT and renamed into place \
+            only when complete: a failed or interrupted export leaves nothing at OUT. An existing \
+            file at OUT is replaced atomically.
+
+            Ranges (relative to the input's first frame): START+DURATION (1s+3s), START-END \
+            (1:00-1:30.5), or START alone (to the end). Times are seconds (90, 1.5, 1.5s), \
+            milliseconds (1500ms) or clock times (1:02.5, 00:01:02.500). Re-encoding presets cut \
+            frame-accurately; passthrough starts at the keyframe at or before START.
+
+            Examples:
+              jobctl export talk.mov --preset low --range 1s+3s -o clip.mp4
+              jobctl export talk.mov --preset passthrough --range 10s-20s -o cut.mov
+              jobctl export podcast.flac --preset m4a -o podcast.m4a
+            """
+    )
+
+    @Argument(help: "The input: a media file, or an http(s) URL.")
+    var input: String
+
+    @Option(help: "The preset (see `jobctl presets`).")
+    var preset: String
+
+    @Option(help: ArgumentHelp("The part of the input to export (default: all of it).", valueName: "range"))
+    var range: String?
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the result.", valueName: "out"))
+    var output: String
+
+    @Option(help: "The container: mp4, mov or m4a (default: from OUT's extension, else the preset's).")
+    var format: ContainerFormat?
+
+    @Flag(help: "Print the result as JSON (output, bytes, duration, actualRange, tracks) on stdout.")
+    var json = false
+
+    @OptionGroup var presets: PresetOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let range {
+            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
+        }
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let preset = try presets.catalog().preset(named: preset)
+            let asset = try Asset(location: input)
+            let session = ExportSession(asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange)
+
+            // Ctrl-C or SIGTERM cancels the export (and removes its temporary file).
+            let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { session.cancel() }
+                source.resume()
+                return source
+            }
+            defer { signals.forEach { $0.cancel() } }
+
+            let expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).duration
+            let bar = Terminal.stderrIsTTY && !json ? ProgressBar(total: expected.map { Double($0) / 1_000_000 }) : nil
+            let progress = Task {
+                while !Task.isCancelled, let bar {
+                    bar.draw(fraction: session.progress)
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer {
+                progress.cancel()
+                bar?.clear()
+            }
+            let result = try await session.export()
+            progress.cancel()
+            bar?.clear()
+            if json {
+                try Terminal.printJSON(result)
+            } else {
+                printSummary(result, asset: asset)
+            }
+        }
+    }
+
+    private func printSummary(_ result: ExportResult, asset: Asset) {
+        let range = result.actualRange
+        print("\(result.output): \(Terminal.seconds(result.duration)), \(Terminal.bytes(result.bytes)) "
+            + "(from \(Terminal.seconds(range.start)) to \(Terminal.seconds(range.start + range.duration)) of \(asset.displayName))")
+        for track in result.tracks {
+            var line = "  #\(track.index) \(track.mediaType) \(track.codec)"
+            if let width = track.width, let height = track.height { line += " \(width)x\(height)" }
+            if let frames = track.frames { line += ", \(frames) frames" }
+            if let rate = track.sampleRate, let channels = track.channels { line += " \(rate) Hz \(channels) ch" }
+            if let samples = track.samples { line += ", \(samples) samples" }
+            if let packets = track.packets { line += ", \(packets) packets copied" }
+            print(line)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import Media
+
+struct PresetsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "presets",
+        abstract: "List the presets and the ffmpeg command equivalent to each.",
+        discussion: """
+            Size presets are caps: the picture fits inside the box (either orientation), keeps \
+            its display aspect ratio, is never upscaled and has even dimensions. The ffmpeg \
+            commands use the placeholders INPUT and OUTPUT; for a range, add -ss START -t \
+            DURATION before -i. Custom presets (--presets FILE or JOBCTL_PRESETS) are a JSON list \
+            with the fields of --json.
+            """
+    )
+
+    @Flag(help: "Print a JSON list of presets (name, summary, format, video, audio, ffmpeg).")
+    var json = false
+
+    @OptionGroup var presets: PresetOptions
+    @OptionGroup var global: GlobalOptions
+
+    /// A preset as `presets --json` prints it: its fields plus its ffmpeg equivalent.
+    struct Entry: Encodable {
+        var preset: Preset
+        func encode(to encoder: any Encoder) throws {
+            try preset.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(preset.ffmpegCommand, forKey: .ffmpeg)
+        }
+        enum Key: CodingKey { case ffmpeg }
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let catalog = try presets.catalog()
+            if json {
+                try Terminal.printJSON(catalog.presets.map(Entry.init))
+                return
+            }
+            for preset in catalog.presets {
+                print("\(preset.name)  [\(preset.format.rawValue)]  \(preset.summary)")
+                print("    \(preset.ffmpegCommand)")
+            }
+        }
+    }
+}

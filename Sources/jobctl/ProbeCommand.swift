@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import Media
+
+struct ProbeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Show an input's container, duration and tracks (and, with --presets, which presets apply).",
+        discussion: """
+            Times are seconds. `rotation` is clockwise degrees to display the picture upright; \
+            `displayWidth`/`displayHeight` apply it and the sample aspect ratio.
+            """
+    )
+
+    @Argument(help: "A media file, or an http(s) URL.")
+    var input: String
+
+    @Flag(name: .customLong("presets"), help: "Also tell which presets can export this input, and why the others cannot.")
+    var checkPresets = false
+
+    @Flag(help: "Print JSON on stdout.")
+    var json = false
+
+    @Option(name: .customLong("presets-file"), help: ArgumentHelp("A JSON file of custom presets.", valueName: "file"))
+    var presetsFile: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    struct Report: Encodable {
+        var input: String
+        var container: String
+        var containerLongName: String?
+        var duration: Double?
+        var startTime: Double
+        var bitrate: Int?
+        var size: Int64?
+        var tracks: [AssetTrack]
+        var presets: [PresetCheck]?
+    }
+
+    struct PresetCheck: Encodable {
+        var name: String
+        var compatible: Bool
+        var code: String?
+        var reason: String?
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let asset = try Asset(location: input)
+            var report = Report(
+                input: input, container: asset.container, containerLongName: asset.containerLongName,
+                duration: asset.durationSeconds, startTime: Double(asset.startTime) / 1_000_000, bitrate: asset.bitrate,
+                size: asset.fileSize, tracks: asset.tracks
+            )
+            if checkPresets {
+                let catalog = try PresetOptions.catalog(file: presetsFile)
+                report.presets = catalog.presets.map { preset in
+                    let problem = preset.incompatibility(with: asset)
+                    return PresetCheck(name: preset.name, compatible: problem == nil, code: problem?.code.rawValue, reason: problem?.message)
+                }
+            }
+            if json { try Terminal.printJSON(report) } else { printReport(report) }
+        }
+    }
+
+    private func printReport(_ report: Report) {
+        var header = "\(report.input): \(report.containerLongName ?? report.container)"
+        if let duration = report.duration { header += ", \(Terminal.seconds(duration))" }
+        if let size = report.size { header += ", \(Terminal.bytes(size))" }
+        if let bitrate = report.bitrate { header += ", \(bitrate / 1000) kb/s" }
+        if report.startTime != 0 { header += ", starts at \(Terminal.seconds(report.startTime))" }
+        print(header)
+        for track in report.tracks {
+            var parts = ["\(track.mediaType): \(track.codec)" + (track.profile.map { " (\($0))" } ?? "")]
+            if let width = track.width, let height = track.height {
+                var size = "\(width)x\(height)"
+                if let displayWidth = track.displayWidth, let displayHeight = track.displayHeight, displayWidth != width || displayHeight != height {
+                    size += " shown \(displayWidth)x\(displayHeight)"
+                }
+                parts.append(size)
+            }
+            if let rotation = track.rotation, rotation != 0 { parts.append("rotated \(rotation)°") }
+            if let sar = track.sampleAspectRatio, sar != "1:1" { parts.append("SAR \(sar)") }
+            if let rate = track.frameRate { parts.append(String(format: "%.3g fps", rate)) }
+            if let format = track.pixelFormat { parts.append(format) }
+            if let rate = track.sampleRate { parts.append("\(rate) Hz") }
+            if let layout = track.channelLayout ?? track.channels.map({ "\($0) ch" }) { parts.append(layout) }
+            if let bitrate = track.bitrate { parts.append("\(bitrate / 1000) kb/s") }
+            if let start = track.startTime { parts.append("starts \(Terminal.seconds(start))") }
+            if let language = track.language { parts.append(language) }
+            if track.isAttachedPicture == true { parts.append("cover picture") }
+            if !track.isDecodable { parts.append("no decoder") }
+            print("  #\(track.index) " + parts.joined(separator: ", "))
+        }
+        if let presets = report.presets {
+            print("presets:")
+            for check in presets {
+                print("  \(check.compatible ? "yes" : "no ") \(check.name)" + (check.reason.map { ": \($0)" } ?? ""))
+            }
+        }
+    }
+}

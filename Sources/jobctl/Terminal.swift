@@ -1,0 +1,68 @@
+import Foundation
+
+/// Writing to the terminal: stderr lines, JSON on stdout, and a progress bar when stderr is a TTY.
+enum Terminal {
+    static var stderrIsTTY: Bool { isatty(STDERR_FILENO) == 1 }
+
+    static func printError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Stable JSON: sorted keys, indented, slashes not escaped.
+    static func printJSON<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// `1.5 MB`, `312 KB`, `900 B`.
+    static func bytes(_ count: Int64) -> String {
+        let value = Double(count)
+        if value >= 1_000_000_000 { return String(format: "%.2f GB", value / 1e9) }
+        if value >= 1_000_000 { return String(format: "%.1f MB", value / 1e6) }
+        if value >= 1_000 { return String(format: "%.0f KB", value / 1e3) }
+        return "\(count) B"
+    }
+
+    /// `3.000 s`.
+    static func seconds(_ value: Double) -> String { String(format: "%.3f s", value) }
+}
+
+/// A one-line progress bar redrawn in place on stderr: `[=========>      ]  42%  1.3/3.0 s  2.1x`.
+final class ProgressBar: @unchecked Sendable {
+    private let total: Double?
+    private let started = Date()
+    private let lock = NSLock()
+    private var drawn = false
+    private var finished = false
+
+    /// - Parameter total: seconds of media the operation produces, if known.
+    init(total: Double?) { self.total = total }
+
+    func draw(fraction: Double) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !finished else { return }
+        let width = 30
+        let filled = Int((fraction * Double(width)).rounded(.down))
+        let bar = String(repeating: "=", count: filled) + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
+        var line = String(format: "[%@] %3d%%", bar, Int(fraction * 100))
+        if let total {
+            let done = fraction * total
+            line += String(format: "  %.1f/%.1f s", done, total)
+            let elapsed = Date().timeIntervalSince(started)
+            if elapsed > 0.5 && done > 0 { line += String(format: "  %.1fx", done / elapsed) }
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        drawn = true
+    }
+
+    /// Erases the bar.
+    func clear() {
+        lock.lock()
+        defer { lock.unlock() }
+        finished = true
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
