@@ -69,7 +69,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
             defer { signals.forEach { $0.cancel() } }
 
-            let expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).duration
+            let expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).expectedDuration
             let bar = Terminal.stderrIsTTY && !json ? ProgressBar(total: expected.map { Double($0) / 1_000_000 }) : nil
             let progress = Task {
                 while !Task.isCancelled, let bar {

@@ -150,7 +150,7 @@ public final class ExportSession: @unchecked Sendable {
             state.reader = reader
             state.writer = writer
             state.pairs = pairs
-            state.rangeDuration = range.duration
+            state.rangeDuration = range.expectedDuration
             return state.cancelRequested
         }
         if cancelled { throw MediaError.cancelled() }
@@ -202,7 +202,7 @@ public final class ExportSession: @unchecked Sendable {
             throw error
         }
         let produced = pairs.map(\.input.endMicroseconds).max() ?? 0
-        if let early = reader.inputEndedEarly, let expected = range.duration, expected - produced > 500_000 {
+        if let early = reader.inputEndedEarly, let expected = range.expectedDuration, expected - produced > 500_000 {
             let error = MediaError(
                 .decodeFailed,
                 "\(asset.displayName) ends early, at \(TimeRange.format(range.start + produced)) of \(TimeRange.format(range.start + expected)) (damaged or truncated: \(early))"

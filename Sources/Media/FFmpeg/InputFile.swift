@@ -67,17 +67,20 @@ final class InputFile {
         av_read_frame(context, packet)
     }
 
-    /// Whether this demuxer supports byte seeking (index-less formats do; mp4 does not).
-    var canSeekBytes: Bool { context.pointee.iformat.pointee.flags & AVFMT_NO_BYTE_SEEK == 0 }
+    /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
+    /// timestamp seek to the start can land past the first keyframe (FFMPEG_NOTES #25).
+    private static let headerlessFormats: Set<String> = ["mpegts", "mpeg", "mpegvideo", "h264", "hevc", "m4v", "aac", "mp3", "ac3", "eac3", "dts"]
+
+    var isHeaderless: Bool { Self.headerlessFormats.contains(formatName) }
 
     /// Seeks so that the next packets start at or before `timestamp` (µs, absolute).
     func seek(toMicroseconds timestamp: Int64) throws {
         try check(avformat_seek_file(context, -1, Int64.min, timestamp, timestamp, 0), "avformat_seek_file")
     }
 
-    /// Seeks back to the first byte (index-less formats), or to the first timestamp.
+    /// Seeks back to the first byte (headerless formats), or to the first timestamp.
     func seekToBeginning(startTime: Int64) throws {
-        if canSeekBytes && context.pointee.pb != nil {
+        if isHeaderless && context.pointee.pb != nil {
             try check(avformat_seek_file(context, -1, 0, 0, 0, AVSEEK_FLAG_BYTE), "avformat_seek_file(byte 0)")
         } else {
             try check(avformat_seek_file(context, -1, Int64.min, startTime, startTime, 0), "avformat_seek_file(start)")

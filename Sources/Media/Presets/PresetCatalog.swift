@@ -27,6 +27,8 @@ public struct PresetCatalog: Sendable {
             throw PresetFileError(path: path, reason: "a preset lacks '\(key.stringValue)' (at \(PresetCatalog.where(context)))")
         } catch let DecodingError.dataCorrupted(context) {
             throw PresetFileError(path: path, reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))")
+        } catch let DecodingError.typeMismatch(_, context) where context.codingPath.isEmpty {
+            throw PresetFileError(path: path, reason: "is not a JSON list of presets ([{\"name\": …}, …])")
         } catch let DecodingError.typeMismatch(_, context) {
             throw PresetFileError(path: path, reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))")
         } catch {

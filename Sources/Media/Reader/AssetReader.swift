@@ -67,7 +67,8 @@ public final class AssetReader: @unchecked Sendable {
         }
         let copiedVideo = outputs.first { $0.settings == nil && $0.track.mediaType == .video }
         let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
-        if range.start > 0 || copiedVideo != nil {
+        // A range from 0 needs no seek: the demuxer is at the first packet.
+        if range.start > 0 {
             let keyframe = try seek(to: window.start, reference: reference.track.index, needsKeyframe: copiedVideo != nil)
             if copiedVideo != nil, let keyframe {
                 window.keyframe = keyframe

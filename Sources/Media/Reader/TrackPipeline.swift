@@ -85,6 +85,7 @@ final class VideoDecodePipeline: TrackPipeline {
     /// The last converted frame, waiting for the next one to know its duration.
     private var pending: Frame?
     private var started = false
+    private var emittedAny = false
     private var reachedEnd = false
     private var lastTimestamp: Int64?
     private var lastSourceDuration: Int64 = 0
@@ -185,8 +186,13 @@ final class VideoDecodePipeline: TrackPipeline {
     }
 
     /// Converts a frame and queues the previous one, whose duration is now known.
+    ///
+    /// The first frame is shown from 0 even when the track starts after the window (video that
+    /// begins a few ms after the audio): audio and video start together (SPEC §2).
     private func output(_ frame: UnsafeMutablePointer<AVFrame>, pts: Int64) throws(MediaError) {
+        let pts = emittedAny ? pts : 0
         if let pending, pts <= pending.pts { return }  // not after the previous frame: dropped, as ffmpeg's vfr mode does
+        emittedAny = true
         let converted = try wrap { () throws -> Frame in
             var picture = scaler.isIdentity(for: frame) ? try Frame.referencing(frame) : try scaler.scale(frame)
             if picture.pointer != frame {
@@ -222,7 +228,7 @@ final class VideoDecodePipeline: TrackPipeline {
 
 /// Decodes audio, trims it to the window sample-accurately *before* resampling
 /// (FFMPEG_NOTES #21), then resamples and downmixes to the output format. Samples are counted
-/// from 0; a track that starts after the window's start keeps its offset.
+/// from 0; a track that starts after the window's start is preceded by silence.
 final class AudioDecodePipeline: TrackPipeline {
     private let decoder: CodecDecoder
     private let timeBase: AVRational
@@ -235,7 +241,7 @@ final class AudioDecodePipeline: TrackPipeline {
     private var resampler: Resampler?
     private var resamplerInput: (rate: Int32, format: Int32, channels: Int32) = (0, -1, 0)
     private var nextSample: Int64?
-    private var offset: Int64?
+    private var started = false
     private var emitted: Int64 = 0
     private var reachedEnd = false
     private(set) var decodedFrames = 0
@@ -311,8 +317,10 @@ final class AudioDecodePipeline: TrackPipeline {
         let from = max(first, start)
         let to = min(first + count, end)
         guard to > from else { return }
-        if offset == nil {
-            offset = av_rescale_q(from - start, sampleBase, AVRational(num: 1, den: outputRate))
+        if !started {
+            // A track that starts after the window starts with silence, so it starts at 0 in sync.
+            started = true
+            try emitSilence(av_rescale_q(from - start, sampleBase, AVRational(num: 1, den: outputRate)))
         }
         let converter = try resampler(for: frame)
         let converted = try wrap { try converter.convert(frame, offset: Int32(from - first), count: Int32(to - from)) }
@@ -348,9 +356,20 @@ final class AudioDecodePipeline: TrackPipeline {
         if let rest = try wrap({ try resampler.flush() }) { try emit(rest) }
     }
 
+    private func emitSilence(_ samples: Int64) throws(MediaError) {
+        var remaining = samples
+        while remaining > 0 {
+            let count = Int32(min(remaining, 4096))
+            let silence = try wrap { try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &outputLayout, sampleRate: outputRate) }
+            av_samples_set_silence(silence.pointer.pointee.extended_data, 0, count, outputLayout.nb_channels, AV_SAMPLE_FMT_FLTP)
+            try emit(silence)
+            remaining -= Int64(count)
+        }
+    }
+
     private func emit(_ frame: Frame) throws(MediaError) {
         let count = Int64(frame.sampleCount)
-        let pts = (offset ?? 0) + emitted
+        let pts = emitted
         frame.pts = pts
         emitted += count
         guard sink(SampleBuffer(payload: .audio(frame), pts: pts, duration: count, timeBase: AVRational(num: 1, den: outputRate))) else {

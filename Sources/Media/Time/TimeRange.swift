@@ -137,15 +137,22 @@ extension TimeRange {
 
 // MARK: - Resolution against an asset
 
-/// A range resolved against an asset: absolute-from-asset-start microseconds, end known or open.
+/// A range resolved against an asset, in microseconds from the asset's start.
 public struct ResolvedRange: Sendable, Hashable {
-    /// Microseconds from the asset's start.
     public var start: Int64
-    /// Microseconds from the asset's start; `nil` when the asset's duration is unknown and no
-    /// duration was asked for (read to the end of the input).
+    /// Where reading stops; `nil`: at the end of the input. A range that reaches the asset's
+    /// end reads to the end of the input rather than stopping at the container's *estimate*
+    /// of its duration (MPEG-TS and VBR MP3 durations are guesses).
     public var end: Int64?
+    /// How long the export is expected to be (for progress): the range, or the asset's
+    /// estimated remainder.
+    public var expectedDuration: Int64?
 
-    public var duration: Int64? { end.map { $0 - start } }
+    public init(start: Int64, end: Int64?, expectedDuration: Int64?) {
+        self.start = start
+        self.end = end
+        self.expectedDuration = expectedDuration
+    }
 }
 
 extension TimeRange {
@@ -153,7 +160,7 @@ extension TimeRange {
     /// AVFoundation does. An empty intersection is `range_out_of_bounds`.
     public func resolved(assetDuration: Int64?, assetName: String) throws(MediaError) -> ResolvedRange {
         guard let assetDuration, assetDuration > 0 else {
-            return ResolvedRange(start: start, end: end)
+            return ResolvedRange(start: start, end: end, expectedDuration: duration)
         }
         guard start < assetDuration else {
             throw MediaError(
@@ -161,6 +168,9 @@ extension TimeRange {
                 "the range starts at \(TimeRange.format(start)) but \(assetName) lasts \(TimeRange.format(assetDuration))"
             )
         }
-        return ResolvedRange(start: start, end: min(end ?? assetDuration, assetDuration))
+        if let end, end < assetDuration {
+            return ResolvedRange(start: start, end: end, expectedDuration: end - start)
+        }
+        return ResolvedRange(start: start, end: nil, expectedDuration: assetDuration - start)
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+
+/// ffprobe's view of a file: the independent oracle the tests check outputs against.
+public struct ProbeInfo: Decodable, Sendable {
+    public struct Format: Decodable, Sendable {
+        public var format_name: String
+        public var duration: String?
+        public var start_time: String?
+        public var tags: [String: String]?
+
+        public var durationSeconds: Double? { duration.flatMap(Double.init) }
+        public var startSeconds: Double { start_time.flatMap(Double.init) ?? 0 }
+    }
+
+    public struct SideData: Decodable, Sendable {
+        public var side_data_type: String?
+        public var rotation: Int?
+    }
+
+    public struct Stream: Decodable, Sendable {
+        public var index: Int
+        public var codec_type: String
+        public var codec_name: String?
+        public var codec_tag_string: String?
+        public var profile: String?
+        public var width: Int?
+        public var height: Int?
+        public var pix_fmt: String?
+        public var sample_aspect_ratio: String?
+        public var sample_rate: String?
+        public var channels: Int?
+        public var channel_layout: String?
+        public var start_time: String?
+        public var duration: String?
+        public var nb_frames: String?
+        public var avg_frame_rate: String?
+        public var side_data_list: [SideData]?
+        public var tags: [String: String]?
+        public var disposition: [String: Int]?
+
+        public var startSeconds: Double? { start_time.flatMap(Double.init) }
+        public var durationSeconds: Double? { duration.flatMap(Double.init) }
+        public var sampleRate: Int? { sample_rate.flatMap(Int.init) }
+        public var isAttachedPicture: Bool { disposition?["attached_pic"] == 1 }
+        /// Average frames per second.
+        public var frameRate: Double? {
+            let parts = (avg_frame_rate ?? "").split(separator: "/").compactMap { Double($0) }
+            guard parts.count == 2, parts[0] > 0, parts[1] > 0 else { return nil }
+            return parts[0] / parts[1]
+        }
+
+        /// Clockwise degrees to display upright (ffprobe reports counter-clockwise, negated).
+        public var rotation: Int {
+            guard let value = side_data_list?.compactMap(\.rotation).first else { return 0 }
+            return ((-value % 360) + 360) % 360
+        }
+
+        /// Width / height as displayed: sample aspect ratio and rotation applied.
+        public var displayAspect: Double? {
+            guard let width, let height, width > 0, height > 0 else { return nil }
+            var sar = 1.0
+            if let text = sample_aspect_ratio {
+                let parts = text.split(separator: ":").compactMap { Double($0) }
+                if parts.count == 2, parts[0] > 0, parts[1] > 0 { sar = parts[0] / parts[1] }
+            }
+            let aspect = Double(width) * sar / Double(height)
+            return rotation % 180 == 0 ? aspect : 1 / aspect
+        }
+
+        /// Displayed width and height (SAR and rotation applied).
+        public var displaySize: (width: Double, height: Double)? {
+            guard let width, let height, let aspect = displayAspect else { return nil }
+            let turned = rotation % 180 != 0
+            let shownHeight = Double(turned ? width : height)
+            return (shownHeight * aspect, shownHeight)
+        }
+    }
+
+    public var format: Format
+    public var streams: [Stream]
+
+    /// The first video stream that is not a cover picture.
+    public var video: Stream? { streams.first { $0.codec_type == "video" && !$0.isAttachedPicture } }
+    public var audio: [Stream] { streams.filter { $0.codec_type == "audio" } }
+}
+
+public enum FFProbe {
+    public static func probe(_ path: String) async throws -> ProbeInfo {
+        let result = try await ProcessRunner.check("ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path])
+        return try JSONDecoder().decode(ProbeInfo.self, from: result.stdout)
+    }
+
+    /// Presentation times (seconds, as in the file) of every frame of the first video stream,
+    /// in display order, from decoding.
+    public static func videoFrameTimes(_ path: String) async throws -> [Double] {
+        let result = try await ProcessRunner.check("ffprobe", [
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp_time", "-of", "csv=p=0", path,
+        ])
+        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap { Double($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ",")))) }.sorted()
+    }
+
+    /// Decoded audio sample count of audio stream `index` (0-based among audio streams).
+    public static func audioSampleCount(_ path: String, audioStream index: Int = 0) async throws -> Int {
+        let result = try await ProcessRunner.check("ffprobe", [
+            "-v", "error", "-select_streams", "a:\(index)", "-show_entries", "frame=nb_samples", "-of", "csv=p=0", path,
+        ])
+        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ",")))) }.reduce(0, +)
+    }
+
+    /// What `ffmpeg -v error -i PATH -f null -` prints: empty when the file decodes cleanly.
+    public static func decodeErrors(_ path: String) async throws -> String {
+        let result = try await ProcessRunner.run("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+        return (result.stderr + (result.status == 0 ? "" : "\n(exit \(result.status))")).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The mean luma (0…255) of every frame of the first video stream, in order.
+    public static func lumaMeans(_ path: String) async throws -> [Double] {
+        guard let video = try await probe(path).video, let width = video.width, let height = video.height else { return [] }
+        let result = try await ProcessRunner.check("ffmpeg", [
+            "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-vf", "format=gray", "-f", "rawvideo", "-fps_mode", "passthrough", "-",
+        ])
+        let size = width * height
+        let bytes = [UInt8](result.stdout)
+        return stride(from: 0, to: bytes.count - size + 1, by: size).map { start in
+            Double(bytes[start..<start + size].reduce(0) { $0 + Int($1) }) / Double(size)
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+
+/// Test inputs, generated with the ffmpeg CLI (never committed): small (a few seconds,
+/// 320x240) files covering real-world shapes, plus deliberately bad ones.
+public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
+    // Real-world shapes (SPEC issue 2, item 5).
+    case basic               // mp4, H.264 High with B-frames, AAC stereo 48 kHz, moov at the end
+    case faststart           // the same with the index at the front
+    case vfr                 // variable frame rate: 25 fps for 2 s, then 50 fps
+    case rotated             // display matrix: shown rotated 90° clockwise (a phone video)
+    case anamorphic          // 480x360 with SAR 4:3 (shown 640x360)
+    case odd444              // 321x241, 4:4:4, mono 22.05 kHz audio
+    case tenBitMatroska      // Matroska, H.264 High 10 (yuv420p10le), AC-3 audio
+    case surround            // AAC 5.1
+    case multiAudio          // two audio tracks (eng stereo 48 kHz, fra mono 44.1 kHz)
+    case audioOnly           // FLAC stereo
+    case videoOnly           // H.264 without audio
+    case transportStream     // MPEG-TS, open GOP, B-frames, one keyframe per 3 s, PTS offset 3600 s
+    case webm                // VP9 + Opus
+    case avi                 // MPEG-4 Part 2 + MP3 in AVI
+    case prores              // MOV, ProRes 4:2:2 10-bit + PCM
+    // Frame accuracy: every frame a different flat grey (luma 16 + 2·n), keyframe every 10 frames.
+    case greyRamp
+    case greyRampTS          // the same in MPEG-TS with a PTS offset
+    // A longer clip for cancellation.
+    case long
+    // Bad inputs.
+    case notMedia
+    case empty
+    case truncatedMoovAtEnd  // basic cut in half: its index is gone
+    case truncatedFaststart  // faststart cut in half: index intact, media data missing
+    case corrupted           // transportStream with a sixth of its bytes overwritten
+    case garbage             // faststart with every media byte replaced by noise
+    case subtitleSource      // an .srt file
+    case subtitleOnly        // Matroska with only a subtitle track
+    case playlist            // an HLS playlist pointing at a local file
+
+    public var description: String { rawValue }
+
+    /// The real-world inputs every preset is exported from in the matrix.
+    public static let realWorld: [Fixture] = [
+        .basic, .faststart, .vfr, .rotated, .anamorphic, .odd444, .tenBitMatroska, .surround, .multiAudio,
+        .audioOnly, .videoOnly, .transportStream, .webm, .avi, .prores,
+    ]
+
+    public var fileExtension: String {
+        switch self {
+        case .tenBitMatroska, .subtitleOnly: "mkv"
+        case .audioOnly: "flac"
+        case .transportStream, .greyRampTS, .corrupted: "ts"
+        case .webm: "webm"
+        case .avi: "avi"
+        case .prores: "mov"
+        case .notMedia: "mp4"
+        case .empty: "mov"
+        case .subtitleSource: "srt"
+        case .playlist: "m3u8"
+        default: "mp4"
+        }
+    }
+
+    enum Recipe {
+        /// ffmpeg arguments; `OUT` is replaced by the output path.
+        case ffmpeg([String])
+        /// ffmpeg reading another fixture (`IN`).
+        case ffmpegFrom(Fixture, [String])
+        case text(String)
+        case derived(Fixture, Transform)
+        case playlist(Fixture)
+    }
+
+    enum Transform {
+        case truncate(fraction: Double)
+        case rotate(degrees: Int)
+        case overwrite(from: Double, to: Double)
+        case noiseInMediaData
+    }
+
+    private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] { ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate)"] }
+    private static func tone(_ rate: Int = 48000, frequency: Int = 440) -> [String] { ["-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(rate)"] }
+    private static let x264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]
+    private static let greyFrames = ["-f", "lavfi", "-i", "color=c=black:s=64x48:r=25:d=4,format=gray,geq=lum='16+2*N'"]
+    private static let greyEncoding = ["-c:v", "libx264", "-preset", "veryfast", "-qp", "0", "-pix_fmt", "yuv420p", "-x264-params", "keyint=10:min-keyint=10:scenecut=0:bframes=2"]
+
+    var recipe: Recipe {
+        let seconds = ["-t", "4"]
+        switch self {
+        case .basic:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + Self.x264 + ["-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "OUT"])
+        case .faststart:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + Self.x264 + ["-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "-movflags", "+faststart", "OUT"])
+        case .vfr:
+            return .ffmpeg(Self.video(rate: 50) + Self.tone() + seconds + ["-vf", "select='if(lt(t,2),not(mod(n,2)),1)'", "-fps_mode", "vfr"] + Self.x264 + ["-c:a", "aac", "OUT"])
+        case .rotated:
+            return .derived(.basic, .rotate(degrees: 90))
+        case .anamorphic:
+            return .ffmpeg(Self.video("480x360") + Self.tone() + seconds + ["-vf", "setsar=4/3"] + Self.x264 + ["-c:a", "aac", "OUT"])
+        case .odd444:
+            return .ffmpeg(["-f", "lavfi", "-i", "testsrc=size=321x241:rate=25"] + Self.tone(22050) + seconds
+                + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv444p", "-c:a", "aac", "OUT"])
+        case .tenBitMatroska:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p10le", "-c:a", "ac3", "-ac", "2", "OUT"])
+        case .surround:
+            return .ffmpeg(Self.video() + Self.tone() + seconds
+                + ["-filter_complex", "[1:a]pan=5.1|c0=c0|c1=0.5*c0|c2=c0|c3=c0|c4=0.8*c0|c5=0.3*c0[a]", "-map", "0:v", "-map", "[a]"]
+                + Self.x264 + ["-c:a", "aac", "OUT"])
+        case .multiAudio:
+            return .ffmpeg(Self.video() + Self.tone() + Self.tone(44100, frequency: 880) + seconds
+                + ["-map", "0:v", "-map", "1:a", "-map", "2:a"] + Self.x264
+                + ["-c:a", "aac", "-ac:a:0", "2", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", "OUT"])
+        case .audioOnly:
+            return .ffmpeg(Self.tone(44100) + seconds + ["-ac", "2", "-c:a", "flac", "OUT"])
+        case .videoOnly:
+            return .ffmpeg(Self.video() + seconds + Self.x264 + ["OUT"])
+        case .transportStream:
+            return .ffmpeg(Self.video() + Self.tone() + ["-t", "6"] + Self.x264
+                + ["-x264-params", "keyint=75:min-keyint=75:scenecut=0:open-gop=1:bframes=3", "-c:a", "aac", "-output_ts_offset", "3600", "-f", "mpegts", "OUT"])
+        case .webm:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "300k", "-c:a", "libopus", "OUT"])
+        case .avi:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "mpeg4", "-q:v", "5", "-c:a", "libmp3lame", "OUT"])
+        case .prores:
+            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "prores_ks", "-profile:v", "0", "-c:a", "pcm_s16le", "OUT"])
+        case .greyRamp:
+            return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["OUT"])
+        case .greyRampTS:
+            return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["-output_ts_offset", "100", "-f", "mpegts", "OUT"])
+        case .long:
+            return .ffmpeg(Self.video("640x360") + Self.tone() + ["-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
+        case .notMedia:
+            return .text(String(repeating: "This is a text file, not a video.\n", count: 200))
+        case .empty:
+            return .text("")
+        case .truncatedMoovAtEnd:
+            return .derived(.basic, .truncate(fraction: 0.5))
+        case .truncatedFaststart:
+            return .derived(.faststart, .truncate(fraction: 0.5))
+        case .corrupted:
+            return .derived(.transportStream, .overwrite(from: 0.45, to: 0.62))
+        case .garbage:
+            return .derived(.faststart, .noiseInMediaData)
+        case .subtitleSource:
+            return .text("1\n00:00:00,500 --> 00:00:02,000\nHello\n\n2\n00:00:02,500 --> 00:00:03,500\nWorld\n")
+        case .subtitleOnly:
+            return .ffmpegFrom(.subtitleSource, ["-i", "IN", "-c:s", "srt", "OUT"])
+        case .playlist:
+            return .playlist(.basic)
+        }
+    }
+}
+
+/// Generates each fixture once (per recipe) and shares it between tests and test processes.
+public actor Fixtures {
+    public static let shared = Fixtures()
+
+    private var pending: [Fixture: Task<String, any Error>] = [:]
+
+    /// The directory fixtures are cached in (survives test runs; a changed recipe gets a new file).
+    public static let directory = NSTemporaryDirectory() + "jobctl-test-fixtures"
+
+    /// The path of `fixture`, generating it first if needed.
+    public func path(_ fixture: Fixture) async throws -> String {
+        if let task = pending[fixture] { return try await task.value }
+        let task = Task { try await Fixtures.generate(fixture) }
+        pending[fixture] = task
+        return try await task.value
+    }
+
+    private static func generate(_ fixture: Fixture) async throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let recipe = fixture.recipe
+        let path = "\(directory)/\(fixture.rawValue)-\(fingerprint(of: "\(recipe)")).\(fixture.fileExtension)"
+        if FileManager.default.fileExists(atPath: path) { return path }
+        let partial = "\(directory)/.\(fixture.rawValue)-\(UUID().uuidString).\(fixture.fileExtension)"
+        switch recipe {
+        case .ffmpeg(let arguments):
+            try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 })
+        case .ffmpegFrom(let source, let arguments):
+            let input = try await shared.path(source)
+            try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 == "IN" ? input : $0 })
+        case .text(let text):
+            try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
+        case .playlist(let target):
+            let segment = try await shared.path(target)
+            let text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nfile://\(segment)\n#EXTINF:4.0,\n/etc/passwd\n#EXT-X-ENDLIST\n"
+            try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
+        case .derived(let source, let transform):
+            var data = try Data(contentsOf: URL(fileURLWithPath: try await shared.path(source)))
+            apply(transform, to: &data)
+            try data.write(to: URL(fileURLWithPath: partial))
+        }
+        _ = rename(partial, path)
+        return path
+    }
+
+    private static func apply(_ transform: Fixture.Transform, to data: inout Data) {
+        switch transform {
+        case .truncate(let fraction):
+            data = data.prefix(Int(Double(data.count) * fraction))
+        case .rotate(let degrees):
+            // The first track header (the video track): its matrix, as phones write it.
+            guard let tkhd = data.range(of: Data("tkhd".utf8)) else { return }
+            let version = data[tkhd.upperBound]
+            let matrixOffset = tkhd.upperBound + (version == 1 ? 52 : 40)
+            let (a, b, c, d): (Int32, Int32, Int32, Int32) = switch degrees {
+            case 90: (0, 0x10000, -0x10000, 0)
+            case 180: (-0x10000, 0, 0, -0x10000)
+            case 270: (0, -0x10000, 0x10000, 0)
+            default: (0x10000, 0, 0, 0x10000)
+            }
+            let matrix: [Int32] = [a, b, 0, c, d, 0, 0, 0, 0x4000_0000]
+            for (position, value) in matrix.enumerated() {
+                withUnsafeBytes(of: value.bigEndian) { data.replaceSubrange(matrixOffset + position * 4..<matrixOffset + position * 4 + 4, with: $0) }
+            }
+        case .overwrite(let from, let to):
+            var generator = Noise(seed: 42)
+            for index in Int(Double(data.count) * from)..<Int(Double(data.count) * to) { data[index] = generator.next() }
+        case .noiseInMediaData:
+            guard let mdat = data.range(of: Data("mdat".utf8)) else { return }
+            let size = data[mdat.lowerBound - 4..<mdat.lowerBound].reduce(0) { $0 << 8 | Int($1) }
+            var generator = Noise(seed: 7)
+            for index in mdat.upperBound..<min(data.count, mdat.lowerBound - 4 + size) { data[index] = generator.next() }
+        }
+    }
+
+    /// FNV-1a of the recipe, so a changed recipe never reuses a stale file.
+    private static func fingerprint(of text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 36)
+    }
+
+    /// A deterministic byte generator (xorshift).
+    private struct Noise {
+        var state: UInt64
+        init(seed: UInt64) { state = seed | 1 }
+        mutating func next() -> UInt8 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return UInt8(truncatingIfNeeded: state >> 24)
+        }
+    }
+}
