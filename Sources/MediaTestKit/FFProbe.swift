@@ -113,6 +113,22 @@ public enum FFProbe {
         return (result.stderr + (result.status == 0 ? "" : "\n(exit \(result.status))")).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// The times (seconds from the file's first sample) of the `count` loudest clicks of the
+    /// first audio stream, decoded to mono at its own rate, at least 0.1 s apart, in order.
+    public static func audioPeaks(_ path: String, count: Int) async throws -> [Double] {
+        guard let audio = try await probe(path).audio.first, let rate = audio.sampleRate else { return [] }
+        let result = try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "f32le", "-"])
+        let samples = result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        var order = samples.indices.sorted { abs(samples[$0]) > abs(samples[$1]) }
+        var peaks: [Int] = []
+        let spacing = rate / 10
+        while peaks.count < count, let next = order.first {
+            peaks.append(next)
+            order.removeAll { abs($0 - next) < spacing }
+        }
+        return peaks.sorted().map { Double($0) / Double(rate) }
+    }
+
     /// The mean luma (0…255) of every frame of the first video stream, in order.
     public static func lumaMeans(_ path: String) async throws -> [Double] {
         guard let video = try await probe(path).video, let width = video.width, let height = video.height else { return [] }

@@ -22,6 +22,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     // Frame accuracy: every frame a different flat grey (luma 16 + 2·n), keyframe every 10 frames.
     case greyRamp
     case greyRampTS          // the same in MPEG-TS with a PTS offset
+    // Sync: the grey ramp with PCM audio (48 kHz) that clicks at exactly 1.5 s and 2.5 s.
+    case impulses
+    // An 8x8 picture: too small for x265.
+    case tiny
     // A longer clip for cancellation.
     case long
     // Bad inputs.
@@ -50,7 +54,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .transportStream, .greyRampTS, .corrupted: "ts"
         case .webm: "webm"
         case .avi: "avi"
-        case .prores: "mov"
+        case .prores, .impulses: "mov"
         case .notMedia: "mp4"
         case .empty: "mov"
         case .subtitleSource: "srt"
@@ -125,6 +129,11 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["OUT"])
         case .greyRampTS:
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["-output_ts_offset", "100", "-f", "mpegts", "OUT"])
+        case .impulses:
+            return .ffmpeg(Self.greyFrames + ["-f", "lavfi", "-i", "aevalsrc=exprs='0.9*(eq(n,72000)+eq(n,120000))':s=48000:d=4"]
+                + Self.greyEncoding + ["-c:a", "pcm_s16le", "OUT"])
+        case .tiny:
+            return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=8x8:rate=25", "-t", "1"] + Self.x264 + ["OUT"])
         case .long:
             return .ffmpeg(Self.video("640x360") + Self.tone() + ["-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
         case .notMedia:

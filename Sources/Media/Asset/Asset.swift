@@ -16,6 +16,9 @@ public final class Asset: @unchecked Sendable {
     public let duration: Int64?
     /// Microseconds: the timestamp of the asset's first frame. Ranges are relative to it.
     public let startTime: Int64
+    /// Whether `duration` is only a guess from the bitrate (then an export may end elsewhere
+    /// without the input being damaged).
+    public let durationIsEstimate: Bool
     public let bitrate: Int?
     /// Bytes, for local files.
     public let fileSize: Int64?
@@ -53,6 +56,7 @@ public final class Asset: @unchecked Sendable {
             let longest = tracks.compactMap(\.duration).max()
             duration = longest.map { Int64($0 * 1_000_000) }
         }
+        durationIsEstimate = context.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE
         bitrate = context.bit_rate > 0 ? Int(context.bit_rate) : nil
         fileSize = Asset.isRemote(location)
             ? nil : (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.int64Value
@@ -101,6 +105,9 @@ public final class Asset: @unchecked Sendable {
         guard FileManager.default.isReadableFile(atPath: location) else {
             throw MediaError(.inputUnreadable, "\(location) cannot be read (permission denied)")
         }
+        if let size = (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.intValue, size == 0 {
+            throw MediaError(.inputUnreadable, "\(location) is empty")
+        }
         let absolute = location.hasPrefix("/") ? location : FileManager.default.currentDirectoryPath + "/" + location
         return "file:" + absolute
     }
@@ -116,7 +123,12 @@ public final class Asset: @unchecked Sendable {
             return MediaError.cancelled()
         default:
             if let detail, detail.contains("not on whitelist") {
-                return MediaError(.inputUnsupported, "\(location) is in a format jobctl does not read\(because)", detail: error.description)
+                let format = InputFile.probeFormatName(location).map { " (\($0))" } ?? ""
+                return MediaError(
+                    .inputUnsupported,
+                    "\(location) is in a format jobctl does not read\(format): playlists and image sequences are refused",
+                    detail: detail
+                )
             }
             let what = error.operation == "avformat_find_stream_info" ? "its streams cannot be probed" : "it is not a media file FFmpeg can read"
             return MediaError(.inputUnreadable, "\(location): \(what)\(because.isEmpty ? " (\(FFError.message(for: error.code)))" : because)", detail: error.description)

@@ -127,6 +127,30 @@ public final class ExportSession: @unchecked Sendable {
 
     // MARK: -
 
+    /// `decode_failed` when the output is well short of where the input says its tracks end: a
+    /// truncated or damaged file whose demuxer stopped with a plain end of file. Not when the
+    /// asset's duration is only a bitrate estimate.
+    private func shortfall(produced: Int64, range: ResolvedRange, plan: ExportPlan, reader: AssetReader) -> MediaError? {
+        // Where the carried tracks end by their headers (an m4a of a file with short audio is fine).
+        let ends = plan.tracks.map { track -> Int64? in
+            guard let duration = track.source.duration else { return nil }
+            return Int64(((track.source.startTime ?? 0) + duration) * 1_000_000) - asset.startTime
+        }
+        var expectedEnd = ends.contains(nil) ? asset.duration : ends.compactMap { $0 }.max()
+        if let end = range.end { expectedEnd = min(expectedEnd ?? end, end) }
+        guard let expectedEnd else { return nil }
+        let missing = expectedEnd - range.start - produced
+        let readError = reader.inputEndedEarly != nil
+        guard (readError && missing > 500_000) || (!asset.durationIsEstimate && missing > max(1_000_000, (expectedEnd - range.start) / 10)) else {
+            return nil
+        }
+        let detail = reader.lastDemuxError.map { " (\($0))" } ?? ""
+        return MediaError(
+            .decodeFailed,
+            "\(asset.displayName) ends at \(TimeRange.format(range.start + produced)) although its tracks last until \(TimeRange.format(expectedEnd)): the file is truncated or damaged\(detail)"
+        )
+    }
+
     private func run() throws(MediaError) -> ExportResult {
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
@@ -202,13 +226,9 @@ public final class ExportSession: @unchecked Sendable {
             throw error
         }
         let produced = pairs.map(\.input.endMicroseconds).max() ?? 0
-        if let early = reader.inputEndedEarly, let expected = range.expectedDuration, expected - produced > 500_000 {
-            let error = MediaError(
-                .decodeFailed,
-                "\(asset.displayName) ends early, at \(TimeRange.format(range.start + produced)) of \(TimeRange.format(range.start + expected)) (damaged or truncated: \(early))"
-            )
-            writer.fail(error)
-            throw error
+        if let shortfall = shortfall(produced: produced, range: range, plan: plan, reader: reader) {
+            writer.fail(shortfall)
+            throw shortfall
         }
         let bytes = try writer.finishWriting()
         let actualStart = reader.actualStart ?? range.start

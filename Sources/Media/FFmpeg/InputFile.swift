@@ -1,4 +1,5 @@
 import CFFmpeg
+import Foundation
 
 /// An opened input (`AVFormatContext` for demuxing).
 ///
@@ -46,6 +47,20 @@ final class InputFile {
             var closing: UnsafeMutablePointer<AVFormatContext>? = context
             avformat_close_input(&closing)
             throw error
+        }
+    }
+
+    /// FFmpeg's guess of a local file's format from its first bytes (for messages).
+    static func probeFormatName(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        var bytes = [UInt8](handle.readData(ofLength: 4096))
+        bytes.append(contentsOf: [UInt8](repeating: 0, count: Int(AVPROBE_PADDING_SIZE)))
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            path.withCString { name in
+                var probe = AVProbeData(filename: name, buf: buffer.baseAddress, buf_size: Int32(buffer.count) - AVPROBE_PADDING_SIZE, mime_type: nil)
+                return av_probe_input_format(&probe, 1).map { String(cString: $0.pointee.name) }
+            }
         }
     }
 

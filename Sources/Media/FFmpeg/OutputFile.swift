@@ -50,10 +50,16 @@ final class OutputFile {
         try check(avformat_write_header(context, &dictionary), "avformat_write_header")
     }
 
-    /// Writes a packet (taking over its payload), interleaving with the other tracks.
+    /// Writes a packet (taking over its payload), interleaving with the other tracks. After
+    /// `abort()` (a cancel from another thread) it throws `AVERROR_EXIT` instead of touching
+    /// the closed file.
     func write(_ packet: UnsafeMutablePointer<AVPacket>) throws {
         lock.lock()
         defer { lock.unlock() }
+        guard isOpen else {
+            av_packet_unref(packet)
+            throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
+        }
         try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
     }
 
@@ -62,6 +68,7 @@ final class OutputFile {
     func finish() throws {
         lock.lock()
         defer { lock.unlock() }
+        guard isOpen else { throw FFError(code: AVErr.exit, operation: "av_write_trailer after abort") }
         try check(av_write_trailer(context), "av_write_trailer")
         isOpen = false
         try check(avio_closep(&context.pointee.pb), "avio_closep")

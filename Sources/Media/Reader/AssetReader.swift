@@ -21,7 +21,7 @@ public final class AssetReader: @unchecked Sendable {
         var error: MediaError?
         var window: ReadWindow?
         var inputEndedEarly: String?
-        var demuxedUntil: Int64?
+        var lastDemuxError: String?
     }
 
     public init(asset: Asset) throws(MediaError) {
@@ -46,6 +46,9 @@ public final class AssetReader: @unchecked Sendable {
 
     /// A read error that ended the input before the range did (a truncated file), if any.
     var inputEndedEarly: String? { state.withLock { $0.inputEndedEarly } }
+
+    /// The last error the demuxer logged before the input ended, if any (`partial file`).
+    var lastDemuxError: String? { state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError } }
 
     public func add(_ output: AssetReaderTrackOutput) {
         precondition(status == .unknown, "outputs are added before reading starts")
@@ -183,9 +186,12 @@ public final class AssetReader: @unchecked Sendable {
             let result = input.read(into: scratch.pointer)
             if result == AVErr.again { continue }
             if result < 0 {
+                // A damaged file often ends with a logged error ("partial file") and a plain EOF.
+                let logged = FFmpegLog.takeLastError()
                 if result != AVErr.eof && result != AVErr.exit {
-                    let detail = FFmpegLog.takeLastError() ?? FFError.message(for: result)
-                    state.withLock { $0.inputEndedEarly = detail }
+                    state.withLock { $0.inputEndedEarly = logged ?? FFError.message(for: result) }
+                } else if let logged {
+                    state.withLock { $0.lastDemuxError = logged }
                 }
                 return
             }

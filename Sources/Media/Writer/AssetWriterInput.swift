@@ -167,6 +167,8 @@ class Engine {
         av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
         do {
             try file.write(packet)
+        } catch let error as FFError where error.isExit {
+            throw writer?.error ?? MediaError.cancelled()
         } catch let error as FFError {
             throw AssetWriter.writeError(error, path: writer?.destination ?? file.path)
         } catch {

@@ -1,0 +1,216 @@
+import Foundation
+import MediaTestKit
+import Testing
+
+/// The `jobctl` binary, built by `swift build --build-tests` next to the test bundle.
+enum Jobctl {
+    static let path: String = {
+        if let override = ProcessInfo.processInfo.environment["JOBCTL_BINARY"] { return override }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jobctl").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        // Running from the package root: .build/debug/jobctl.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/jobctl").path
+    }()
+
+    static func run(_ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil) async throws -> ProcessResult {
+        try await ProcessRunner.run(path, arguments, environment: environment, currentDirectory: directory)
+    }
+
+    static func json(_ result: ProcessResult) throws -> Any {
+        try JSONSerialization.jsonObject(with: result.stdout)
+    }
+}
+
+@Suite("jobctl command line", .timeLimit(.minutes(5)))
+struct CLITests {
+    @Test func presetsJSONListsEveryPresetWithItsFFmpegCommand() async throws {
+        let result = try await Jobctl.run(["presets", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let presets = try #require(try Jobctl.json(result) as? [[String: Any]])
+        #expect(presets.count == 13)
+        for preset in presets {
+            let command = try #require(preset["ffmpeg"] as? String)
+            #expect(command.hasPrefix("ffmpeg -i INPUT ") && command.hasSuffix(" OUTPUT"), "\(command)")
+            #expect(preset["name"] is String && preset["format"] is String && preset["summary"] is String)
+        }
+        let low = try #require(presets.first { $0["name"] as? String == "low" })
+        let video = try #require(low["video"] as? [String: Any])
+        #expect(video["maxWidth"] as? Int == 426 && video["bitrate"] as? Int == 300_000 && video["codec"] as? String == "h264")
+        let human = try await Jobctl.run(["presets"])
+        #expect(human.stdoutText.contains("low") && human.stdoutText.contains("ffmpeg -i INPUT"))
+    }
+
+    /// The printed ffmpeg command runs as printed and produces what the preset says.
+    @Test func printedFFmpegCommandRuns() async throws {
+        let input = try await Fixtures.shared.path(.anamorphic)
+        let presets = try #require(try Jobctl.json(try await Jobctl.run(["presets", "--json"])) as? [[String: Any]])
+        let command = try #require(presets.first { $0["name"] as? String == "low" }?["ffmpeg"] as? String)
+        try await withTemporaryDirectory("ffmpeg-command") { directory in
+            let output = directory.file("cli.mp4")
+            let shell = command.replacingOccurrences(of: "INPUT", with: "'\(input)'").replacingOccurrences(of: "OUTPUT", with: "'\(output)'")
+            let ran = try await ProcessRunner.run("/bin/sh", ["-c", shell.replacingOccurrences(of: "ffmpeg ", with: "ffmpeg -nostdin -v error ", options: .anchored)])
+            #expect(ran.status == 0, "\(ran.stderr)")
+            let ours = directory.file("ours.mp4")
+            #expect(try await Jobctl.run(["export", input, "--preset", "low", "-o", ours]).status == 0)
+            let theirs = try #require(try await FFProbe.probe(output).video)
+            let mine = try #require(try await FFProbe.probe(ours).video)
+            #expect(theirs.width == mine.width && theirs.height == mine.height && theirs.codec_name == mine.codec_name)
+        }
+    }
+
+    @Test func exportJSONPrintsTheResult() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("export-json") { directory in
+            let output = directory.file("clip.mp4")
+            let result = try await Jobctl.run(["export", input, "--preset", "low", "--range", "1s+2s", "-o", output, "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let json = try #require(try Jobctl.json(result) as? [String: Any])
+            #expect(json["output"] as? String == output)
+            #expect((json["bytes"] as? Int ?? 0) > 0)
+            #expect(abs((json["duration"] as? Double ?? 0) - 2) < 0.01)
+            let range = try #require(json["actualRange"] as? [String: Double])
+            #expect(range["start"] == 1 && abs((range["duration"] ?? 0) - 2) < 0.01)
+            let tracks = try #require(json["tracks"] as? [[String: Any]])
+            #expect(tracks.map { $0["mediaType"] as? String } == ["video", "audio"])
+            #expect(tracks[0]["frames"] as? Int == 50 && tracks[1]["samples"] as? Int == 88200)
+            #expect(result.stderr.isEmpty, "nothing on stderr without a TTY: \(result.stderr)")
+        }
+    }
+
+    @Test func probeJSONHasTheSpecFields() async throws {
+        let input = try await Fixtures.shared.path(.rotated)
+        let result = try await Jobctl.run(["probe", input, "--json", "--presets"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try Jobctl.json(result) as? [String: Any])
+        #expect(json["container"] as? String == "mov,mp4,m4a,3gp,3g2,mj2")
+        #expect(abs((json["duration"] as? Double ?? 0) - 4) < 0.1)
+        let tracks = try #require(json["tracks"] as? [[String: Any]])
+        let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
+        for key in ["codec", "profile", "width", "height", "rotation", "sampleAspectRatio", "frameRate", "bitrate", "startTime"] {
+            #expect(video[key] != nil, "video track lacks \(key)")
+        }
+        #expect(video["rotation"] as? Int == 90)
+        let audio = try #require(tracks.first { $0["mediaType"] as? String == "audio" })
+        for key in ["codec", "sampleRate", "channels", "channelLayout", "bitrate", "startTime"] {
+            #expect(audio[key] != nil, "audio track lacks \(key)")
+        }
+        let presets = try #require(json["presets"] as? [[String: Any]])
+        #expect(presets.count == 13 && presets.allSatisfy { $0["compatible"] != nil })
+        let human = try await Jobctl.run(["probe", input])
+        #expect(human.stdoutText.contains("rotated 90°") && human.stdoutText.contains("shown 240x320"))
+    }
+
+    struct Failure: Sendable, CustomStringConvertible {
+        var arguments: [String]
+        var status: Int32
+        var line: String
+        var description: String { arguments.joined(separator: " ") }
+    }
+
+    static let failures: [Failure] = [
+        Failure(arguments: ["export", "/nonexistent/in.mov", "--preset", "low", "-o", "OUT"], status: 1, line: "error: input_not_found: /nonexistent/in.mov does not exist"),
+        Failure(arguments: ["export", "INPUT", "--preset", "lowest", "-o", "OUT"], status: 64, line: "error: preset_unknown: no preset named 'lowest'"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "--range", "4s-1s", "-o", "OUT"], status: 64, line: "invalid range '4s-1s'"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "--range", "9s+1s", "-o", "OUT"], status: 1, line: "error: range_out_of_bounds:"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "/nonexistent/dir/out.mp4"], status: 1, line: "error: output_unwritable:"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low"], status: 64, line: "Missing expected argument '--output <out>'"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--format", "avi"], status: 64, line: "avi"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"], status: 64, line: "error: presets file /nonexistent.json"),
+        Failure(arguments: ["probe", "/nonexistent/in.mov"], status: 1, line: "error: input_not_found:"),
+        Failure(arguments: ["frobnicate"], status: 64, line: "Unexpected argument"),
+    ]
+
+    @Test(arguments: failures)
+    func failuresSayWhatAndExitWithTheirCode(_ test: Failure) async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("cli-error") { directory in
+            let arguments = test.arguments.map { $0 == "INPUT" ? input : $0 == "OUT" ? directory.file("out.mp4") : $0 }
+            let result = try await Jobctl.run(arguments)
+            #expect(result.status == test.status, "\(test): exit \(result.status), stderr \(result.stderr)")
+            #expect(result.stderr.contains(test.line), "\(test): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+            #expect(directory.contents().isEmpty)
+        }
+    }
+
+    @Test func customPresetsFromFlagAndEnvironment() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("custom") { directory in
+            let file = directory.file("presets.json")
+            try Data("""
+                [{"name": "thumb", "summary": "tiny", "format": "mp4",
+                  "video": {"codec": "h264", "maxWidth": 160, "maxHeight": 90, "crf": 30, "encoderPreset": "ultrafast"},
+                  "audio": null}]
+                """.utf8).write(to: URL(fileURLWithPath: file))
+            let output = directory.file("thumb.mp4")
+            let viaFlag = try await Jobctl.run(["export", input, "--preset", "thumb", "--presets", file, "-o", output])
+            #expect(viaFlag.status == 0, "\(viaFlag.stderr)")
+            let probe = try await FFProbe.probe(output)
+            #expect(probe.video?.width == 120 && probe.video?.height == 90 && probe.audio.isEmpty)
+            let listed = try await Jobctl.run(["presets", "--json"], environment: ["JOBCTL_PRESETS": file])
+            let names = try #require(try Jobctl.json(listed) as? [[String: Any]]).compactMap { $0["name"] as? String }
+            #expect(names.last == "thumb")
+            let command = try #require(try Jobctl.json(listed) as? [[String: Any]]).last?["ffmpeg"] as? String
+            #expect(command?.contains("-preset ultrafast") == true && command?.contains("-an") == true)
+        }
+    }
+
+    /// Ctrl-C: the export is cancelled, exit 130, nothing at the destination.
+    @Test func interruptCancelsAndLeavesNothing() async throws {
+        let input = try await Fixtures.shared.path(.long)
+        try await withTemporaryDirectory("sigint") { directory in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Jobctl.path)
+            process.arguments = ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
+            process.standardError = Pipe()
+            process.standardOutput = Pipe()
+            try process.run()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !directory.contents().contains(where: { $0.hasSuffix(".tmp") }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            kill(process.processIdentifier, SIGINT)
+            let interruptedAt = ContinuousClock.now
+            while process.isRunning && ContinuousClock.now < interruptedAt + .seconds(5) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(!process.isRunning)
+            #expect(ContinuousClock.now - interruptedAt < .seconds(2))
+            #expect(process.terminationStatus == 130)
+            #expect(directory.contents().isEmpty, "left \(directory.contents())")
+        }
+    }
+
+    /// On a terminal, export draws a progress bar on stderr (`script` gives it a pseudo-TTY).
+    @Test func progressBarOnATerminal() async throws {
+        let input = try await Fixtures.shared.path(.long)
+        try await withTemporaryDirectory("tty") { directory in
+            let command = "'\(Jobctl.path)' export '\(input)' --preset low --range 0+12s -o '\(directory.file("out.mp4"))'"
+            let result = try await ProcessRunner.run("script", ["-qec", command, "/dev/null"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let screen = result.stdoutText
+            #expect(screen.contains("%]") || screen.contains("%  "), "no progress bar in \(screen.debugDescription)")
+            #expect(screen.contains("\r"))
+            #expect(screen.contains("out.mp4: 12.000 s"))
+        }
+    }
+
+    @Test func sampleWritesAClipThatExports() async throws {
+        try await withTemporaryDirectory("sample") { directory in
+            let sample = try await Jobctl.run(["sample", "talk.mp4", "--seconds", "3"], in: directory.path)
+            #expect(sample.status == 0, "\(sample.stderr)")
+            let probe = try await FFProbe.probe(directory.file("talk.mp4"))
+            #expect(probe.video?.width == 640 && abs((probe.format.durationSeconds ?? 0) - 3) < 0.05 && probe.audio.count == 1)
+            #expect(try await FFProbe.decodeErrors(directory.file("talk.mp4")) == "")
+        }
+    }
+
+    @Test(arguments: [["--help"], ["export", "--help"], ["probe", "--help"], ["presets", "--help"], ["--version"]])
+    func helpExplains(arguments: [String]) async throws {
+        let result = try await Jobctl.run(arguments)
+        #expect(result.status == 0)
+        #expect(!result.stdoutText.isEmpty)
+    }
+}
