@@ -119,12 +119,15 @@ public enum FFProbe {
         guard let audio = try await probe(path).audio.first, let rate = audio.sampleRate else { return [] }
         let result = try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "f32le", "-"])
         let samples = result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        var order = samples.indices.sorted { abs(samples[$0]) > abs(samples[$1]) }
         var peaks: [Int] = []
         let spacing = rate / 10
-        while peaks.count < count, let next = order.first {
-            peaks.append(next)
-            order.removeAll { abs($0 - next) < spacing }
+        for _ in 0..<count {
+            var best: Int?
+            for index in samples.indices where !peaks.contains(where: { abs($0 - index) < spacing }) {
+                if best.map({ abs(samples[index]) > abs(samples[$0]) }) ?? true { best = index }
+            }
+            guard let best else { break }
+            peaks.append(best)
         }
         return peaks.sorted().map { Double($0) / Double(rate) }
     }

@@ -26,7 +26,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case impulses
     // An 8x8 picture: too small for x265.
     case tiny
-    // A longer clip for cancellation.
+    // A 20 s clip that is slow to encode, for cancellation and progress.
     case long
     // Bad inputs.
     case notMedia
@@ -135,7 +135,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .tiny:
             return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=8x8:rate=25", "-t", "1"] + Self.x264 + ["OUT"])
         case .long:
-            return .ffmpeg(Self.video("640x360") + Self.tone() + ["-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
+            // Temporal noise makes encoding it expensive (~10 s with `highest` in a debug build),
+            // so a cancel always lands mid-export, however fast the machine.
+            return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25,noise=alls=40:allf=t"] + Self.tone()
+                + ["-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
         case .notMedia:
             return .text(String(repeating: "This is a text file, not a video.\n", count: 200))
         case .empty:

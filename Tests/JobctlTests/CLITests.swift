@@ -1,5 +1,6 @@
 import Foundation
 import MediaTestKit
+import Synchronization
 import Testing
 
 /// The `jobctl` binary, built by `swift build --build-tests` next to the test bundle.
@@ -165,19 +166,22 @@ struct CLITests {
             process.arguments = ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
             process.standardError = Pipe()
             process.standardOutput = Pipe()
+            // Noted by the process's own termination handler, not by polling from a busy test scheduler.
+            let exitedAt = Mutex<ContinuousClock.Instant?>(nil)
+            process.terminationHandler = { _ in exitedAt.withLock { $0 = .now } }
             try process.run()
             let deadline = ContinuousClock.now + .seconds(30)
             while !directory.contents().contains(where: { $0.hasSuffix(".tmp") }) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             try await Task.sleep(for: .milliseconds(300))
-            kill(process.processIdentifier, SIGINT)
             let interruptedAt = ContinuousClock.now
-            while process.isRunning && ContinuousClock.now < interruptedAt + .seconds(5) {
+            kill(process.processIdentifier, SIGINT)
+            while exitedAt.withLock({ $0 == nil }) && ContinuousClock.now < interruptedAt + .seconds(30) {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            #expect(!process.isRunning)
-            #expect(ContinuousClock.now - interruptedAt < .seconds(2))
+            let exited = try #require(exitedAt.withLock { $0 }, "jobctl did not exit")
+            #expect(exited - interruptedAt < .seconds(2), "exit took \(exited - interruptedAt)")
             #expect(process.terminationStatus == 130)
             #expect(directory.contents().isEmpty, "left \(directory.contents())")
         }
@@ -204,6 +208,24 @@ struct CLITests {
             let probe = try await FFProbe.probe(directory.file("talk.mp4"))
             #expect(probe.video?.width == 640 && abs((probe.format.durationSeconds ?? 0) - 3) < 0.05 && probe.audio.count == 1)
             #expect(try await FFProbe.decodeErrors(directory.file("talk.mp4")) == "")
+        }
+    }
+
+    /// mp4 output has its index at the front (AVFoundation's shouldOptimizeForNetworkUse), and
+    /// variable frame rate stays variable (no frames duplicated or dropped to a fixed rate).
+    @Test func fastStartAndVariableFrameRate() async throws {
+        let input = try await Fixtures.shared.path(.vfr)
+        try await withTemporaryDirectory("faststart") { directory in
+            let output = directory.file("out.mp4")
+            #expect(try await Jobctl.run(["export", input, "--preset", "low", "-o", output]).status == 0)
+            let data = try Data(contentsOf: URL(fileURLWithPath: output))
+            let moov = try #require(data.range(of: Data("moov".utf8))?.lowerBound)
+            let mdat = try #require(data.range(of: Data("mdat".utf8))?.lowerBound)
+            #expect(moov < mdat, "the index (moov) is after the media data")
+            let times = try await FFProbe.videoFrameTimes(output)
+            let gaps = Set(zip(times, times.dropFirst()).map { (($1 - $0) * 1000).rounded() })
+            #expect(gaps == [20, 40], "frame intervals \(gaps) ms: expected 40 ms (25 fps) then 20 ms (50 fps)")
+            #expect(times.count == 150)
         }
     }
 

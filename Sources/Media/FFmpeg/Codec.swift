@@ -68,7 +68,6 @@ final class CodecEncoder {
 
     var timeBase: AVRational { context.pointee.time_base }
     var frameSize: Int32 { context.pointee.frame_size }
-    var acceptsSmallLastFrame: Bool { context.pointee.codec.pointee.capabilities & AV_CODEC_CAP_SMALL_LAST_FRAME != 0 }
 
     /// Sends a frame, or `nil` to drain. Returns FFmpeg's code.
     func send(_ frame: UnsafeMutablePointer<AVFrame>?) -> Int32 { avcodec_send_frame(context, frame) }

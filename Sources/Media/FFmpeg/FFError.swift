@@ -14,8 +14,6 @@ struct FFError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    var isEndOfFile: Bool { code == cff_averror_eof() }
-    var isTryAgain: Bool { code == cff_averror_eagain() }
     var isExit: Bool { code == cff_averror_exit() }
 }
 

@@ -26,11 +26,6 @@ final class OutputFile {
 
     var needsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
 
-    /// Whether the container can hold `codec` (1 yes, 0 no, negative unknown → treated as yes).
-    func canHold(_ codec: AVCodecID) -> Bool {
-        avformat_query_codec(context.pointee.oformat, codec, FF_COMPLIANCE_NORMAL) != 0
-    }
-
     func addStream() throws -> UnsafeMutablePointer<AVStream> {
         guard let stream = avformat_new_stream(context, nil) else {
             throw FFError(code: cff_averror(ENOMEM), operation: "avformat_new_stream")

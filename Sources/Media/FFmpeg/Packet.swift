@@ -36,7 +36,6 @@ final class Packet: @unchecked Sendable {
         set { pointer.pointee.duration = newValue }
     }
     var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
-    var size: Int { Int(pointer.pointee.size) }
     /// dts when set, pts otherwise: the order packets are decoded in.
     var decodeTimestamp: Int64 { dts != noPTS ? dts : pts }
 }

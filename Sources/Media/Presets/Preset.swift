@@ -72,9 +72,6 @@ public struct Preset: Sendable, Hashable, Codable {
     public var isPassthrough: Bool {
         (video?.codec ?? .copy) == .copy && (audio?.codec ?? .copy) == .copy && (video != nil || audio != nil)
     }
-
-    /// Whether any track is copied: the export then starts at a keyframe.
-    var copiesVideo: Bool { video?.codec == .copy }
 }
 
 public enum VideoCodec: String, Sendable, Hashable, Codable, CaseIterable {

@@ -21,12 +21,18 @@ public final class AssetReaderTrackOutput: @unchecked Sendable {
     public let track: AssetTrack
     public let settings: Settings?
 
-    /// How many samples each queue holds: a handful of decoded pictures, more audio frames.
-    static let sampleQueueCapacity = 8
+    /// How many samples the queue holds. A decoded picture is one: more slack lets the decoder
+    /// run ahead of the encoder, and both libraries' peaks then add up (+30 % peak memory at 720p,
+    /// no speed gain; docs/benchmarks.md). Audio frames and packets are small.
+    static func sampleQueueCapacity(for settings: Settings?) -> Int {
+        if case .video = settings { return 1 }
+        return 8
+    }
+
     static let packetQueueCapacity = 64
 
     let packets = BlockingQueue<Packet>(capacity: packetQueueCapacity)
-    let samples = BlockingQueue<SampleBuffer>(capacity: sampleQueueCapacity)
+    let samples: BlockingQueue<SampleBuffer>
     private let state = Mutex(State())
     weak var reader: AssetReader?
 
@@ -38,6 +44,7 @@ public final class AssetReaderTrackOutput: @unchecked Sendable {
     public init(track: AssetTrack, settings: Settings?) {
         self.track = track
         self.settings = settings
+        samples = BlockingQueue(capacity: Self.sampleQueueCapacity(for: settings))
     }
 
     public var status: Status { state.withLock { $0.status } }

@@ -72,10 +72,4 @@ final class BlockingQueue<Element>: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
     }
-
-    var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return items.count - head
-    }
 }

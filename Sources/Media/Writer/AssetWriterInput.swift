@@ -340,9 +340,6 @@ final class CopyEngine: Engine {
         let source = asset.input.stream(track.index)
         sourceTimeBase = source.pointee.time_base
         let parameters = source.pointee.codecpar!
-        guard file.canHold(parameters.pointee.codec_id) else {
-            throw MediaError(.presetIncompatible, "track \(track.index) (\(track.codec)) cannot be copied into this container")
-        }
         let stream: UnsafeMutablePointer<AVStream>
         do {
             stream = try file.addStream()
