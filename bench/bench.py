@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 DEFAULT_JOBCTL = ROOT / ".build-release" / "release" / "jobctl"
 DEFAULT_DOC = ROOT / "docs" / "benchmarks.md"
-DEFAULT_CASES = ["low", "low@5s+10s", "1280x720", "passthrough@5s+10s"]
+DEFAULT_CASES = ["low", "low@5s+10s", "1280x720", "highest@0+8s", "passthrough@5s+10s"]
 START_MARK, END_MARK = "<!-- bench:export:start -->", "<!-- bench:export:end -->"
 DURATION_TOLERANCE = 0.1  # seconds
 

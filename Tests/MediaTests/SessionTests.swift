@@ -168,6 +168,16 @@ struct AssetTests {
         #expect(audioOnly.primaryVideoTrack == nil && audioOnly.audioTracks.first?.codec == "flac")
     }
 
+    @Test func fileURLsAreLocalPaths() async throws {
+        let path = try await Fixtures.shared.path(.basic)
+        let asset = try Asset(location: "file://" + path)
+        let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        #expect(asset.tracks.count == 2 && asset.fileSize == size)
+        #expect { try Asset(location: "file:///nonexistent/in.mov") } throws: { ($0 as? MediaError)?.code == .inputNotFound }
+        #expect { try Asset(location: "ftp://example.com/in.mov") } throws: { ($0 as? MediaError)?.code == .inputUnsupported }
+        #expect { try Asset(location: "concat:\(path)|\(path)") } throws: { ($0 as? MediaError)?.code == .inputNotFound }
+    }
+
     @Test func compatiblePresets() async throws {
         let videoOnly = try Asset(location: try await Fixtures.shared.path(.videoOnly))
         #expect(try PresetCatalog.builtIn.preset(named: "m4a").incompatibility(with: videoOnly)?.code == .presetIncompatible)

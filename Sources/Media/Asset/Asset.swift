@@ -58,8 +58,8 @@ public final class Asset: @unchecked Sendable {
         }
         durationIsEstimate = context.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE
         bitrate = context.bit_rate > 0 ? Int(context.bit_rate) : nil
-        fileSize = Asset.isRemote(location)
-            ? nil : (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.int64Value
+        fileSize = url.hasPrefix("file:")
+            ? (try? FileManager.default.attributesOfItem(atPath: String(url.dropFirst(5)))[.size] as? NSNumber)?.int64Value : nil
     }
 
     /// The name used in messages: the file's name for paths.
@@ -94,6 +94,12 @@ public final class Asset: @unchecked Sendable {
     /// `file:` (so a name like `concat:a|b` can never select another protocol).
     static func ffmpegURL(for location: String) throws(MediaError) -> String {
         if isRemote(location) { return location }
+        if location.lowercased().hasPrefix("file://") {
+            guard let path = URL(string: location)?.path, !path.isEmpty else {
+                throw MediaError(.inputNotFound, "\(location) is not a valid file URL")
+            }
+            return try ffmpegURL(for: path)
+        }
         if let scheme = location.range(of: "://"), !location[..<scheme.lowerBound].contains("/") {
             throw MediaError(.inputUnsupported, "\(location): only local files and http(s) URLs can be read")
         }

@@ -63,13 +63,70 @@ struct DecodeErrorBudget {
     }
 }
 
+/// Feeds one decoder: sends a packet (or `nil` to drain it at the end), hands every frame that
+/// comes out to a handler, and counts damage against the error budget.
+final class DecodeLoop {
+    private let decoder: CodecDecoder
+    private let scratch = Frame()
+    private var budget: DecodeErrorBudget
+    private var decodedFrames = 0
+
+    init(decoder: CodecDecoder, trackIndex: Int) {
+        self.decoder = decoder
+        budget = DecodeErrorBudget(trackIndex: trackIndex)
+    }
+
+    var trackIndex: Int { budget.trackIndex }
+
+    /// Sends `packet` and passes each frame (valid only during the call) to `handle`, until
+    /// `handle` returns `false`.
+    func send(
+        _ packet: UnsafeMutablePointer<AVPacket>?, to handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool
+    ) throws(MediaError) {
+        while true {
+            let result = decoder.send(packet)
+            if result == AVErr.again {
+                guard try drain(into: handle) else { return }
+                continue
+            }
+            if result < 0 && result != AVErr.eof {
+                if packet != nil { try budget.failed(result) }
+            } else if packet != nil {
+                budget.succeeded()
+            }
+            _ = try drain(into: handle)
+            return
+        }
+    }
+
+    /// At the end: `decode_failed` if packets were sent, some failed, and no frame came out.
+    func checkAnythingDecoded() throws(MediaError) {
+        if budget.packets > 0 && decodedFrames == 0 && budget.errors > 0 { throw budget.exhausted() }
+    }
+
+    /// Receives frames until the decoder wants input; `false` once `handle` wants no more.
+    private func drain(into handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool) throws(MediaError) -> Bool {
+        while true {
+            let result = decoder.receive(scratch.pointer)
+            if result == AVErr.again || result == AVErr.eof { return true }
+            if result < 0 {
+                try budget.failed(result)
+                return true
+            }
+            defer { av_frame_unref(scratch.pointer) }
+            decodedFrames += 1
+            guard try handle(scratch.pointer) else { return false }
+        }
+    }
+}
+
 // MARK: - Video
 
 /// Decodes video, keeps the frames of the window (the first one is the frame *shown* at the
 /// start), converts them to the output size and pixel format, applies rotation, and timestamps
 /// them from 0 with each frame's duration known (one frame is held back for that).
 final class VideoDecodePipeline: TrackPipeline {
-    private let decoder: CodecDecoder
+    private let decoding: DecodeLoop
     private let scaler: Scaler
     private let rotation: Int
     private let timeBase: AVRational
@@ -77,8 +134,8 @@ final class VideoDecodePipeline: TrackPipeline {
     private let startTimestamp: Int64
     private let defaultDuration: Int64
     private let sink: SampleSink
-    private let scratch = Frame()
-    private var budget: DecodeErrorBudget
+    /// The deprecated "J" formats: swscale converts them to limited range.
+    private static let fullRangeFormats = Set([AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P].map(\.rawValue))
 
     /// The latest frame before the start: shown at the start if no frame starts exactly there.
     private var candidate: Frame?
@@ -89,10 +146,9 @@ final class VideoDecodePipeline: TrackPipeline {
     private var reachedEnd = false
     private var lastTimestamp: Int64?
     private var lastSourceDuration: Int64 = 0
-    private(set) var decodedFrames = 0
 
     init(decoder: CodecDecoder, stream: UnsafeMutablePointer<AVStream>, output: PictureSize, rotation: Int, window: ReadWindow, sink: @escaping SampleSink) {
-        self.decoder = decoder
+        decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
         self.rotation = rotation
         // Scale to the pre-rotation size, then rotate: cheaper on the smaller picture.
         let turned = rotation % 180 != 0
@@ -107,7 +163,6 @@ final class VideoDecodePipeline: TrackPipeline {
         let rate = stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
         defaultDuration = max(1, rate.isValid ? av_rescale_q(1, av_inv_q(rate), timeBase) : av_rescale_q(40_000, microsecondBase, timeBase))
         self.sink = sink
-        budget = DecodeErrorBudget(trackIndex: Int(stream.pointee.index))
     }
 
     func consume(_ packet: Packet) throws(MediaError) -> Bool {
@@ -121,10 +176,7 @@ final class VideoDecodePipeline: TrackPipeline {
             // The stream ended before a frame at or after the start: the last frame is shown there.
             try output(candidate.pointer, pts: 0)
         }
-        guard let last = pending else {
-            if budget.packets > 0 && decodedFrames == 0 && budget.errors > 0 { throw budget.exhausted() }
-            return
-        }
+        guard let last = pending else { return try decoding.checkAnythingDecoded() }
         let endTimestamp = window.end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) - startTimestamp }
         var duration = lastSourceDuration > 0 ? lastSourceDuration : defaultDuration
         if let endTimestamp, reachedEnd || last.pts + duration > endTimestamp { duration = endTimestamp - last.pts }
@@ -133,33 +185,9 @@ final class VideoDecodePipeline: TrackPipeline {
     }
 
     private func send(_ packet: UnsafeMutablePointer<AVPacket>?) throws(MediaError) {
-        while true {
-            let result = decoder.send(packet)
-            if result == AVErr.again {
-                try drain()
-                continue
-            }
-            if result < 0 && result != AVErr.eof {
-                if packet != nil { try budget.failed(result) }
-            } else if packet != nil {
-                budget.succeeded()
-            }
-            try drain()
-            return
-        }
-    }
-
-    private func drain() throws(MediaError) {
-        while !reachedEnd {
-            let result = decoder.receive(scratch.pointer)
-            if result == AVErr.again || result == AVErr.eof { return }
-            if result < 0 {
-                try budget.failed(result)
-                return
-            }
-            defer { av_frame_unref(scratch.pointer) }
-            decodedFrames += 1
-            try handle(scratch.pointer)
+        try decoding.send(packet) { frame throws(MediaError) in
+            try handle(frame)
+            return !reachedEnd
         }
     }
 
@@ -197,7 +225,7 @@ final class VideoDecodePipeline: TrackPipeline {
             var picture = scaler.isIdentity(for: frame) ? try Frame.referencing(frame) : try scaler.scale(frame)
             if picture.pointer != frame {
                 av_frame_copy_props(picture.pointer, frame)
-                if [AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P].contains(AVPixelFormat(rawValue: frame.pointee.format)) {
+                if Self.fullRangeFormats.contains(frame.pointee.format) {
                     picture.pointer.pointee.color_range = AVCOL_RANGE_MPEG
                 }
             }
@@ -219,7 +247,7 @@ final class VideoDecodePipeline: TrackPipeline {
 
     private func wrap<T>(_ body: () throws -> T) throws(MediaError) -> T {
         do { return try body() } catch {
-            throw MediaError(.decodeFailed, "track \(budget.trackIndex): converting a frame failed", detail: "\(error)")
+            throw MediaError(.decodeFailed, "track \(decoding.trackIndex): converting a frame failed", detail: "\(error)")
         }
     }
 }
@@ -230,30 +258,26 @@ final class VideoDecodePipeline: TrackPipeline {
 /// (FFMPEG_NOTES #21), then resamples and downmixes to the output format. Samples are counted
 /// from 0; a track that starts after the window's start is preceded by silence.
 final class AudioDecodePipeline: TrackPipeline {
-    private let decoder: CodecDecoder
+    private let decoding: DecodeLoop
     private let timeBase: AVRational
     private let window: ReadWindow
     private let outputRate: Int32
     private var outputLayout = AVChannelLayout()
     private let sink: SampleSink
-    private let scratch = Frame()
-    private var budget: DecodeErrorBudget
     private var resampler: Resampler?
     private var resamplerInput: (rate: Int32, format: Int32, channels: Int32) = (0, -1, 0)
     private var nextSample: Int64?
     private var started = false
     private var emitted: Int64 = 0
     private var reachedEnd = false
-    private(set) var decodedFrames = 0
 
     init(decoder: CodecDecoder, stream: UnsafeMutablePointer<AVStream>, sampleRate: Int, channels: Int, window: ReadWindow, sink: @escaping SampleSink) {
-        self.decoder = decoder
+        decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
         timeBase = stream.pointee.time_base
         self.window = window
         outputRate = Int32(sampleRate)
         av_channel_layout_default(&outputLayout, Int32(channels))
         self.sink = sink
-        budget = DecodeErrorBudget(trackIndex: Int(stream.pointee.index))
     }
 
     deinit { av_channel_layout_uninit(&outputLayout) }
@@ -266,37 +290,13 @@ final class AudioDecodePipeline: TrackPipeline {
     func finish() throws(MediaError) {
         if !reachedEnd { try send(nil) }
         try flushResampler()
-        if budget.packets > 0 && decodedFrames == 0 && budget.errors > 0 { throw budget.exhausted() }
+        try decoding.checkAnythingDecoded()
     }
 
     private func send(_ packet: UnsafeMutablePointer<AVPacket>?) throws(MediaError) {
-        while true {
-            let result = decoder.send(packet)
-            if result == AVErr.again {
-                try drain()
-                continue
-            }
-            if result < 0 && result != AVErr.eof {
-                if packet != nil { try budget.failed(result) }
-            } else if packet != nil {
-                budget.succeeded()
-            }
-            try drain()
-            return
-        }
-    }
-
-    private func drain() throws(MediaError) {
-        while !reachedEnd {
-            let result = decoder.receive(scratch.pointer)
-            if result == AVErr.again || result == AVErr.eof { return }
-            if result < 0 {
-                try budget.failed(result)
-                return
-            }
-            defer { av_frame_unref(scratch.pointer) }
-            decodedFrames += 1
-            try handle(scratch.pointer)
+        try decoding.send(packet) { frame throws(MediaError) in
+            try handle(frame)
+            return !reachedEnd
         }
     }
 
@@ -379,7 +379,7 @@ final class AudioDecodePipeline: TrackPipeline {
 
     private func wrap<T>(_ body: () throws -> T) throws(MediaError) -> T {
         do { return try body() } catch {
-            throw MediaError(.decodeFailed, "track \(budget.trackIndex): converting audio failed", detail: "\(error)")
+            throw MediaError(.decodeFailed, "track \(decoding.trackIndex): converting audio failed", detail: "\(error)")
         }
     }
 }
