@@ -7,10 +7,13 @@ let package = Package(
     products: [
         .executable(name: "jobctl", targets: ["jobctl"]),
         .library(name: "Media", targets: ["Media"]),
+        .library(name: "Queue", targets: ["Queue"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -27,6 +30,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The job model, the status state machine, the retry policy and the JobStore protocol.
+        .target(name: "Queue"),
+        // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
+        .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite")]),
+        // The job table in SQLite (GRDB), for one host.
+        .target(
+            name: "QueueSQLite",
+            dependencies: ["Queue", "QueueMigrations", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The JobStore conformance suite, written once and run against every store.
+        .target(name: "QueueTestKit", dependencies: ["Queue"]),
         // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
         .target(name: "MediaTestKit"),
         .executableTarget(
@@ -39,6 +53,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

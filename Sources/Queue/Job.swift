@@ -1,0 +1,169 @@
+import Foundation
+
+/// What a job does. The table, the JSON and the worker dispatch on it (SPEC §4).
+public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case export
+}
+
+/// A job as `show --json` prints it and a webhook carries it (SPEC §4).
+public struct Job: Sendable, Hashable, Codable {
+    public var id: JobID
+    public var kind: JobKind
+    public var status: JobStatus
+    public var input: String
+    public var output: String
+    /// The preset's name, and its settings as they were when the job was submitted (so every
+    /// worker runs the same preset, whatever presets file it has).
+    public var preset: String
+    public var presetSettings: JSONValue
+    public var format: String?
+    public var range: Range?
+    public var priority: Int
+    /// The attempt running or last run (0 before the first claim).
+    public var attempt: Int
+    public var maxAttempts: Int
+    /// 0…1 while running; 1 once completed.
+    public var progress: Double
+    public var tracks: [JobTrack]
+    public var result: JSONValue?
+    public var error: JobError?
+    public var webhook: String?
+    public var metadata: [String: String]
+    public var idempotencyKey: String?
+    /// The worker running it, or the last one that did.
+    public var worker: String?
+    /// A running job whose cancellation was asked for (the worker stops within 2 s).
+    public var cancelRequested: Bool
+    /// When a queued job may next be claimed (its retry time).
+    public var runAt: Date
+    public var createdAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+
+    public init(
+        id: JobID, kind: JobKind, status: JobStatus, input: String, output: String, preset: String, presetSettings: JSONValue,
+        format: String?, range: Range?, priority: Int, attempt: Int, maxAttempts: Int, progress: Double, tracks: [JobTrack],
+        result: JSONValue?, error: JobError?, webhook: String?, metadata: [String: String], idempotencyKey: String?, worker: String?,
+        cancelRequested: Bool, runAt: Date, createdAt: Date, startedAt: Date?, finishedAt: Date?
+    ) {
+        self.id = id
+        self.kind = kind
+        self.status = status
+        self.input = input
+        self.output = output
+        self.preset = preset
+        self.presetSettings = presetSettings
+        self.format = format
+        self.range = range
+        self.priority = priority
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.progress = progress
+        self.tracks = tracks
+        self.result = result
+        self.error = error
+        self.webhook = webhook
+        self.metadata = metadata
+        self.idempotencyKey = idempotencyKey
+        self.worker = worker
+        self.cancelRequested = cancelRequested
+        self.runAt = runAt
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+    }
+
+    /// Seconds, as in the job JSON; `duration` is `nil` for "to the end".
+    public struct Range: Sendable, Hashable, Codable {
+        public var start: Double
+        public var duration: Double?
+
+        public init(start: Double, duration: Double?) {
+            self.start = start
+            self.duration = duration
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts, progress, tracks,
+            result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt, finishedAt
+    }
+
+    /// `range`, `result`, `error`, `webhook` and friends are written as `null` when absent, so
+    /// the JSON always has every field (SPEC §4).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(status, forKey: .status)
+        try container.encode(input, forKey: .input)
+        try container.encode(output, forKey: .output)
+        try container.encode(preset, forKey: .preset)
+        try container.encode(presetSettings, forKey: .presetSettings)
+        try container.encode(format, forKey: .format)
+        try container.encode(range, forKey: .range)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(attempt, forKey: .attempt)
+        try container.encode(maxAttempts, forKey: .maxAttempts)
+        try container.encode(progress, forKey: .progress)
+        try container.encode(tracks, forKey: .tracks)
+        try container.encode(result, forKey: .result)
+        try container.encode(error, forKey: .error)
+        try container.encode(webhook.map(JobRequest.redactingCredentials), forKey: .webhook)
+        try container.encode(metadata, forKey: .metadata)
+        try container.encode(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(worker, forKey: .worker)
+        try container.encode(cancelRequested, forKey: .cancelRequested)
+        try container.encode(runAt, forKey: .runAt)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(startedAt, forKey: .startedAt)
+        try container.encode(finishedAt, forKey: .finishedAt)
+    }
+}
+
+/// One track of a running or finished job: its status and counters (SPEC §4).
+public struct JobTrack: Sendable, Hashable, Codable {
+    /// The track's index in the output.
+    public var index: Int
+    public var sourceIndex: Int
+    public var mediaType: String
+    public var status: JobStatus
+    public var codec: String?
+    /// Frames (video), samples (audio) or packets (copies) read and written.
+    public var read: Int64
+    public var written: Int64
+
+    public init(index: Int, sourceIndex: Int, mediaType: String, status: JobStatus, codec: String?, read: Int64, written: Int64) {
+        self.index = index
+        self.sourceIndex = sourceIndex
+        self.mediaType = mediaType
+        self.status = status
+        self.codec = codec
+        self.read = read
+        self.written = written
+    }
+}
+
+/// Why an attempt failed (SPEC §4): a code from the contract, a message a person can act on,
+/// and whether another attempt could succeed.
+public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+    public var retryable: Bool
+
+    public init(code: String, message: String, retryable: Bool? = nil) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable ?? JobError.isRetryable(code)
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    /// Input, range and preset errors are not retried; output, network, lease and internal
+    /// errors are (SPEC §4).
+    public static func isRetryable(_ code: String) -> Bool {
+        retryableCodes.contains(code)
+    }
+
+    public static let retryableCodes: Set<String> = ["output_unwritable", "lease_lost", "internal", "network"]
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// What `submit` asks for. Validated by the command before it reaches a store.
+public struct JobRequest: Sendable, Hashable {
+    public var kind: JobKind
+    public var input: String
+    public var output: String
+    public var preset: String
+    public var presetSettings: JSONValue
+    public var format: String?
+    public var range: Job.Range?
+    public var priority: Int
+    public var maxAttempts: Int
+    public var idempotencyKey: String?
+    public var metadata: [String: String]
+    public var webhook: String?
+
+    public init(
+        kind: JobKind = .export, input: String, output: String, preset: String, presetSettings: JSONValue = .null,
+        format: String? = nil, range: Job.Range? = nil, priority: Int = 0, maxAttempts: Int = 3,
+        idempotencyKey: String? = nil, metadata: [String: String] = [:], webhook: String? = nil
+    ) {
+        self.kind = kind
+        self.input = input
+        self.output = output
+        self.preset = preset
+        self.presetSettings = presetSettings
+        self.format = format
+        self.range = range
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.idempotencyKey = idempotencyKey
+        self.metadata = metadata
+        self.webhook = webhook
+    }
+
+    /// A URL without its `user:password@` part, for display and logs.
+    public static func redactingCredentials(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.user != nil || components.password != nil else { return url }
+        components.user = nil
+        components.password = nil
+        return components.string ?? url
+    }
+}

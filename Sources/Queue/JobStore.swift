@@ -1,0 +1,139 @@
+import Foundation
+
+/// Who runs jobs: recorded with each claim and in the workers table.
+public struct WorkerIdentity: Sendable, Hashable, Codable {
+    public var name: String
+    public var host: String
+    public var pid: Int32
+    public var version: String
+
+    public init(name: String, host: String, pid: Int32, version: String) {
+        self.name = name
+        self.host = host
+        self.pid = pid
+        self.version = version
+    }
+}
+
+/// Proof that a worker holds a job's current attempt. Every write about a running job
+/// presents it; a store accepts the write only while the job is still `reading` under this
+/// token (fencing: a worker that lost its lease cannot touch the job).
+public struct Lease: Sendable, Hashable, Codable {
+    public var jobID: JobID
+    public var token: String
+    public var attempt: Int
+    public var worker: String
+
+    public init(jobID: JobID, token: String, attempt: Int, worker: String) {
+        self.jobID = jobID
+        self.token = token
+        self.attempt = attempt
+        self.worker = worker
+    }
+}
+
+/// A job claimed by a worker, with the lease that lets it report.
+public struct ClaimedJob: Sendable, Hashable {
+    public var job: Job
+    public var lease: Lease
+
+    public init(job: Job, lease: Lease) {
+        self.job = job
+        self.lease = lease
+    }
+}
+
+/// What renewing a lease found.
+public enum LeaseState: Sendable, Hashable {
+    /// Still ours; `cancelRequested` when a user cancelled the job meanwhile.
+    case held(cancelRequested: Bool)
+    /// Someone else has the job now (or it ended): abandon the attempt, touch nothing.
+    case lost
+}
+
+/// What `cancel` did.
+public enum CancelOutcome: Sendable, Hashable {
+    /// A queued job: cancelled at once.
+    case cancelled(Job)
+    /// A running job: its worker stops it within 2 s.
+    case requested(Job)
+}
+
+/// Errors of the store API itself (not of jobs).
+public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        case notFound
+        /// The job's status does not allow the operation (`cancel` of an ended job…).
+        case conflict(JobStatus)
+        /// The database cannot be opened or used.
+        case unavailable
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// The job table, whatever database holds it. SQLite (`QueueSQLite`) now, PostgreSQL later:
+/// both pass the same conformance suite (`QueueTestKit`).
+///
+/// Times come from the store's clock (injectable in tests); leases are durations from "now".
+public protocol JobStore: Sendable {
+    /// Creates or upgrades the schema (also done on first use).
+    func migrate() async throws
+
+    /// Inserts a job; with an idempotency key already used, returns that job instead
+    /// (`created == false`).
+    func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool)
+
+    /// Claims up to `limit` jobs: queued jobs whose time has come, and running jobs whose lease
+    /// expired (their worker is gone), highest priority first, then oldest. Atomic: two
+    /// workers never get the same attempt.
+    func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob]
+
+    /// Extends the lease and records progress; tells whether the job was cancelled meanwhile,
+    /// or that the lease was lost.
+    func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState
+
+    /// The jobs among `leases` whose cancellation was requested (a cheap, frequent check).
+    func cancellationRequests(among leases: [Lease]) async throws -> Set<JobID>
+
+    /// The attempt succeeded. `false`: the lease was lost and nothing was written.
+    func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool
+
+    /// The attempt failed. Retryable errors with attempts left go back to `unknown`, to be
+    /// claimed again after `retryDelay`; others end `failed`. `false`: the lease was lost.
+    func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool
+
+    /// The worker confirms it stopped a cancelled job. `false`: the lease was lost.
+    func confirmCancelled(_ lease: Lease) async throws -> Bool
+
+    /// The worker hands the job back unfinished (graceful shutdown); the attempt is not
+    /// counted. `false`: the lease was lost.
+    func release(_ lease: Lease) async throws -> Bool
+
+    /// Cancels a queued job at once, or asks the worker of a running one to stop. An ended job
+    /// is a `conflict`.
+    func cancel(_ id: JobID) async throws -> CancelOutcome
+
+    /// Runs a failed or cancelled job again: the same id, `attempt` keeps counting, and the job
+    /// gets its original number of attempts once more (`maxAttempts` grows by it). Other
+    /// statuses are a `conflict`.
+    func retry(_ id: JobID) async throws -> Job
+
+    func job(_ id: JobID) async throws -> Job?
+
+    /// Jobs, newest first.
+    func jobs(status: JobStatus?, limit: Int) async throws -> [Job]
+
+    /// Records a worker process (on start), its heartbeat, and its stop.
+    func workerStarted(_ worker: WorkerIdentity) async throws
+    func workerHeartbeat(_ worker: WorkerIdentity) async throws
+    func workerStopped(_ worker: WorkerIdentity) async throws
+}

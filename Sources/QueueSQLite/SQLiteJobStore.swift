@@ -1,0 +1,434 @@
+import Foundation
+import GRDB
+import Queue
+import QueueMigrations
+
+/// The job table in a SQLite file, shared by any number of processes on one host.
+///
+/// WAL mode, a busy timeout (writers queue up instead of failing with "database is locked"),
+/// `synchronous = FULL` (a submitted job survives a power cut). Every write is one `IMMEDIATE`
+/// transaction; a claim is one `UPDATE … RETURNING`. Every write about a running job checks
+/// its lease token, so a worker that lost its lease changes nothing (fencing).
+public final class SQLiteJobStore: JobStore {
+    private let pool: DatabasePool
+    private let clock: @Sendable () -> Date
+    public let path: String
+
+    /// Opens (creating if needed) and migrates the database at `path`.
+    /// - Parameter clock: the store's notion of now (tests move it to expire leases).
+    public init(path: String, busyTimeout: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.path = path
+        self.clock = clock
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "jobctl"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw JobStoreError(.unavailable, "cannot open the job database \(path): \(SQLiteJobStore.describe(error))")
+        }
+        try SQLiteJobStore.migrate(pool, path: path)
+    }
+
+    public func migrate() async throws {
+        try SQLiteJobStore.migrate(pool, path: path)
+    }
+
+    /// Applies the migrations not applied yet, all in one `IMMEDIATE` transaction, so processes
+    /// starting together never race. A database migrated by a newer jobctl is refused.
+    static func migrate(_ pool: DatabasePool, path: String) throws {
+        do {
+            try pool.write { db in
+                try db.execute(sql: "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+                let applied = Set(try String.fetchAll(db, sql: "SELECT name FROM schema_migrations"))
+                let known = Set(Migrations.sqlite.map(\.name))
+                if let unknown = applied.subtracting(known).sorted().first {
+                    throw JobStoreError(.unavailable, "the job database \(path) has migration \(unknown), from a newer jobctl; upgrade jobctl")
+                }
+                for migration in Migrations.sqlite where !applied.contains(migration.name) {
+                    try db.execute(sql: migration.sql)
+                    try db.execute(sql: "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", arguments: [migration.name, Date().milliseconds])
+                }
+            }
+        } catch let error as JobStoreError {
+            throw error
+        } catch {
+            throw JobStoreError(.unavailable, "cannot migrate the job database \(path): \(describe(error))")
+        }
+    }
+
+    private var now: Int64 { clock().milliseconds }
+
+    // MARK: Submitting and reading
+
+    public func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
+        let now = self.now
+        let id = JobID.make(at: clock())
+        return try await write { db in
+            if let key = request.idempotencyKey,
+                let existing = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE idempotency_key = ?", arguments: [key])
+            {
+                return (try SQLiteJobStore.job(existing, db), false)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
+                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                    VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    id.rawValue, request.kind.rawValue, request.input, request.output, request.preset, try encodeJSON(request.presetSettings),
+                    request.format, request.range?.start, request.range?.duration, request.priority, request.maxAttempts, request.maxAttempts,
+                    now, request.webhook, try encodeJSON(request.metadata), request.idempotencyKey, now, now,
+                ]
+            )
+            return (try SQLiteJobStore.job(id, db), true)
+        }
+    }
+
+    public func job(_ id: JobID) async throws -> Job? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
+            return try SQLiteJobStore.job(row, db)
+        }
+    }
+
+    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+        try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                arguments: [status?.rawValue, limit]
+            )
+            return try rows.map { try SQLiteJobStore.job($0, db) }
+        }
+    }
+
+    // MARK: Claiming and running
+
+    public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
+        let now = self.now
+        let expires = now + lease.milliseconds
+        return try await write { db in
+            // Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts.
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now
+                    WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
+                    """,
+                arguments: ["now": now]
+            )
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
+                        error_code = 'lease_lost', error_retryable = 1,
+                        error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
+                            || attempt || ' of ' || max_attempts
+                    WHERE status = 'reading' AND lease_expires_at <= :now AND attempt >= max_attempts
+                    """,
+                arguments: ["now": now]
+            )
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
+                        lease_expires_at = :expires, cancel_requested = 0, progress = 0, started_at = :now, finished_at = NULL,
+                        updated_at = :now
+                    WHERE id IN (
+                        SELECT id FROM (
+                            SELECT id, priority, created_at FROM jobs WHERE status = 'unknown' AND run_at <= :now
+                            UNION ALL
+                            SELECT id, priority, created_at FROM jobs WHERE status = 'reading' AND lease_expires_at <= :now
+                        )
+                        ORDER BY priority DESC, created_at, id LIMIT :limit
+                    )
+                    RETURNING *
+                    """,
+                arguments: ["worker": worker.name, "expires": expires, "now": now, "limit": limit]
+            )
+            try db.execute(sql: "DELETE FROM job_tracks WHERE job_id IN (SELECT value FROM json_each(?))", arguments: [
+                try encodeJSON(rows.map { $0["id"] as String }),
+            ])
+            return try rows.map { row in
+                let job = try SQLiteJobStore.job(row, tracks: [])
+                return ClaimedJob(job: job, lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name))
+            }
+            .sorted(by: SQLiteJobStore.claimOrder)
+        }
+    }
+
+    /// Higher priority first, then older (RETURNING gives rows in no particular order).
+    private static func claimOrder(_ a: ClaimedJob, _ b: ClaimedJob) -> Bool {
+        if a.job.priority != b.job.priority { return a.job.priority > b.job.priority }
+        if a.job.createdAt != b.job.createdAt { return a.job.createdAt < b.job.createdAt }
+        return a.job.id < b.job.id
+    }
+
+    public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
+        let now = self.now
+        return try await write { db in
+            let cancelRequested = try Bool.fetchOne(
+                db,
+                sql: """
+                    UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND status = 'reading'
+                    RETURNING cancel_requested
+                    """,
+                arguments: [now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token]
+            )
+            guard let cancelRequested else { return .lost }
+            try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db)
+            return .held(cancelRequested: cancelRequested)
+        }
+    }
+
+    public func cancellationRequests(among leases: [Lease]) async throws -> Set<JobID> {
+        guard !leases.isEmpty else { return [] }
+        return try await read { db in
+            let ids = try String.fetchAll(
+                db,
+                sql: "SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND cancel_requested = 1",
+                arguments: [try encodeJSON(leases.map(\.jobID.rawValue))]
+            )
+            return Set(ids.map { JobID($0) })
+        }
+    }
+
+    public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
+        try await finish(lease, tracks: tracks, sql: """
+            status = 'completed', progress = 1, result = :result, error_code = NULL, error_message = NULL, error_retryable = NULL,
+            finished_at = :now
+            """, arguments: ["result": try encodeJSON(result)])
+    }
+
+    public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
+        try await finish(lease, tracks: nil, sql: """
+            status = CASE WHEN :retryable AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
+            run_at = CASE WHEN :retryable AND attempt < max_attempts THEN :now + :delay ELSE run_at END,
+            finished_at = CASE WHEN :retryable AND attempt < max_attempts THEN NULL ELSE :now END,
+            error_code = :code, error_message = :message, error_retryable = :retryable
+            """, arguments: ["retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code, "message": error.message])
+    }
+
+    public func confirmCancelled(_ lease: Lease) async throws -> Bool {
+        try await finish(lease, tracks: nil, sql: "status = 'cancelled', finished_at = :now", arguments: [:])
+    }
+
+    public func release(_ lease: Lease) async throws -> Bool {
+        try await finish(lease, tracks: nil, sql: "status = 'unknown', attempt = attempt - 1, run_at = :now, progress = 0", arguments: [:])
+    }
+
+    /// Ends the current attempt with `sql`'s assignments, if `lease` still holds it.
+    private func finish(_ lease: Lease, tracks: [JobTrack]?, sql assignments: String, arguments: StatementArguments) async throws -> Bool {
+        let now = self.now
+        var merged = arguments
+        _ = merged.append(contentsOf: ["now": now, "id": lease.jobID.rawValue, "token": lease.token])
+        let all = merged
+        return try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, updated_at = :now
+                    WHERE id = :id AND lease_token = :token AND status = 'reading'
+                    """,
+                arguments: all
+            )
+            guard db.changesCount == 1 else { return false }
+            if let tracks { try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db) }
+            return true
+        }
+    }
+
+    // MARK: Cancel and retry
+
+    public func cancel(_ id: JobID) async throws -> CancelOutcome {
+        let now = self.now
+        return try await write { db in
+            let status = try SQLiteJobStore.status(of: id, db)
+            switch status {
+            case .unknown:
+                try db.execute(
+                    sql: "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
+                    arguments: [now, now, id.rawValue]
+                )
+                return .cancelled(try SQLiteJobStore.job(id, db))
+            case .reading:
+                try db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, id.rawValue])
+                return .requested(try SQLiteJobStore.job(id, db))
+            case .completed, .failed, .cancelled:
+                throw JobStoreError(.conflict(status), "job \(id) has already ended (\(status)); nothing to cancel")
+            }
+        }
+    }
+
+    public func retry(_ id: JobID) async throws -> Job {
+        let now = self.now
+        return try await write { db in
+            let status = try SQLiteJobStore.status(of: id, db)
+            guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
+                throw JobStoreError(.conflict(status), "job \(id) is \(status); only failed or cancelled jobs can be retried")
+            }
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET status = 'unknown', run_at = ?, max_attempts = attempt + attempt_budget, progress = 0, result = NULL,
+                        error_code = NULL, error_message = NULL, error_retryable = NULL, cancel_requested = 0, finished_at = NULL, updated_at = ?
+                    WHERE id = ?
+                    """,
+                arguments: [now, now, id.rawValue]
+            )
+            return try SQLiteJobStore.job(id, db)
+        }
+    }
+
+    // MARK: Workers
+
+    public func workerStarted(_ worker: WorkerIdentity) async throws {
+        let now = self.now
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO workers (name, host, pid, version, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
+                        started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+                    """,
+                arguments: [worker.name, worker.host, worker.pid, worker.version, now, now]
+            )
+        }
+    }
+
+    public func workerHeartbeat(_ worker: WorkerIdentity) async throws {
+        let now = self.now
+        try await write { db in
+            try db.execute(sql: "UPDATE workers SET heartbeat_at = ? WHERE name = ?", arguments: [now, worker.name])
+        }
+    }
+
+    public func workerStopped(_ worker: WorkerIdentity) async throws {
+        let now = self.now
+        try await write { db in
+            try db.execute(sql: "UPDATE workers SET stopped_at = ?, heartbeat_at = ? WHERE name = ?", arguments: [now, now, worker.name])
+        }
+    }
+
+    // MARK: Rows
+
+    private static func status(of id: JobID, _ db: Database) throws -> JobStatus {
+        guard let raw = try String.fetchOne(db, sql: "SELECT status FROM jobs WHERE id = ?", arguments: [id.rawValue]),
+            let status = JobStatus(rawValue: raw)
+        else { throw JobStoreError(.notFound, "no job \(id)") }
+        return status
+    }
+
+    private static func job(_ id: JobID, _ db: Database) throws -> Job {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id.rawValue]) else {
+            throw JobStoreError(.notFound, "no job \(id)")
+        }
+        return try job(row, db)
+    }
+
+    private static func job(_ row: Row, _ db: Database) throws -> Job {
+        let tracks = try Row.fetchAll(db, sql: "SELECT * FROM job_tracks WHERE job_id = ? ORDER BY idx", arguments: [row["id"] as String])
+            .map { track in
+                JobTrack(
+                    index: track["idx"], sourceIndex: track["source_index"], mediaType: track["media_type"],
+                    status: JobStatus(rawValue: track["status"]) ?? .unknown, codec: track["codec"], read: track["read"], written: track["written"]
+                )
+            }
+        return try job(row, tracks: tracks)
+    }
+
+    private static func job(_ row: Row, tracks: [JobTrack]) throws -> Job {
+        let errorCode: String? = row["error_code"]
+        let rangeStart: Double? = row["range_start"]
+        return Job(
+            id: JobID(row["id"] as String),
+            kind: JobKind(rawValue: row["kind"]) ?? .export,
+            status: JobStatus(rawValue: row["status"]) ?? .unknown,
+            input: row["input"],
+            output: row["output"],
+            preset: row["preset"],
+            presetSettings: try decodeJSON(JSONValue.self, row["preset_settings"]) ?? .null,
+            format: row["format"],
+            range: rangeStart.map { Job.Range(start: $0, duration: row["range_duration"]) },
+            priority: row["priority"],
+            attempt: row["attempt"],
+            maxAttempts: row["max_attempts"],
+            progress: row["progress"],
+            tracks: tracks,
+            result: try decodeJSON(JSONValue.self, row["result"]),
+            error: errorCode.map { JobError(code: $0, message: row["error_message"] ?? "", retryable: row["error_retryable"]) },
+            webhook: row["webhook"],
+            metadata: try decodeJSON([String: String].self, row["metadata"]) ?? [:],
+            idempotencyKey: row["idempotency_key"],
+            worker: row["worker"],
+            cancelRequested: row["cancel_requested"],
+            runAt: Date(milliseconds: row["run_at"]),
+            createdAt: Date(milliseconds: row["created_at"]),
+            startedAt: (row["started_at"] as Int64?).map(Date.init(milliseconds:)),
+            finishedAt: (row["finished_at"] as Int64?).map(Date.init(milliseconds:))
+        )
+    }
+
+    private static func replaceTracks(_ tracks: [JobTrack], of id: JobID, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM job_tracks WHERE job_id = ?", arguments: [id.rawValue])
+        for track in tracks {
+            try db.execute(
+                sql: "INSERT INTO job_tracks (job_id, idx, source_index, media_type, status, codec, read, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [id.rawValue, track.index, track.sourceIndex, track.mediaType, track.status.rawValue, track.codec, track.read, track.written]
+            )
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as JobStoreError {
+            throw error
+        } catch {
+            throw JobStoreError(.unavailable, "the job database \(path) failed: \(SQLiteJobStore.describe(error))")
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as JobStoreError {
+            throw error
+        } catch {
+            throw JobStoreError(.unavailable, "the job database \(path) failed: \(SQLiteJobStore.describe(error))")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return error.message ?? "\(error.resultCode)" }
+        return "\(error)"
+    }
+}
+
+private func encodeJSON<T: Encodable>(_ value: T) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+private func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+    guard let text else { return nil }
+    return try JSONDecoder().decode(type, from: Data(text.utf8))
+}
+
+extension Date {
+    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,1 @@
+// The JobStore conformance suite goes here.

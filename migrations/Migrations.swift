@@ -1,0 +1,18 @@
+/// The schema as SQL, one dialect per folder, embedded in the binary (no resource bundle to
+/// ship). Migrations are named, ordered and append-only: never edit one that has shipped; add
+/// the next. A test checks that every file in the folders is listed here.
+public struct Migration: Sendable {
+    public let name: String
+    public let sql: String
+
+    init(_ name: String, _ bytes: [UInt8]) {
+        self.name = name
+        self.sql = String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+public enum Migrations {
+    public static let sqlite: [Migration] = [
+        Migration("0001_jobs", PackageResources._001_jobs_sqlite_sql),
+    ]
+}
