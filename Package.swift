@@ -41,12 +41,22 @@ let package = Package(
         ),
         // The JobStore conformance suite, written once and run against every store.
         .target(name: "QueueTestKit", dependencies: ["Queue"]),
+        // The worker: claim loop, leases and heartbeats, cancellation, graceful shutdown.
+        .target(
+            name: "Worker",
+            dependencies: [
+                "Media", "Queue",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
         .target(name: "MediaTestKit"),
         .executableTarget(
             name: "jobctl",
             dependencies: [
-                "Media",
+                "Media", "Queue", "QueueSQLite", "Worker",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -167,3 +167,22 @@ public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConverti
 
     public static let retryableCodes: Set<String> = ["output_unwritable", "lease_lost", "internal", "network"]
 }
+
+extension Job {
+    /// The encoder for job JSON everywhere (`show --json`, webhooks): sorted keys, ISO 8601
+    /// UTC timestamps with milliseconds.
+    public static func makeJSONEncoder(pretty: Bool = true) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Job.timestamp(date))
+        }
+        return encoder
+    }
+
+    /// `2026-11-21T07:30:12.345Z`.
+    public static func timestamp(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Media
+import Queue
 
 /// How a command ends when it cannot do its work: one line on stderr a person can act on
 /// (`error: input_not_found: /data/in.mov does not exist`) and an exit code.
@@ -35,5 +36,8 @@ func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
         throw CommandFailure.media(error).report()
     } catch let error as CommandFailure {
         throw error.report()
+    } catch let error as JobStoreError {
+        Terminal.printError("error: \(error.message)")
+        throw ExitCode.failure
     }
 }

@@ -9,8 +9,9 @@ struct GlobalOptions: ParsableArguments {
     var verbose: Int
 
     /// Sends logs to stderr and FFmpeg's log through them; quiet unless -v.
-    func bootstrapLogging() -> Logger {
-        let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
+    /// - Parameter defaultLevel: without -v (a worker logs what it does at info).
+    func bootstrapLogging(defaultLevel: Logger.Level = .warning) -> Logger {
+        let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : defaultLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -6,14 +6,20 @@ struct JobCtl: AsyncParsableCommand {
         commandName: "jobctl",
         abstract: "Transcode media on Linux servers: AVFoundation-style exports over FFmpeg.",
         discussion: """
-            Export a file now with `jobctl export`, inspect one with `jobctl probe`, and list the \
-            presets (with the ffmpeg command equivalent to each) with `jobctl presets`.
+            Queue exports with `jobctl submit` and run them with `jobctl worker` (as many worker \
+            processes as you like share one job database), or export a file right now with \
+            `jobctl export`. Inspect inputs with `jobctl probe`; `jobctl presets` lists the presets \
+            with the ffmpeg command equivalent to each.
 
             Exit codes: 0 success, 1 the operation failed (the error line names a code, such as \
             input_not_found), 64 usage error, 130 interrupted.
             """,
         version: JobCtl.version,
-        subcommands: [ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self]
+        subcommands: [
+            SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self, WaitCommand.self,
+            WatchCommand.self, WorkerCommand.self, MigrateCommand.self,
+            ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self,
+        ]
     )
 
     static let version = "0.1.0"

@@ -16,6 +16,8 @@ public final class ExportSession: @unchecked Sendable {
     public let outputPath: String
     public let format: ContainerFormat
     public let timeRange: TimeRange
+    /// Goes into the temporary file's name (see `AssetWriter.temporaryPath(for:tag:)`).
+    public let temporaryTag: String?
 
     private let state = Mutex(State())
 
@@ -32,7 +34,11 @@ public final class ExportSession: @unchecked Sendable {
 
     /// - Parameter format: the container; by default the one the output's extension names,
     ///   else the preset's.
-    public init(asset: Asset, preset: Preset, outputPath: String, format: ContainerFormat? = nil, timeRange: TimeRange = .all) {
+    public init(
+        asset: Asset, preset: Preset, outputPath: String, format: ContainerFormat? = nil, timeRange: TimeRange = .all,
+        temporaryTag: String? = nil
+    ) {
+        self.temporaryTag = temporaryTag
         self.asset = asset
         self.preset = preset
         self.outputPath = outputPath
@@ -90,6 +96,23 @@ public final class ExportSession: @unchecked Sendable {
 
     /// Runs the export on the calling thread (which it blocks) and its own threads.
     public func export() throws(MediaError) -> ExportResult {
+        let (result, pending) = try exportDeferringCommit()
+        try pending.commit()
+        return result
+    }
+
+    /// Runs the export on its own threads, off the Swift concurrency pool; cancelling the task
+    /// cancels the export.
+    public func export() async throws -> ExportResult {
+        let (result, pending) = try await exportDeferringCommit()
+        try pending.commit()
+        return result
+    }
+
+    /// Exports, but leaves the complete file beside the destination until
+    /// `PendingOutput.commit()`: a job checks it still holds its lease before its output
+    /// becomes visible.
+    public func exportDeferringCommit() throws(MediaError) -> (ExportResult, PendingOutput) {
         let started = state.withLock { state -> Bool in
             guard state.status == .unknown else { return false }
             state.status = .reading
@@ -97,9 +120,9 @@ public final class ExportSession: @unchecked Sendable {
         }
         precondition(started, "an export session runs once")
         do {
-            let result = try run()
+            let outcome = try run()
             state.withLock { $0.status = .completed }
-            return result
+            return outcome
         } catch {
             state.withLock {
                 $0.status = error.isCancellation ? .cancelled : .failed
@@ -109,13 +132,12 @@ public final class ExportSession: @unchecked Sendable {
         }
     }
 
-    /// Runs the export on its own threads, off the Swift concurrency pool; cancelling the task
-    /// cancels the export.
-    public func export() async throws -> ExportResult {
+    /// `exportDeferringCommit()` on its own thread; cancelling the task cancels the export.
+    public func exportDeferringCommit() async throws -> (ExportResult, PendingOutput) {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ExportResult, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(ExportResult, PendingOutput), any Error>) in
                 let thread = Thread { [self] in
-                    continuation.resume(with: Result { () throws(MediaError) -> ExportResult in try export() })
+                    continuation.resume(with: Result { () throws(MediaError) -> (ExportResult, PendingOutput) in try exportDeferringCommit() })
                 }
                 thread.name = "jobctl.export"
                 thread.start()
@@ -151,12 +173,12 @@ public final class ExportSession: @unchecked Sendable {
         )
     }
 
-    private func run() throws(MediaError) -> ExportResult {
+    private func run() throws(MediaError) -> (ExportResult, PendingOutput) {
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
         let reader = try AssetReader(asset: asset)
         reader.timeRange = timeRange
-        let writer = try AssetWriter(destination: outputPath, format: format)
+        let writer = try AssetWriter(destination: outputPath, format: format, temporaryTag: temporaryTag)
         var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
         do throws(MediaError) {
             for track in plan.tracks {
@@ -230,9 +252,9 @@ public final class ExportSession: @unchecked Sendable {
             writer.fail(shortfall)
             throw shortfall
         }
-        let bytes = try writer.finishWriting()
+        let bytes = try writer.finishWritingWithoutCommit()
         let actualStart = reader.actualStart ?? range.start
-        return ExportResult(
+        let result = ExportResult(
             output: outputPath,
             bytes: bytes,
             duration: Double(produced) / 1_000_000,
@@ -262,5 +284,41 @@ public final class ExportSession: @unchecked Sendable {
                 return track
             }
         )
+        return (result, PendingOutput(writer: writer))
+    }
+}
+
+/// A finished export not yet at its destination: `commit()` renames it into place,
+/// `discard()` deletes it. Deleted on release if neither was called.
+public final class PendingOutput: @unchecked Sendable {
+    private let writer: AssetWriter
+    private let lock = NSLock()
+    private var settled = false
+
+    init(writer: AssetWriter) { self.writer = writer }
+
+    /// Where the finished file waits.
+    public var temporaryPath: String { writer.temporaryPath }
+
+    public func commit() throws(MediaError) {
+        guard settle() else { return }
+        try writer.commit()
+    }
+
+    public func discard() {
+        guard settle() else { return }
+        writer.discard()
+    }
+
+    deinit {
+        if settle() { writer.discard() }
+    }
+
+    private func settle() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if settled { return false }
+        settled = true
+        return true
     }
 }

@@ -24,7 +24,9 @@ public final class AssetWriter: @unchecked Sendable {
 
     /// Prepares a writer for `destination`. Fails with `output_unwritable` if its directory
     /// does not exist or the destination is a directory.
-    public init(destination: String, format: ContainerFormat) throws(MediaError) {
+    /// - Parameter temporaryTag: goes into the temporary file's name
+    ///   (`.NAME.TAG.jobctl.tmp`) instead of a random token, so its owner can find leftovers.
+    public init(destination: String, format: ContainerFormat, temporaryTag: String? = nil) throws(MediaError) {
         self.destination = destination
         self.format = format
         let url = URL(fileURLWithPath: destination)
@@ -36,9 +38,8 @@ public final class AssetWriter: @unchecked Sendable {
         if FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory), isDirectory.boolValue {
             throw MediaError(.outputUnwritable, "\(destination) is a directory")
         }
-        let name = String(url.lastPathComponent.prefix(160))
-        let token = String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        temporaryPath = (directory as NSString).appendingPathComponent(".\(name).\(token).jobctl.tmp")
+        let token = temporaryTag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        temporaryPath = AssetWriter.temporaryPath(for: destination, tag: token)
         do {
             file = try OutputFile(path: temporaryPath, formatName: format.muxerName)
         } catch {
@@ -48,6 +49,13 @@ public final class AssetWriter: @unchecked Sendable {
 
     public var status: Status { state.withLock { $0.status } }
     public var error: MediaError? { state.withLock { $0.error } }
+
+    /// Where the writer for `destination` with `tag` writes until it finishes.
+    public static func temporaryPath(for destination: String, tag: String) -> String {
+        let url = URL(fileURLWithPath: destination)
+        let name = String(url.lastPathComponent.prefix(160))
+        return (url.deletingLastPathComponent().path as NSString).appendingPathComponent(".\(name).\(tag).jobctl.tmp")
+    }
 
     /// Adds an input: creates its encoder and output stream. Before `startWriting()`.
     /// Passthrough inputs need the `asset` they copy from.
@@ -84,6 +92,15 @@ public final class AssetWriter: @unchecked Sendable {
     /// Returns the file's size in bytes.
     @discardableResult
     public func finishWriting() throws(MediaError) -> Int64 {
+        let bytes = try finishWritingWithoutCommit()
+        try commit()
+        return bytes
+    }
+
+    /// Writes the trailer and flushes the file to disk, but leaves it at `temporaryPath`:
+    /// `commit()` then renames it into place, `discard()` deletes it. For callers that must
+    /// check something (a job's lease) between "complete" and "visible".
+    public func finishWritingWithoutCommit() throws(MediaError) -> Int64 {
         precondition(status == .reading, "finishWriting() after startWriting()")
         do throws(MediaError) {
             for input in inputs where input.status == .reading { try input.markAsFinished() }
@@ -94,14 +111,34 @@ public final class AssetWriter: @unchecked Sendable {
             } catch {
                 throw MediaError(.internalError, "\(error)")
             }
-            try durablyRename()
+            try syncTemporaryFile()
         } catch {
             fail(error)
             throw error
         }
         state.withLock { $0.status = .completed }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: destination)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: temporaryPath)
         return (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// Renames the finished temporary file over the destination and flushes the directory.
+    public func commit() throws(MediaError) {
+        precondition(status == .completed, "commit() after finishWritingWithoutCommit()")
+        guard rename(temporaryPath, destination) == 0 else {
+            let error = AssetWriter.systemError(errno, path: destination)
+            discard()
+            throw error
+        }
+        let directory = open((destination as NSString).deletingLastPathComponent.isEmpty ? "." : (destination as NSString).deletingLastPathComponent, O_RDONLY)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+
+    /// Deletes the finished temporary file instead of committing it.
+    public func discard() {
+        unlink(temporaryPath)
     }
 
     /// Stops writing and deletes the temporary file. Safe from any thread, any number of times.
@@ -132,21 +169,11 @@ public final class AssetWriter: @unchecked Sendable {
         unlink(temporaryPath)
     }
 
-    /// fsync the file, rename it over the destination, fsync the directory.
-    private func durablyRename() throws(MediaError) {
+    private func syncTemporaryFile() throws(MediaError) {
         let descriptor = open(temporaryPath, O_RDONLY)
-        if descriptor >= 0 {
-            let synced = fsync(descriptor)
-            let code = errno
-            close(descriptor)
-            if synced != 0 { throw AssetWriter.systemError(code, path: destination) }
-        }
-        guard rename(temporaryPath, destination) == 0 else { throw AssetWriter.systemError(errno, path: destination) }
-        let directory = open((destination as NSString).deletingLastPathComponent.isEmpty ? "." : (destination as NSString).deletingLastPathComponent, O_RDONLY)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
+        guard descriptor >= 0 else { throw AssetWriter.systemError(errno, path: destination) }
+        defer { close(descriptor) }
+        if fsync(descriptor) != 0 { throw AssetWriter.systemError(errno, path: destination) }
     }
 
     static func systemError(_ code: Int32, path: String) -> MediaError {

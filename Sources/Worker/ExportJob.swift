@@ -1,0 +1,62 @@
+import Foundation
+import Media
+import Queue
+
+/// An `export` job made ready to run: its asset opened and its session configured.
+struct ExportJob: Sendable {
+    let session: ExportSession
+
+    /// Opens the input and builds the session from the job's stored preset, range and format.
+    /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
+    static func prepare(_ job: Job, lease: Lease) async throws -> ExportJob {
+        let preset = try decodePreset(job)
+        let range = job.range.map { TimeRange(start: Int64(($0.start * 1_000_000).rounded()), duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }) } ?? .all
+        let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
+            guard let format = ContainerFormat(rawValue: name) else { throw MediaError(.presetIncompatible, "unknown format '\(name)'") }
+            return format
+        }
+        removeLeftovers(of: job)
+        let asset = try await onDedicatedThread("jobctl.open") { try Asset(location: job.input) }
+        let session = ExportSession(
+            asset: asset, preset: preset, outputPath: job.output, format: format, timeRange: range,
+            temporaryTag: "\(job.id)-\(lease.attempt)"
+        )
+        return ExportJob(session: session)
+    }
+
+    /// The job's preset as it was when submitted.
+    private static func decodePreset(_ job: Job) throws(MediaError) -> Preset {
+        do {
+            return try JSONDecoder().decode(Preset.self, from: JSONEncoder().encode(job.presetSettings))
+        } catch {
+            throw MediaError(.presetUnknown, "the job's preset '\(job.preset)' could not be read (\(error))")
+        }
+    }
+
+    /// Temporary files of earlier attempts of this job (a worker killed mid-export leaves one
+    /// beside the destination): `.NAME.JOBID-ATTEMPT.jobctl.tmp`.
+    private static func removeLeftovers(of job: Job) {
+        let destination = URL(fileURLWithPath: job.output)
+        let directory = destination.deletingLastPathComponent().path
+        let prefix = URL(fileURLWithPath: AssetWriter.temporaryPath(for: job.output, tag: "\(job.id)-")).lastPathComponent
+            .replacingOccurrences(of: ".jobctl.tmp", with: "")
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".jobctl.tmp") {
+            try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent(entry))
+        }
+    }
+
+    /// Progress and per-track counters for the job table.
+    var tracks: [JobTrack] {
+        session.tracks.map { track in
+            JobTrack(
+                index: track.index, sourceIndex: track.sourceIndex, mediaType: track.mediaType.rawValue,
+                status: JobStatus(rawValue: track.status.rawValue) ?? .unknown, codec: track.codec, read: track.read, written: track.written
+            )
+        }
+    }
+
+    static func json(_ result: ExportResult) -> JSONValue {
+        (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(result))) ?? .null
+    }
+}

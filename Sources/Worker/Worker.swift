@@ -1,0 +1,286 @@
+import Foundation
+import Logging
+import Media
+import Queue
+import ServiceLifecycle
+import Synchronization
+
+/// A worker process's service: claims jobs, runs them, reports back (SPEC §5).
+///
+/// - Claims up to `concurrency` jobs; an idle worker looks again every `pollInterval`.
+/// - Each running job renews its lease every lease/3 (with progress and per-track counters)
+///   and checks for cancellation every `cancellationCheckInterval`.
+/// - A job's output becomes visible only after the worker re-checks that it still holds the
+///   lease; a worker that lost it abandons the attempt and touches nothing (fencing).
+/// - On graceful shutdown (SIGTERM/SIGINT through the service group) it stops claiming, lets
+///   running jobs finish for `drain`, then cancels them and hands them back (`unknown`) so
+///   another worker resumes them, and returns.
+public final class Worker: Service {
+    public let identity: WorkerIdentity
+    private let store: any JobStore
+    private let options: WorkerOptions
+    private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+
+    public init(store: any JobStore, options: WorkerOptions, identity: WorkerIdentity, logger: Logger) {
+        self.store = store
+        self.options = options
+        self.identity = identity
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(identity.name)"
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await store.workerStarted(identity)
+        logger.info("Worker started", metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"])
+        await withGracefulShutdownHandler {
+            await claimLoop()
+        } onGracefulShutdown: { [self] in
+            requestStop()
+        }
+        try? await store.workerStopped(identity)
+        logger.info("Worker stopped")
+    }
+
+    /// Asks the worker to stop as on SIGTERM (drain, then hand back).
+    public func requestStop() { stopping.store(true, ordering: .releasing) }
+
+    private enum Event: Sendable {
+        case tick
+        case finished
+    }
+
+    private func claimLoop() async {
+        let running = RunningJobs()
+        await withTaskGroup(of: Event.self) { group in
+            var busy = 0
+            var ticking = false
+            var drainDeadline: ContinuousClock.Instant?
+            var nextWorkerHeartbeat = ContinuousClock.now + options.heartbeatInterval
+            var claimBackoff = Duration.zero
+            var claimAgainAt = ContinuousClock.now
+
+            while true {
+                if stopping.load(ordering: .acquiring) {
+                    if drainDeadline == nil {
+                        drainDeadline = .now + options.drain
+                        logger.info("Worker draining", metadata: ["worker.running": "\(busy)", "worker.drain": "\(options.drain)"])
+                    }
+                    if busy == 0 { break }
+                    if let deadline = drainDeadline, ContinuousClock.now >= deadline { running.handBackAll() }
+                } else if busy < options.concurrency && ContinuousClock.now >= claimAgainAt {
+                    do {
+                        let claimed = try await store.claim(as: identity, limit: options.concurrency - busy, lease: options.lease)
+                        claimBackoff = .zero
+                        for job in claimed {
+                            busy += 1
+                            group.addTask { [self] in
+                                await execute(job, running: running)
+                                return .finished
+                            }
+                        }
+                        if claimed.isEmpty && busy == 0 && options.once { break }
+                        if !claimed.isEmpty && busy < options.concurrency { continue }
+                    } catch {
+                        // The database is unreachable or busy beyond its timeout: back off, keep running jobs.
+                        claimBackoff = min(max(claimBackoff * 2, .milliseconds(500)), .seconds(10))
+                        claimAgainAt = .now + claimBackoff
+                        logger.error("Claiming failed", metadata: ["error": "\(error)", "retry.in": "\(claimBackoff)"])
+                    }
+                }
+                if ContinuousClock.now >= nextWorkerHeartbeat {
+                    nextWorkerHeartbeat = .now + options.heartbeatInterval
+                    try? await store.workerHeartbeat(identity)
+                }
+                if !ticking {
+                    ticking = true
+                    group.addTask { [pollInterval = options.pollInterval] in
+                        try? await Task.sleep(for: pollInterval)
+                        return .tick
+                    }
+                }
+                guard let event = await group.next() else { break }
+                switch event {
+                case .tick: ticking = false
+                case .finished: busy -= 1
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Running one job
+
+    private func execute(_ claimed: ClaimedJob, running: RunningJobs) async {
+        let logger = jobLogger(claimed)
+        logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.input)", "job.preset": "\(claimed.job.preset)"])
+        let execution = Execution(claimed)
+        running.add(execution)
+        defer { running.remove(execution) }
+
+        let export: ExportJob
+        do {
+            export = try await ExportJob.prepare(claimed.job, lease: claimed.lease)
+        } catch {
+            await settle(execution, outcome: .failure(error), export: nil, logger: logger)
+            return
+        }
+        execution.attach(export.session)
+        let outcome = await withTaskGroup(of: Void.self) { group -> Result<(ExportResult, PendingOutput), any Error> in
+            group.addTask { [self] in await monitor(execution, export: export, logger: logger) }
+            let outcome: Result<(ExportResult, PendingOutput), any Error>
+            do {
+                outcome = .success(try await export.session.exportDeferringCommit())
+            } catch {
+                outcome = .failure(error)
+            }
+            group.cancelAll()
+            return outcome
+        }
+        await settle(execution, outcome: outcome, export: export, logger: logger)
+    }
+
+    private func jobLogger(_ claimed: ClaimedJob) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "job.id"] = "\(claimed.job.id)"
+        logger[metadataKey: "job.attempt"] = "\(claimed.lease.attempt)"
+        return logger
+    }
+
+    /// While a job runs: renew its lease every lease/3 (with progress), and look for a
+    /// cancellation request every `cancellationCheckInterval`.
+    private func monitor(_ execution: Execution, export: ExportJob, logger: Logger) async {
+        let lease = execution.claimed.lease
+        var nextHeartbeat = ContinuousClock.now + options.heartbeatInterval
+        while !Task.isCancelled {
+            try? await Task.sleep(for: options.cancellationCheckInterval)
+            guard !Task.isCancelled else { return }
+            do {
+                if ContinuousClock.now >= nextHeartbeat {
+                    nextHeartbeat = .now + options.heartbeatInterval
+                    let state = try await store.heartbeat(lease, progress: export.session.progress, tracks: export.tracks, extendBy: options.lease)
+                    switch state {
+                    case .lost:
+                        logger.warning("Lease lost: abandoning the attempt")
+                        execution.stop(.leaseLost)
+                    case .held(let cancelRequested):
+                        if cancelRequested { execution.stop(.cancelRequested) }
+                    }
+                } else if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) {
+                    execution.stop(.cancelRequested)
+                }
+            } catch {
+                logger.warning("Renewing the lease failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Reports how an attempt ended; exactly one store call per attempt (or none when fenced).
+    private func settle(
+        _ execution: Execution, outcome: Result<(ExportResult, PendingOutput), any Error>, export: ExportJob?, logger: Logger
+    ) async {
+        let lease = execution.claimed.lease
+        let tracks = export?.tracks ?? []
+        do {
+            switch outcome {
+            case .success(let (result, pending)):
+                // Re-check the lease before the output becomes visible (fencing).
+                switch try await store.heartbeat(lease, progress: 1, tracks: tracks, extendBy: options.lease) {
+                case .lost:
+                    pending.discard()
+                    logger.warning("Lease lost before committing: output discarded")
+                case .held(let cancelRequested):
+                    if cancelRequested || execution.stopReason == .cancelRequested {
+                        pending.discard()
+                        _ = try await store.confirmCancelled(lease)
+                        logger.info("Job cancelled")
+                        return
+                    }
+                    do {
+                        try pending.commit()
+                    } catch {
+                        try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message), logger: logger)
+                        return
+                    }
+                    if try await store.complete(lease, result: ExportJob.json(result), tracks: tracks) {
+                        logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
+                    } else {
+                        logger.warning("Lease lost while completing; the next attempt will replace the output")
+                    }
+                }
+            case .failure(let error as MediaError) where error.isCancellation:
+                switch execution.stopReason {
+                case .cancelRequested:
+                    _ = try await store.confirmCancelled(lease)
+                    logger.info("Job cancelled")
+                case .leaseLost:
+                    break
+                case .handBack, nil:
+                    _ = try await store.release(lease)
+                    logger.info("Job handed back")
+                }
+            case .failure(let error as MediaError):
+                try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message), logger: logger)
+            case .failure(let error):
+                try await fail(lease, error: JobError(code: "internal", message: "\(error)"), logger: logger)
+            }
+        } catch {
+            // The store is unreachable: the lease will expire and the job will run again.
+            logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func fail(_ lease: Lease, error: JobError, logger: Logger) async throws {
+        let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
+        guard try await store.fail(lease, error: error, retryDelay: delay) else { return }
+        logger.warning("Job failed", metadata: ["error.code": "\(error.code)", "error.message": "\(error.message)", "error.retryable": "\(error.retryable)"])
+    }
+}
+
+/// Why a running job was stopped before it finished.
+enum StopReason: Sendable {
+    case cancelRequested
+    case leaseLost
+    /// Graceful shutdown ran out of drain time: hand the job back.
+    case handBack
+}
+
+/// One running attempt: its session (once prepared) and why it was stopped, if it was.
+final class Execution: Sendable {
+    let claimed: ClaimedJob
+    private let state = Mutex<(session: ExportSession?, reason: StopReason?)>((nil, nil))
+
+    init(_ claimed: ClaimedJob) { self.claimed = claimed }
+
+    var stopReason: StopReason? { state.withLock { $0.reason } }
+
+    func attach(_ session: ExportSession) {
+        let stopped = state.withLock { state -> Bool in
+            state.session = session
+            return state.reason != nil
+        }
+        if stopped { session.cancel() }
+    }
+
+    /// Stops the attempt (the first reason wins).
+    func stop(_ reason: StopReason) {
+        let session = state.withLock { state -> ExportSession? in
+            if state.reason == nil { state.reason = reason }
+            return state.session
+        }
+        session?.cancel()
+    }
+}
+
+/// The attempts this worker is running.
+final class RunningJobs: Sendable {
+    private let executions = Mutex<[ObjectIdentifier: Execution]>([:])
+
+    func add(_ execution: Execution) { executions.withLock { $0[ObjectIdentifier(execution)] = execution } }
+    func remove(_ execution: Execution) { executions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(execution)) } }
+
+    func handBackAll() {
+        for execution in executions.withLock({ Array($0.values) }) { execution.stop(.handBack) }
+    }
+}

@@ -1,0 +1,39 @@
+import Queue
+
+/// How a worker process runs (flags of `jobctl worker`).
+public struct WorkerOptions: Sendable {
+    /// Recorded with each claim and in the workers table.
+    public var name: String
+    /// Jobs run at once. One transcode saturates about 2 cores.
+    public var concurrency: Int
+    /// How long a claim holds without renewal; renewed every third of it while a job runs.
+    public var lease: Duration
+    /// On SIGTERM/SIGINT: how long running jobs may finish before they are handed back.
+    public var drain: Duration
+    /// Exit once nothing is claimable and nothing runs (instead of waiting for more work).
+    public var once: Bool
+    /// How often an idle worker looks for work.
+    public var pollInterval: Duration
+    /// How often a running job checks whether it was cancelled (SPEC: within 2 s).
+    public var cancellationCheckInterval: Duration
+    public var retryPolicy: RetryPolicy
+
+    public init(
+        name: String, concurrency: Int = 1, lease: Duration = .seconds(30), drain: Duration = .seconds(30), once: Bool = false,
+        pollInterval: Duration = .milliseconds(100), cancellationCheckInterval: Duration = .milliseconds(500),
+        retryPolicy: RetryPolicy = .default
+    ) {
+        precondition(concurrency > 0 && lease >= .milliseconds(300))
+        self.name = name
+        self.concurrency = concurrency
+        self.lease = lease
+        self.drain = drain
+        self.once = once
+        self.pollInterval = pollInterval
+        self.cancellationCheckInterval = cancellationCheckInterval
+        self.retryPolicy = retryPolicy
+    }
+
+    /// Leases are renewed this often while a job runs.
+    var heartbeatInterval: Duration { lease / 3 }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Queue
+import QueueSQLite
+
+/// Where the job table is: `--db` or `JOBCTL_DB` (SPEC §2).
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .customLong("db"),
+        help: ArgumentHelp(
+            "The job database: a SQLite file (PATH or sqlite:PATH; default jobs.sqlite here), or postgres://user:pass@host:port/db. Env: JOBCTL_DB.",
+            valueName: "url"
+        )
+    )
+    var database: String?
+
+    /// The location in effect: the flag, else the environment, else `jobs.sqlite`.
+    var location: String {
+        database ?? ProcessInfo.processInfo.environment["JOBCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "jobs.sqlite"
+    }
+
+    /// Opens (and migrates) the store.
+    func open() throws -> any JobStore {
+        let location = self.location
+        if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
+            throw CommandFailure.usage("PostgreSQL job databases are not supported by this version yet; use a SQLite file")
+        }
+        let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
+        guard !path.isEmpty else { throw CommandFailure.usage("--db sqlite: needs a file path") }
+        return try SQLiteJobStore(path: path)
+    }
+}
+
+/// `30s`, `10m`, `1h`, `1500ms`, `90` (seconds).
+struct DurationArgument: ExpressibleByArgument, Sendable {
+    var duration: Duration
+
+    init(_ duration: Duration) { self.duration = duration }
+
+    init?(argument: String) {
+        let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite else { return nil }
+            duration = .milliseconds(Int64((value * scale * 1000).rounded()))
+            return
+        }
+        guard let value = Double(text), value >= 0, value.isFinite else { return nil }
+        duration = .milliseconds(Int64((value * 1000).rounded()))
+    }
+
+    var defaultValueDescription: String { "\(duration)" }
+}

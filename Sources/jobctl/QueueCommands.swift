@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import Queue
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List jobs, newest first.")
+
+    @Option(help: "Only jobs in this status: unknown (queued), reading (running), completed, failed, cancelled.")
+    var status: JobStatus?
+
+    @Option(help: "At most this many jobs.")
+    var limit = 50
+
+    @Flag(help: "Print a JSON list of jobs.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let jobs = try await database.open().jobs(status: status, limit: max(1, limit))
+            if json { return try JobFormatting.printJSON(jobs) }
+            if jobs.isEmpty { Terminal.printError("no jobs" + (status.map { " \($0)" } ?? "")) }
+            for job in jobs { print(JobFormatting.line(job)) }
+        }
+    }
+}
+
+struct ShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show one job: status, progress, attempts, tracks, result, error.",
+        discussion: "`--json` prints the job JSON of SPEC §4 (docs/cli.md)."
+    )
+
+    @Argument(help: "The job's id.")
+    var id: String
+
+    @Flag(help: "Print the job as JSON.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let id = try jobID(id)
+            guard let job = try await database.open().job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+            if json { try JobFormatting.printJSON(job) } else { print(JobFormatting.details(job)) }
+        }
+    }
+}
+
+struct CancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel",
+        abstract: "Cancel a job: a queued one at once, a running one within 2 s (its partial output is removed)."
+    )
+
+    @Argument(help: "The job's id.")
+    var id: String
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            switch try await database.open().cancel(try jobID(id)) {
+            case .cancelled(let job):
+                print("\(job.id): cancelled")
+            case .requested(let job):
+                print("\(job.id): cancellation requested; worker \(job.worker ?? "?") stops it within 2 s")
+            }
+        }
+    }
+}
+
+struct RetryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Run a failed or cancelled job again (same id, a new attempt)."
+    )
+
+    @Argument(help: "The job's id.")
+    var id: String
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let job = try await database.open().retry(try jobID(id))
+            print("\(job.id): queued again (attempt \(job.attempt + 1) of \(job.maxAttempts))")
+        }
+    }
+}
+
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Wait until a job ends.",
+        discussion: "Exit codes: 0 completed, 1 failed, 3 cancelled, 4 timed out (the job goes on)."
+    )
+
+    @Argument(help: "The job's id.")
+    var id: String
+
+    @Option(help: ArgumentHelp("Give up after this long (e.g. 30s, 10m, 2h).", valueName: "duration"))
+    var timeout: DurationArgument?
+
+    @Flag(help: "Print the ended job as JSON.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    static let timedOutExitCode: Int32 = 4
+    static let cancelledExitCode: Int32 = 3
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            try await WaitCommand.waitFor(try jobID(id), store: try database.open(), timeout: timeout?.duration, json: json)
+        }
+    }
+
+    /// Polls until the job ends, prints it, and exits with its status's code.
+    static func waitFor(_ id: JobID, store: any JobStore, timeout: Duration?, json: Bool) async throws {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+            if job.status.isTerminal {
+                if json { try JobFormatting.printJSON(job) } else { print(JobFormatting.line(job)) }
+                switch job.status {
+                case .completed: return
+                case .cancelled: throw ExitCode(cancelledExitCode)
+                default:
+                    if !json, let error = job.error { Terminal.printError("error: \(error.code): \(error.message)") }
+                    throw ExitCode.failure
+                }
+            }
+            if let deadline, ContinuousClock.now >= deadline {
+                Terminal.printError("timed out: job \(id) is still \(job.status)")
+                throw ExitCode(timedOutExitCode)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Create or upgrade the job database's schema (also done automatically on first use)."
+    )
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            try await database.open().migrate()
+            print("\(database.location): schema up to date")
+        }
+    }
+}
+
+extension JobStatus: ExpressibleByArgument {}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Media
+import Queue
+
+struct SubmitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "submit",
+        abstract: "Queue an export job; prints its id.",
+        discussion: """
+            Checks everything that can be checked without reading media (the preset exists, the \
+            range parses, the URLs are allowed) and inserts the job. A worker (`jobctl worker`) \
+            runs it. The input is not opened here: a missing or unreadable input fails the job \
+            with its error code.
+
+            The output defaults to INPUT's directory, named NAME.PRESET.EXT. Relative paths are \
+            made absolute, so workers started elsewhere find them.
+
+            Examples:
+              jobctl submit talk.mov --preset low --range 1s+3s
+              jobctl submit a.mov --preset 1280x720 --priority 10 --idempotency-key upload-77 --json
+              jobctl submit b.mov --preset low --wait --timeout 10m
+            """
+    )
+
+    @Argument(help: "The input: a media file, or an http(s) URL.")
+    var input: String
+
+    @Option(help: "The preset (see `jobctl presets`).")
+    var preset: String
+
+    @Option(help: ArgumentHelp("The part of the input to export, e.g. 1s+3s, 1:00-1:30, 90.", valueName: "range"))
+    var range: String?
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the result (default: beside the input).", valueName: "path"))
+    var output: String?
+
+    @Option(help: "The container: mp4, mov or m4a (default: from the output's extension, else the preset's).")
+    var format: ContainerFormat?
+
+    @Option(help: ArgumentHelp("A URL that receives the job's outcome (signed POST).", valueName: "url"))
+    var webhook: String?
+
+    @Option(help: "Higher runs first.")
+    var priority = 0
+
+    @Option(help: "Attempts before a retryable failure is final.")
+    var maxAttempts = 3
+
+    @Option(help: ArgumentHelp("Submitting again with the same key returns the existing job instead of a duplicate.", valueName: "key"))
+    var idempotencyKey: String?
+
+    @Option(help: ArgumentHelp("A key=value pair kept with the job (repeatable).", valueName: "key=value"))
+    var metadata: [String] = []
+
+    @Flag(help: "Print the job as JSON instead of its id.")
+    var json = false
+
+    @Flag(help: "Wait until the job ends; exit 0 completed, 1 failed, 3 cancelled, 4 timed out.")
+    var wait = false
+
+    @Option(help: ArgumentHelp("With --wait: give up after this long (e.g. 10m).", valueName: "duration"))
+    var timeout: DurationArgument?
+
+    @OptionGroup var presets: PresetOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let range { do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) } }
+        guard maxAttempts >= 1 && maxAttempts <= 100 else { throw ValidationError("--max-attempts is between 1 and 100") }
+        for pair in metadata where !pair.contains("=") || pair.hasPrefix("=") {
+            throw ValidationError("--metadata takes key=value, not '\(pair)'")
+        }
+        if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
+        if let webhook {
+            guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+                throw ValidationError("--webhook must be an http(s) URL, not '\(JobRequest.redactingCredentials(webhook))'")
+            }
+        }
+        if let key = idempotencyKey, key.isEmpty || key.count > 200 { throw ValidationError("--idempotency-key is 1 to 200 characters") }
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let preset = try presets.catalog().preset(named: preset)
+            let timeRange = try range.map { try TimeRange(parsing: $0) }
+            let input = SubmitCommand.absolute(self.input)
+            let output = SubmitCommand.absolute(self.output ?? SubmitCommand.defaultOutput(for: input, preset: preset, format: format))
+            let settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(preset))
+            let request = JobRequest(
+                input: input, output: output, preset: preset.name, presetSettings: settings, format: format?.rawValue,
+                range: timeRange.map { Job.Range(start: Double($0.start) / 1e6, duration: $0.duration.map { Double($0) / 1e6 }) },
+                priority: priority, maxAttempts: maxAttempts, idempotencyKey: idempotencyKey,
+                metadata: Dictionary(metadata.map { pair in
+                    let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    return (String(parts[0]), String(parts[1]))
+                }, uniquingKeysWith: { $1 }),
+                webhook: webhook
+            )
+            let store = try database.open()
+            let (job, created) = try await store.submit(request)
+            if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }
+            if json && !wait { try JobFormatting.printJSON(job) } else if !wait { print(job.id) }
+            if wait {
+                if !json { Terminal.printError("submitted \(job.id); waiting") }
+                try await WaitCommand.waitFor(job.id, store: store, timeout: timeout?.duration, json: json)
+            }
+        }
+    }
+
+    static func absolute(_ path: String) -> String {
+        if path.contains("://") || path.hasPrefix("/") { return path }
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+    }
+
+    /// `/in/talk.mov` + `low` → `/in/talk.low.mp4`.
+    static func defaultOutput(for input: String, preset: Preset, format: ContainerFormat?) -> String {
+        let name = URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil } ?? (input as NSString).lastPathComponent
+        let stem = (name as NSString).deletingPathExtension
+        let directory = input.contains("://") ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
+        let ext = (format ?? preset.format).fileExtension
+        return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(preset.name).\(ext)")
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Queue
+import ServiceLifecycle
+import Worker
+
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Run jobs from the queue until SIGTERM or SIGINT.",
+        discussion: """
+            Claims up to --concurrency jobs at a time and runs them; start as many worker \
+            processes as you like on the same database (one transcode saturates about 2 cores). \
+            A running job renews its lease every third of --lease; if the worker dies, another \
+            one takes the job over once the lease expires.
+
+            On SIGTERM or SIGINT the worker stops claiming, lets running jobs finish for --drain, \
+            then hands the rest back to the queue (another worker resumes them) and exits 0.
+            """
+    )
+
+    @Option(help: "Jobs run at once.")
+    var concurrency = 1
+
+    @Option(help: ArgumentHelp("How long a claim holds without renewal.", valueName: "duration"))
+    var lease = DurationArgument(.seconds(30))
+
+    @Option(help: ArgumentHelp("On SIGTERM/SIGINT, how long running jobs may finish before they are handed back.", valueName: "duration"))
+    var drain = DurationArgument(.seconds(30))
+
+    @Option(help: "This worker's name in the job table (default HOST-PID).")
+    var name: String?
+
+    @Flag(help: "Exit once the queue is empty and nothing runs.")
+    var once = false
+
+    @Option(help: .hidden)
+    var poll = DurationArgument(.milliseconds(100))
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency is between 1 and 64") }
+        guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
+    }
+
+    func run() async throws {
+        let logger = global.bootstrapLogging(defaultLevel: .info)
+        try await reportingFailures {
+            let store = try database.open()
+            let host = ProcessInfo.processInfo.hostName
+            let pid = ProcessInfo.processInfo.processIdentifier
+            let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
+            let worker = Worker(
+                store: store,
+                options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration),
+                identity: identity,
+                logger: logger
+            )
+            // The worker returning (after --once, or after draining) ends the process normally.
+            let service = ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)
+            let group = ServiceGroup(
+                configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            )
+            try await group.run()
+        }
+    }
+}
