@@ -26,16 +26,21 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# The main job on the embedded default: make a sample clip with our own writer, export
-# `--preset low --range 1s+3s` from it, and show what was produced.
+# The main job on the embedded default: make a sample clip with our own writer, submit
+# `--preset low --range 1s+3s` to a fresh job database, run a worker until the queue is empty,
+# and show the finished job and what it produced.
 demo: build
-	@mkdir -p $(DEMO)
+	@mkdir -p $(DEMO) && rm -f $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4
 	@echo "== jobctl sample $(DEMO)/talk.mp4"
 	@$(JOBCTL) sample $(DEMO)/talk.mp4
-	@echo "== jobctl export $(DEMO)/talk.mp4 --preset low --range 1s+3s -o $(DEMO)/clip.mp4"
-	@$(JOBCTL) export $(DEMO)/talk.mp4 --preset low --range 1s+3s -o $(DEMO)/clip.mp4
-	@echo "== jobctl probe $(DEMO)/clip.mp4"
-	@$(JOBCTL) probe $(DEMO)/clip.mp4
+	@echo "== jobctl submit $(DEMO)/talk.mp4 --preset low --range 1s+3s -o $(DEMO)/clip.mp4"
+	@id=$$($(JOBCTL) submit $(DEMO)/talk.mp4 --db $(DEMO)/jobs.sqlite --preset low --range 1s+3s -o $(DEMO)/clip.mp4) && echo "$$id" && \
+	echo "== jobctl worker --once" && \
+	$(JOBCTL) worker --db $(DEMO)/jobs.sqlite --once && \
+	echo "== jobctl show $$id" && \
+	$(JOBCTL) show "$$id" --db $(DEMO)/jobs.sqlite && \
+	echo "== jobctl probe $(DEMO)/clip.mp4" && \
+	$(JOBCTL) probe $(DEMO)/clip.mp4
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle).
 test: test-deps

@@ -38,6 +38,10 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var poll = DurationArgument(.milliseconds(100))
 
+    /// The first retry's base delay (tests shorten it).
+    @Option(help: .hidden)
+    var retryDelay = DurationArgument(.seconds(5))
+
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
 
@@ -55,7 +59,8 @@ struct WorkerCommand: AsyncParsableCommand {
             let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
             let worker = Worker(
                 store: store,
-                options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration),
+                options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration,
+                    retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600)))),
                 identity: identity,
                 logger: logger
             )

@@ -3,26 +3,6 @@ import MediaTestKit
 import Synchronization
 import Testing
 
-/// The `jobctl` binary, built by `swift build --build-tests` next to the test bundle.
-enum Jobctl {
-    static let path: String = {
-        if let override = ProcessInfo.processInfo.environment["JOBCTL_BINARY"] { return override }
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jobctl").path
-        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-        // Running from the package root: .build/debug/jobctl.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/jobctl").path
-    }()
-
-    static func run(_ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil) async throws -> ProcessResult {
-        try await ProcessRunner.run(path, arguments, environment: environment, currentDirectory: directory)
-    }
-
-    static func json(_ result: ProcessResult) throws -> Any {
-        try JSONSerialization.jsonObject(with: result.stdout)
-    }
-}
-
 @Suite("jobctl command line", .timeLimit(.minutes(5)))
 struct CLITests {
     @Test func presetsJSONListsEveryPresetWithItsFFmpegCommand() async throws {

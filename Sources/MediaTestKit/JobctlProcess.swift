@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// The `jobctl` binary, built by `swift build --build-tests` next to the test bundle.
+public enum Jobctl {
+    public static let path: String = {
+        if let override = ProcessInfo.processInfo.environment["JOBCTL_BINARY"] { return override }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jobctl").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        // Running from the package root: .build/debug/jobctl.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/jobctl").path
+    }()
+
+    public static func run(_ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil) async throws -> ProcessResult {
+        try await ProcessRunner.run(path, arguments, environment: environment, currentDirectory: directory)
+    }
+
+    public static func json(_ result: ProcessResult) throws -> Any {
+        try JSONSerialization.jsonObject(with: result.stdout)
+    }
+}
+
+/// A long-running `jobctl` process (a worker) that a test starts, signals and waits for.
+/// Its stderr (the log) goes to a file the test can read.
+public final class JobctlProcess: Sendable {
+    public let logPath: String
+    private let process: Process
+    private let exit = ExitRecord()
+
+    public init(_ arguments: [String], log logPath: String, environment: [String: String] = [:]) throws {
+        self.logPath = logPath
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Jobctl.path)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        process.terminationHandler = { [exit] process in
+            exit.value.withLock { $0 = (process.terminationStatus, .now) }
+        }
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// The exit status and when it happened (noted by the termination handler), once exited.
+    public var exited: (status: Int32, at: ContinuousClock.Instant)? { exit.value.withLock { $0 } }
+
+    /// Waits up to `timeout` for the process to exit; SIGKILLs it if it does not.
+    @discardableResult
+    public func waitForExit(timeout: Duration) async throws -> (status: Int32, at: ContinuousClock.Instant)? {
+        let deadline = ContinuousClock.now + timeout
+        while exited == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if exited == nil { signal(SIGKILL) }
+        return exited
+    }
+
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    private final class ExitRecord: Sendable {
+        let value = Mutex<(status: Int32, at: ContinuousClock.Instant)?>(nil)
+    }
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` passes.
+public func eventually(within timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
