@@ -2,7 +2,10 @@ import Foundation
 
 /// What a job does. The table, the JSON and the worker dispatch on it (SPEC §4).
 public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// An `AVAssetExportSession`: an input, a preset, a range, an output.
     case export
+    /// Does nothing and completes at once: for measuring the queue itself and for health checks.
+    case noop
 }
 
 /// A job as `show --json` prints it and a webhook carries it (SPEC §4).
@@ -82,6 +85,13 @@ public struct Job: Sendable, Hashable, Codable {
             self.start = start
             self.duration = duration
         }
+
+        /// `{"start": 1, "duration": null}` for "to the end" (every field, always).
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(start, forKey: .start)
+            try container.encode(duration, forKey: .duration)
+        }
     }
 
     enum CodingKeys: String, CodingKey {
@@ -133,6 +143,18 @@ public struct JobTrack: Sendable, Hashable, Codable {
     public var read: Int64
     public var written: Int64
 
+    /// Every field, `codec` as `null` when unknown.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(index, forKey: .index)
+        try container.encode(sourceIndex, forKey: .sourceIndex)
+        try container.encode(mediaType, forKey: .mediaType)
+        try container.encode(status, forKey: .status)
+        try container.encode(codec, forKey: .codec)
+        try container.encode(read, forKey: .read)
+        try container.encode(written, forKey: .written)
+    }
+
     public init(index: Int, sourceIndex: Int, mediaType: String, status: JobStatus, codec: String?, read: Int64, written: Int64) {
         self.index = index
         self.sourceIndex = sourceIndex
@@ -181,8 +203,10 @@ extension Job {
         return encoder
     }
 
-    /// `2026-11-21T07:30:12.345Z`.
+    /// `2026-11-21T07:30:12.345Z`. The formatter truncates to the millisecond, and a date made
+    /// from milliseconds can sit a hair below its millisecond: format the middle of it.
     public static func timestamp(_ date: Date) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000))
     }
 }

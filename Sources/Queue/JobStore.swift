@@ -108,14 +108,16 @@ public protocol JobStore: Sendable {
     func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool
 
     /// The attempt failed. Retryable errors with attempts left go back to `unknown`, to be
-    /// claimed again after `retryDelay`; others end `failed`. `false`: the lease was lost.
+    /// claimed again after `retryDelay` (or end `cancelled` if cancellation was requested);
+    /// others end `failed`. `false`: the lease was lost.
     func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool
 
     /// The worker confirms it stopped a cancelled job. `false`: the lease was lost.
     func confirmCancelled(_ lease: Lease) async throws -> Bool
 
     /// The worker hands the job back unfinished (graceful shutdown); the attempt is not
-    /// counted. `false`: the lease was lost.
+    /// counted. A job whose cancellation was requested ends `cancelled` instead.
+    /// `false`: the lease was lost.
     func release(_ lease: Lease) async throws -> Bool
 
     /// Cancels a queued job at once, or asks the worker of a running one to stop. An ended job
@@ -123,8 +125,8 @@ public protocol JobStore: Sendable {
     func cancel(_ id: JobID) async throws -> CancelOutcome
 
     /// Runs a failed or cancelled job again: the same id, `attempt` keeps counting, and the job
-    /// gets its original number of attempts once more (`maxAttempts` grows by it). Other
-    /// statuses are a `conflict`.
+    /// gets its original number of attempts once more (`maxAttempts` becomes `attempt` plus the
+    /// number it was submitted with). Other statuses are a `conflict`.
     func retry(_ id: JobID) async throws -> Job
 
     func job(_ id: JobID) async throws -> Job?

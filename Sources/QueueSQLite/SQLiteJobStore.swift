@@ -206,10 +206,12 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
+        // A retryable failure of a job whose cancellation was asked for ends it cancelled.
         try await finish(lease, tracks: nil, sql: """
-            status = CASE WHEN :retryable AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
+            status = CASE WHEN :retryable AND cancel_requested = 1 THEN 'cancelled'
+                WHEN :retryable AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
             run_at = CASE WHEN :retryable AND attempt < max_attempts THEN :now + :delay ELSE run_at END,
-            finished_at = CASE WHEN :retryable AND attempt < max_attempts THEN NULL ELSE :now END,
+            finished_at = CASE WHEN :retryable AND cancel_requested = 0 AND attempt < max_attempts THEN NULL ELSE :now END,
             error_code = :code, error_message = :message, error_retryable = :retryable
             """, arguments: ["retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code, "message": error.message])
     }
@@ -219,7 +221,12 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func release(_ lease: Lease) async throws -> Bool {
-        try await finish(lease, tracks: nil, sql: "status = 'unknown', attempt = attempt - 1, run_at = :now, progress = 0", arguments: [:])
+        // Handing back a job whose cancellation was asked for ends it cancelled.
+        try await finish(lease, tracks: nil, sql: """
+            status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'unknown' END,
+            finished_at = CASE WHEN cancel_requested = 1 THEN :now ELSE NULL END,
+            attempt = CASE WHEN cancel_requested = 1 THEN attempt ELSE attempt - 1 END, run_at = :now, progress = 0
+            """, arguments: [:])
     }
 
     /// Ends the current attempt with `sql`'s assignments, if `lease` still holds it.

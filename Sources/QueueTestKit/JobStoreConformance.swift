@@ -46,7 +46,8 @@ public struct JobStoreConformance: Sendable {
     public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {
         /// Every field of a submitted job reads back as submitted; an unknown id reads as nil.
         case submitRoundTrip
-        /// The same idempotency key returns the existing job; another key or none creates one.
+        /// The same idempotency key returns the existing job (also when submitted concurrently);
+        /// another key or none creates one.
         case idempotencyKey
         /// Higher priority first, then oldest; `limit`; a job waiting for its `runAt` is skipped.
         case claimOrder
@@ -74,6 +75,8 @@ public struct JobStoreConformance: Sendable {
         case cancelInEveryStatus
         /// A running job whose worker died after a cancel request ends `cancelled`.
         case cancelOfRunningJobWhoseWorkerDied
+        /// A cancel request is not lost when the worker releases the job or fails it retryably.
+        case cancelRequestSurvivesHandBack
         /// `retry` of failed and cancelled jobs; every other status is a conflict.
         case retry
         /// `release` hands a job back without counting the attempt.
@@ -104,6 +107,7 @@ public struct JobStoreConformance: Sendable {
             case .leaseExpiryWithNoAttemptsLeft: try await Checks.leaseExpiryWithNoAttemptsLeft(harness)
             case .cancelInEveryStatus: try await Checks.cancelInEveryStatus(harness)
             case .cancelOfRunningJobWhoseWorkerDied: try await Checks.cancelOfRunningJobWhoseWorkerDied(harness)
+            case .cancelRequestSurvivesHandBack: try await Checks.cancelRequestSurvivesHandBack(harness)
             case .retry: try await Checks.retry(harness)
             case .release: try await Checks.release(harness)
             case .list: try await Checks.list(harness)

@@ -114,6 +114,14 @@ public final class Worker: Service {
 
     private func execute(_ claimed: ClaimedJob, running: RunningJobs) async {
         let logger = jobLogger(claimed)
+        if claimed.job.kind == .noop {
+            do {
+                _ = try await store.complete(claimed.lease, result: .object([:]), tracks: [])
+            } catch {
+                logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+            }
+            return
+        }
         logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.input)", "job.preset": "\(claimed.job.preset)"])
         let execution = Execution(claimed)
         running.add(execution)

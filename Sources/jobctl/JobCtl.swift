@@ -18,7 +18,7 @@ struct JobCtl: AsyncParsableCommand {
         subcommands: [
             SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self, WaitCommand.self,
             WatchCommand.self, WorkerCommand.self, MigrateCommand.self,
-            ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self,
+            ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self, BenchCommand.self,
         ]
     )
 

@@ -1,0 +1,69 @@
+import Foundation
+import Queue
+import QueueMigrations
+import QueueSQLite
+import Testing
+
+/// What only the SQLite store has: a file that outlives the process, and the migrations.
+@Suite("SQLiteJobStore")
+struct SQLiteJobStoreTests {
+    static func temporaryDirectory() throws -> URL {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+            .appendingPathComponent("jobctl-sqlite-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("a job survives closing and reopening the file; opening again migrates nothing twice")
+    func reopen() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("jobs.sqlite").path
+        let now = Date(timeIntervalSince1970: 1_767_225_600.123)
+        var id: JobID?
+        do {
+            let store = try SQLiteJobStore(path: path, clock: { now })
+            id = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/clip.mp4", preset: "low", idempotencyKey: "k")).job.id
+            try await store.migrate()
+        }
+        let reopened = try SQLiteJobStore(path: path, clock: { now })
+        try await reopened.migrate()
+        let submitted = try #require(id)
+        let job = try #require(try await reopened.job(submitted))
+        #expect(job.input == "/data/in.mov")
+        #expect(job.status == .unknown)
+        let again = try await reopened.submit(JobRequest(input: "/data/other.mov", output: "/out/other.mp4", preset: "low", idempotencyKey: "k"))
+        #expect(again.created == false)
+        #expect(again.job.id == submitted)
+    }
+
+    @Test("a database that cannot be opened is .unavailable")
+    func unavailable() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("no/such/folder/jobs.sqlite").path
+        do {
+            _ = try SQLiteJobStore(path: path)
+            Issue.record("opened \(path)")
+        } catch let error as JobStoreError {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains(path), "the message names the file: \(error.message)")
+        }
+    }
+
+    @Test("every migration file is listed, in order, with its SQL")
+    func migrationsListed() throws {
+        let folder = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("migrations/sqlite")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sqlite.sql") }.sorted()
+        #expect(!files.isEmpty)
+        let names = files.map { String($0.dropLast(".sqlite.sql".count)) }
+        #expect(Migrations.sqlite.map(\.name) == names, "migrations/sqlite has \(names); Migrations.sqlite lists \(Migrations.sqlite.map(\.name))")
+        for (migration, file) in zip(Migrations.sqlite, files) {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            #expect(migration.sql == text, "\(migration.name): the embedded SQL is the file's")
+            #expect(migration.name.prefix(5).allSatisfy { $0.isNumber || $0 == "_" } && migration.name.dropFirst(4).first == "_", "\(migration.name): NNNN_name")
+        }
+    }
+}
