@@ -139,3 +139,13 @@ public protocol JobStore: Sendable {
     func workerHeartbeat(_ worker: WorkerIdentity) async throws
     func workerStopped(_ worker: WorkerIdentity) async throws
 }
+
+/// A store that can tell idle workers that the job table changed (a job was submitted, a
+/// cancellation requested), so they react at once instead of at their next poll. SQLite:
+/// inotify on its write-ahead log; PostgreSQL: LISTEN/NOTIFY. Workers keep polling as well:
+/// a notification may be missed, never waited for.
+public protocol JobStoreChangeNotifying: JobStore {
+    /// Yields after changes committed by any process (possibly more often); ends when the
+    /// consuming task is cancelled.
+    func changes() -> AsyncStream<Void>
+}

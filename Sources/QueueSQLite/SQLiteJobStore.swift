@@ -9,8 +9,9 @@ import QueueMigrations
 /// `synchronous = FULL` (a submitted job survives a power cut). Every write is one `IMMEDIATE`
 /// transaction; a claim is one `UPDATE … RETURNING`. Every write about a running job checks
 /// its lease token, so a worker that lost its lease changes nothing (fencing).
-public final class SQLiteJobStore: JobStore {
+public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
     private let pool: DatabasePool
+    private let commits: GroupCommit
     private let clock: @Sendable () -> Date
     public let path: String
 
@@ -20,7 +21,14 @@ public final class SQLiteJobStore: JobStore {
         self.path = path
         self.clock = clock
         var configuration = Configuration()
-        configuration.busyMode = .timeout(busyTimeout)
+        // SQLite's own busy handler sleeps 1, 2, 5, 10… ms: with several worker processes that
+        // is most of the time spent. Wait in short steps instead, up to `busyTimeout`.
+        let maximumTries = Int(busyTimeout * 1000 / 0.25)
+        configuration.busyMode = .callback { tries in
+            guard tries < maximumTries else { return false }
+            usleep(tries < 20 ? 50 : 250)
+            return true
+        }
         configuration.label = "jobctl"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -31,6 +39,7 @@ public final class SQLiteJobStore: JobStore {
         } catch {
             throw JobStoreError(.unavailable, "cannot open the job database \(path): \(SQLiteJobStore.describe(error))")
         }
+        commits = GroupCommit(pool: pool)
         try SQLiteJobStore.migrate(pool, path: path)
     }
 
@@ -70,7 +79,7 @@ public final class SQLiteJobStore: JobStore {
         let id = JobID.make(at: clock())
         return try await write { db in
             if let key = request.idempotencyKey,
-                let existing = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE idempotency_key = ?", arguments: [key])
+                let existing = try Row.fetchOne(db, sql: "SELECT \(Column.list) FROM jobs WHERE idempotency_key = ?", arguments: [key])
             {
                 return (try SQLiteJobStore.job(existing, db), false)
             }
@@ -92,7 +101,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func job(_ id: JobID) async throws -> Job? {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
+            guard let row = try Row.fetchOne(db, sql: "SELECT \(Column.list) FROM jobs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
             return try SQLiteJobStore.job(row, db)
         }
     }
@@ -101,7 +110,7 @@ public final class SQLiteJobStore: JobStore {
         try await read { db in
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                sql: "SELECT \(Column.list) FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
                 arguments: [status?.rawValue, limit]
             )
             return try rows.map { try SQLiteJobStore.job($0, db) }
@@ -113,16 +122,31 @@ public final class SQLiteJobStore: JobStore {
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
         let now = self.now
         let expires = now + lease.milliseconds
+        // A read first: idle workers polling never take the write lock.
+        let claimable = try await read { db in
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now)
+                        OR EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now)
+                    """,
+                arguments: ["now": now]
+            ) ?? false
+        }
+        guard claimable else { return [] }
         return try await write { db in
-            // Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts.
-            try db.execute(
+            // Each source takes its first `limit` rows in index order (INDEXED BY: without
+            // statistics the planner would sort the whole queue), so a claim reads a few rows
+            // however long the queue is. Jobs whose worker vanished: cancelled if that was
+            // asked, failed when out of attempts.
+            try db.run(
                 sql: """
                     UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now
                     WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
                     """,
                 arguments: ["now": now]
             )
-            try db.execute(
+            try db.run(
                 sql: """
                     UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
                         error_code = 'lease_lost', error_retryable = 1,
@@ -133,29 +157,34 @@ public final class SQLiteJobStore: JobStore {
                 arguments: ["now": now]
             )
             let rows = try Row.fetchAll(
-                db,
-                sql: """
+                db.cachedStatement(sql: """
                     UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
                         lease_expires_at = :expires, cancel_requested = 0, progress = 0, started_at = :now, finished_at = NULL,
                         updated_at = :now
                     WHERE id IN (
                         SELECT id FROM (
-                            SELECT id, priority, created_at FROM jobs WHERE status = 'unknown' AND run_at <= :now
+                            SELECT * FROM (
+                                SELECT id, priority, created_at FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now
+                                ORDER BY priority DESC, created_at, id LIMIT :limit
+                            )
                             UNION ALL
-                            SELECT id, priority, created_at FROM jobs WHERE status = 'reading' AND lease_expires_at <= :now
+                            SELECT * FROM (
+                                SELECT id, priority, created_at FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now
+                                ORDER BY priority DESC, created_at, id LIMIT :limit
+                            )
                         )
                         ORDER BY priority DESC, created_at, id LIMIT :limit
                     )
-                    RETURNING *
-                    """,
+                    RETURNING \(Column.list)
+                    """),
                 arguments: ["worker": worker.name, "expires": expires, "now": now, "limit": limit]
             )
-            try db.execute(sql: "DELETE FROM job_tracks WHERE job_id IN (SELECT value FROM json_each(?))", arguments: [
+            try db.run(sql: "DELETE FROM job_tracks WHERE job_id IN (SELECT value FROM json_each(?))", arguments: [
                 try encodeJSON(rows.map { $0["id"] as String }),
             ])
             return try rows.map { row in
                 let job = try SQLiteJobStore.job(row, tracks: [])
-                return ClaimedJob(job: job, lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name))
+                return ClaimedJob(job: job, lease: Lease(jobID: job.id, token: row[Column.leaseToken], attempt: job.attempt, worker: worker.name))
             }
             .sorted(by: SQLiteJobStore.claimOrder)
         }
@@ -172,12 +201,11 @@ public final class SQLiteJobStore: JobStore {
         let now = self.now
         return try await write { db in
             let cancelRequested = try Bool.fetchOne(
-                db,
-                sql: """
+                db.cachedStatement(sql: """
                     UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
                     WHERE id = ? AND lease_token = ? AND status = 'reading'
                     RETURNING cancel_requested
-                    """,
+                    """),
                 arguments: [now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token]
             )
             guard let cancelRequested else { return .lost }
@@ -236,7 +264,7 @@ public final class SQLiteJobStore: JobStore {
         _ = merged.append(contentsOf: ["now": now, "id": lease.jobID.rawValue, "token": lease.token])
         let all = merged
         return try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, updated_at = :now
                     WHERE id = :id AND lease_token = :token AND status = 'reading'
@@ -320,6 +348,16 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    // MARK: Notifications
+
+    public func changes() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let watcher = ChangeWatcher(databasePath: path) { continuation.yield() }
+        if watcher == nil { continuation.finish() }
+        continuation.onTermination = { _ in watcher?.stop() }
+        return stream
+    }
+
     // MARK: Rows
 
     private static func status(of id: JobID, _ db: Database) throws -> JobStatus {
@@ -330,14 +368,14 @@ public final class SQLiteJobStore: JobStore {
     }
 
     private static func job(_ id: JobID, _ db: Database) throws -> Job {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id.rawValue]) else {
+        guard let row = try Row.fetchOne(db, sql: "SELECT \(Column.list) FROM jobs WHERE id = ?", arguments: [id.rawValue]) else {
             throw JobStoreError(.notFound, "no job \(id)")
         }
         return try job(row, db)
     }
 
     private static func job(_ row: Row, _ db: Database) throws -> Job {
-        let tracks = try Row.fetchAll(db, sql: "SELECT * FROM job_tracks WHERE job_id = ? ORDER BY idx", arguments: [row["id"] as String])
+        let tracks = try Row.fetchAll(db, sql: "SELECT * FROM job_tracks WHERE job_id = ? ORDER BY idx", arguments: [row[Column.id] as String])
             .map { track in
                 JobTrack(
                     index: track["idx"], sourceIndex: track["source_index"], mediaType: track["media_type"],
@@ -347,42 +385,57 @@ public final class SQLiteJobStore: JobStore {
         return try job(row, tracks: tracks)
     }
 
+    /// The job columns every query selects, in this order: rows are read by position (GRDB's
+    /// by-name lookup lowercases the name on every access, and claims read many rows).
+    private enum Column {
+        static let names = [
+            "id", "kind", "status", "input", "output", "preset", "preset_settings", "format", "range_start", "range_duration",
+            "priority", "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook",
+            "metadata", "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at", "lease_token",
+        ]
+        static let list = names.joined(separator: ", ")
+        static let id = 0, kind = 1, status = 2, input = 3, output = 4, preset = 5, presetSettings = 6, format = 7, rangeStart = 8
+        static let rangeDuration = 9, priority = 10, attempt = 11, maxAttempts = 12, progress = 13, result = 14, errorCode = 15
+        static let errorMessage = 16, errorRetryable = 17, webhook = 18, metadata = 19, idempotencyKey = 20, worker = 21
+        static let cancelRequested = 22, runAt = 23, createdAt = 24, startedAt = 25, finishedAt = 26, leaseToken = 27
+    }
+
     private static func job(_ row: Row, tracks: [JobTrack]) throws -> Job {
-        let errorCode: String? = row["error_code"]
-        let rangeStart: Double? = row["range_start"]
+        let errorCode: String? = row[Column.errorCode]
+        let rangeStart: Double? = row[Column.rangeStart]
         return Job(
-            id: JobID(row["id"] as String),
-            kind: JobKind(rawValue: row["kind"]) ?? .export,
-            status: JobStatus(rawValue: row["status"]) ?? .unknown,
-            input: row["input"],
-            output: row["output"],
-            preset: row["preset"],
-            presetSettings: try decodeJSON(JSONValue.self, row["preset_settings"]) ?? .null,
-            format: row["format"],
-            range: rangeStart.map { Job.Range(start: $0, duration: row["range_duration"]) },
-            priority: row["priority"],
-            attempt: row["attempt"],
-            maxAttempts: row["max_attempts"],
-            progress: row["progress"],
+            id: JobID(row[Column.id] as String),
+            kind: JobKind(rawValue: row[Column.kind]) ?? .export,
+            status: JobStatus(rawValue: row[Column.status]) ?? .unknown,
+            input: row[Column.input],
+            output: row[Column.output],
+            preset: row[Column.preset],
+            presetSettings: try decodeJSON(JSONValue.self, row[Column.presetSettings]) ?? .null,
+            format: row[Column.format],
+            range: rangeStart.map { Job.Range(start: $0, duration: row[Column.rangeDuration]) },
+            priority: row[Column.priority],
+            attempt: row[Column.attempt],
+            maxAttempts: row[Column.maxAttempts],
+            progress: row[Column.progress],
             tracks: tracks,
-            result: try decodeJSON(JSONValue.self, row["result"]),
-            error: errorCode.map { JobError(code: $0, message: row["error_message"] ?? "", retryable: row["error_retryable"]) },
-            webhook: row["webhook"],
-            metadata: try decodeJSON([String: String].self, row["metadata"]) ?? [:],
-            idempotencyKey: row["idempotency_key"],
-            worker: row["worker"],
-            cancelRequested: row["cancel_requested"],
-            runAt: Date(milliseconds: row["run_at"]),
-            createdAt: Date(milliseconds: row["created_at"]),
-            startedAt: (row["started_at"] as Int64?).map(Date.init(milliseconds:)),
-            finishedAt: (row["finished_at"] as Int64?).map(Date.init(milliseconds:))
+            result: try decodeJSON(JSONValue.self, row[Column.result]),
+            error: errorCode.map { JobError(code: $0, message: row[Column.errorMessage] ?? "", retryable: row[Column.errorRetryable]) },
+            webhook: row[Column.webhook],
+            metadata: try decodeJSON([String: String].self, row[Column.metadata]) ?? [:],
+            idempotencyKey: row[Column.idempotencyKey],
+            worker: row[Column.worker],
+            cancelRequested: row[Column.cancelRequested],
+            runAt: Date(milliseconds: row[Column.runAt]),
+            createdAt: Date(milliseconds: row[Column.createdAt]),
+            startedAt: (row[Column.startedAt] as Int64?).map(Date.init(milliseconds:)),
+            finishedAt: (row[Column.finishedAt] as Int64?).map(Date.init(milliseconds:))
         )
     }
 
     private static func replaceTracks(_ tracks: [JobTrack], of id: JobID, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM job_tracks WHERE job_id = ?", arguments: [id.rawValue])
+        try db.run(sql: "DELETE FROM job_tracks WHERE job_id = ?", arguments: [id.rawValue])
         for track in tracks {
-            try db.execute(
+            try db.run(
                 sql: "INSERT INTO job_tracks (job_id, idx, source_index, media_type, status, codec, read, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 arguments: [id.rawValue, track.index, track.sourceIndex, track.mediaType, track.status.rawValue, track.codec, track.read, track.written]
             )
@@ -393,7 +446,7 @@ public final class SQLiteJobStore: JobStore {
 
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.write(body)
+            return try await commits.write(body)
         } catch let error as JobStoreError {
             throw error
         } catch {
@@ -424,8 +477,20 @@ private func encodeJSON<T: Encodable>(_ value: T) throws -> String {
 }
 
 private func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
-    guard let text else { return nil }
+    guard let text, text != "null" else { return nil }
+    // The common empty cases without a decoder (a claim decodes many rows).
+    if text == "{}" {
+        if T.self == [String: String].self { return [String: String]() as? T }
+        if T.self == JSONValue.self { return JSONValue.object([:]) as? T }
+    }
     return try JSONDecoder().decode(type, from: Data(text.utf8))
+}
+
+extension Database {
+    /// Executes `sql` through the statement cache: the hot statements are parsed once.
+    fileprivate func run(sql: String, arguments: StatementArguments = StatementArguments()) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
 }
 
 extension Date {

@@ -46,22 +46,64 @@ public final class Worker: Service {
     /// Asks the worker to stop as on SIGTERM (drain, then hand back).
     public func requestStop() { stopping.store(true, ordering: .releasing) }
 
-    private enum Event: Sendable {
-        case tick
-        case finished
+    /// Wakes the claim loop: a job finished, or the idle poll interval passed. Wake-ups
+    /// coalesce, and finished jobs are counted, so a burst of N completions is one wake-up and
+    /// one claim of N slots.
+    private final class Signals: Sendable {
+        private let finished = Atomic<Int>(0)
+        let wakeUps: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+
+        init() {
+            (wakeUps, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        }
+
+        func jobFinished() {
+            finished.add(1, ordering: .relaxed)
+            continuation.yield()
+        }
+
+        func wake() { continuation.yield() }
+
+        /// Jobs finished since the last call.
+        func takeFinished() -> Int { finished.exchange(0, ordering: .relaxed) }
+
+        /// Whether the worker could take another job (kept up to date by the loop).
+        private let freeSlots = Atomic<Bool>(true)
+        var hasFreeSlots: Bool { freeSlots.load(ordering: .relaxed) }
+        func setFreeSlots(_ free: Bool) { freeSlots.store(free, ordering: .relaxed) }
     }
 
     private func claimLoop() async {
         let running = RunningJobs()
-        await withTaskGroup(of: Event.self) { group in
+        let signals = Signals()
+        await withDiscardingTaskGroup { group in
+            group.addTask { [pollInterval = options.pollInterval] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: pollInterval)
+                    signals.wake()
+                }
+            }
+            // A store that notices changes (a submit, a cancel) wakes the loop at once when a slot is
+            // free, at most every 2 ms: busy workers' own commits must not keep each other awake.
+            if let notifying = store as? any JobStoreChangeNotifying {
+                group.addTask {
+                    for await _ in notifying.changes() {
+                        guard signals.hasFreeSlots else { continue }
+                        signals.wake()
+                        try? await Task.sleep(for: .milliseconds(2))
+                    }
+                }
+            }
+            var wakeUps = signals.wakeUps.makeAsyncIterator()
             var busy = 0
-            var ticking = false
             var drainDeadline: ContinuousClock.Instant?
             var nextWorkerHeartbeat = ContinuousClock.now + options.heartbeatInterval
             var claimBackoff = Duration.zero
             var claimAgainAt = ContinuousClock.now
 
             while true {
+                busy -= signals.takeFinished()
                 if stopping.load(ordering: .acquiring) {
                     if drainDeadline == nil {
                         drainDeadline = .now + options.drain
@@ -77,11 +119,10 @@ public final class Worker: Service {
                             busy += 1
                             group.addTask { [self] in
                                 await execute(job, running: running)
-                                return .finished
+                                signals.jobFinished()
                             }
                         }
                         if claimed.isEmpty && busy == 0 && options.once { break }
-                        if !claimed.isEmpty && busy < options.concurrency { continue }
                     } catch {
                         // The database is unreachable or busy beyond its timeout: back off, keep running jobs.
                         claimBackoff = min(max(claimBackoff * 2, .milliseconds(500)), .seconds(10))
@@ -93,18 +134,8 @@ public final class Worker: Service {
                     nextWorkerHeartbeat = .now + options.heartbeatInterval
                     try? await store.workerHeartbeat(identity)
                 }
-                if !ticking {
-                    ticking = true
-                    group.addTask { [pollInterval = options.pollInterval] in
-                        try? await Task.sleep(for: pollInterval)
-                        return .tick
-                    }
-                }
-                guard let event = await group.next() else { break }
-                switch event {
-                case .tick: ticking = false
-                case .finished: busy -= 1
-                }
+                signals.setFreeSlots(busy < options.concurrency && drainDeadline == nil)
+                guard await wakeUps.next() != nil else { break }
             }
             group.cancelAll()
         }

@@ -6,7 +6,8 @@ public struct WorkerOptions: Sendable {
     public var name: String
     /// Jobs run at once. One transcode saturates about 2 cores.
     public var concurrency: Int
-    /// How long a claim holds without renewal; renewed every third of it while a job runs.
+    /// How long a claim holds without renewal; renewed every third of it (at least every 2 s)
+    /// while a job runs.
     public var lease: Duration
     /// On SIGTERM/SIGINT: how long running jobs may finish before they are handed back.
     public var drain: Duration
@@ -34,6 +35,7 @@ public struct WorkerOptions: Sendable {
         self.retryPolicy = retryPolicy
     }
 
-    /// Leases are renewed this often while a job runs.
-    var heartbeatInterval: Duration { lease / 3 }
+    /// Leases are renewed, and progress stored, this often while a job runs: every third of the
+    /// lease, and at least every 2 s so `watch` and `show` stay current.
+    var heartbeatInterval: Duration { min(lease / 3, .seconds(2)) }
 }

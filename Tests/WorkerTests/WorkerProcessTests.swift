@@ -32,6 +32,13 @@ struct WorkerProcessTests {
 
         func job(_ id: JobID) async throws -> Job { try #require(try await store.job(id)) }
 
+        /// Waits until the job runs and its export has started writing (its temporary file exists).
+        func waitUntilExporting(_ id: JobID) async throws -> Bool {
+            try await eventually(within: .seconds(60)) {
+                try await job(id).status == .reading && outputs().contains { $0.hasSuffix(".jobctl.tmp") }
+            }
+        }
+
         /// Files in the output directory that are not the database or logs.
         func outputs() -> [String] {
             directory.contents().filter { !$0.hasPrefix("jobs.sqlite") && !$0.hasSuffix(".log") }
@@ -72,10 +79,7 @@ struct WorkerProcessTests {
         let output = queue.directory.file("out.mp4")
         let id = try await queue.submit(input, ["--preset", "highest", "-o", output])
         let first = try queue.worker("doomed", ["--lease", "2s"])
-        #expect(try await eventually(within: .seconds(30)) {
-            let job = try await queue.job(id)
-            return job.status == .reading && queue.outputs().contains { $0.hasSuffix(".jobctl.tmp") }
-        })
+        #expect(try await queue.waitUntilExporting(id))
         first.signal(SIGKILL)
         try await first.waitForExit(timeout: .seconds(5))
         #expect(try await queue.job(id).status == .reading, "the job still looks taken until its lease expires")
@@ -97,7 +101,8 @@ struct WorkerProcessTests {
         let input = try await Fixtures.shared.path(.long)
         let id = try await queue.submit(input, ["--preset", "highest", "-o", queue.directory.file("out.mp4")])
         let worker = try queue.worker("w")
-        #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).progress > 0.02 })
+        #expect(try await queue.waitUntilExporting(id))
+        #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 }, "progress is stored while the job runs")
         let cancelledAt = ContinuousClock.now
         let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", queue.db])
         #expect(cancel.status == 0 && cancel.stdoutText.contains("cancellation requested"), "\(cancel.stdoutText)\(cancel.stderr)")
@@ -116,7 +121,7 @@ struct WorkerProcessTests {
         let long = try await Fixtures.shared.path(.long)
         let id = try await queue.submit(long, ["--preset", "highest", "-o", queue.directory.file("long.mp4")])
         let worker = try queue.worker("leaving", ["--drain", "1s"])
-        #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).progress > 0.02 })
+        #expect(try await queue.waitUntilExporting(id))
         let signalledAt = ContinuousClock.now
         worker.signal(SIGTERM)
         let exit = try #require(try await worker.waitForExit(timeout: .seconds(15)))
