@@ -51,6 +51,8 @@ test: test-deps
 bench: test-deps
 	$(SWIFT) build -c release --scratch-path .build-release
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
+	.build-release/release/jobctl bench queue --concurrency 32 --jobs 20000
+	.build-release/release/jobctl bench queue --concurrency 8 --jobs 10000 --samples 50
 
 clean:
 	rm -rf .build $(DEMO)

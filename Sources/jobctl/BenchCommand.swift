@@ -37,6 +37,9 @@ struct QueueBenchCommand: AsyncParsableCommand {
     @Option(help: "Jobs submitted one at a time for the latency measurement.")
     var samples = 200
 
+    @Option(help: "Runs of each throughput configuration; the median is reported.")
+    var repeats = 3
+
     @Option(help: ArgumentHelp("The workers' idle poll interval.", valueName: "duration"))
     var poll = DurationArgument(.milliseconds(100))
 
@@ -45,12 +48,18 @@ struct QueueBenchCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         let counts = workers.split(separator: ",").compactMap { Int($0) }
-        print("| worker processes | concurrency each | jobs | seconds | jobs/s |")
-        print("|---:|---:|---:|---:|---:|")
+        print("| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |")
+        print("|---:|---:|---:|---:|---:|---:|---|")
         for count in counts {
-            let (seconds, completed) = try await throughput(workers: count)
-            guard completed == jobs else { throw CommandFailure.usage("only \(completed) of \(jobs) jobs completed") }
-            print("| \(count) | \(concurrency) | \(jobs) | \(String(format: "%.2f", seconds)) | \(Int(Double(jobs) / seconds)) |")
+            var runs: [Double] = []
+            for _ in 0..<max(1, repeats) {
+                let (seconds, completed) = try await throughput(workers: count)
+                guard completed == jobs else { throw CommandFailure.usage("only \(completed) of \(jobs) jobs completed") }
+                runs.append(seconds)
+            }
+            let median = runs.sorted()[runs.count / 2]
+            let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
+            print("| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", median)) | **\(Int(Double(jobs) / median))** | \(all) |")
         }
         let latencies = try await pickupLatencies().sorted()
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }

@@ -43,6 +43,7 @@ struct WatchCommand: AsyncParsableCommand {
                         print(JobFormatting.line(job))
                     }
                     startedAt = Date().addingTimeInterval(-interval.duration.seconds * 2)
+                    fflush(nil)  // piped into another program: each line as it happens
                 }
                 try await Task.sleep(for: interval.duration)
             }

@@ -224,4 +224,23 @@ struct WorkerProcessTests {
         let list = try await Jobctl.run(["list", "--db", queue.db, "--status", "cancelled", "--json"])
         #expect((try Jobctl.json(list) as? [[String: Any]])?.count == 1)
     }
+
+    /// `watch` draws progress bars on a terminal (`script` gives it one) and prints plain lines
+    /// otherwise.
+    @Test func watchShowsRunningJobs() async throws {
+        let queue = try Queue("watch")
+        defer { queue.directory.remove() }
+        let input = try await Fixtures.shared.path(.long)
+        let id = try await queue.submit(input, ["--preset", "highest", "-o", queue.directory.file("out.mp4")])
+        let worker = try queue.worker("w")
+        defer { worker.signal(SIGKILL) }
+        #expect(try await queue.waitUntilExporting(id))
+        #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 })
+
+        let plain = try await ProcessRunner.run("timeout", ["2", Jobctl.path, "watch", "--db", queue.db])
+        #expect(plain.stdoutText.contains("\(id)  reading"), "\(plain.stdoutText)")
+        let screen = try await ProcessRunner.run("script", ["-qec", "timeout 2 '\(Jobctl.path)' watch --db '\(queue.db)'", "/dev/null"])
+        #expect(screen.stdoutText.contains("1 running, 0 queued"), "\(screen.stdoutText)")
+        #expect(screen.stdoutText.contains("\(id)  [") && screen.stdoutText.contains("%"), "\(screen.stdoutText)")
+    }
 }
