@@ -1,4 +1,6 @@
-/// A job's status (SPEC §4): the AVAssetReader status enum.
+/// A job's status (SPEC §4): the AVAssetReader status enum. The same cases as
+/// `Media.Status` (a reader's, a writer's, a track's status) on purpose: the queue does not
+/// depend on the media module, so stores and tools built on it never link FFmpeg.
 public enum JobStatus: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Queued: waiting to be claimed, or waiting for its retry time.
     case unknown
