@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -41,6 +42,17 @@ let package = Package(
         ),
         // The JobStore conformance suite, written once and run against every store.
         .target(name: "QueueTestKit", dependencies: ["Queue"]),
+        // libcurl through typed shims for its variadic setopt.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Webhooks: Standard Webhooks signing, the address guard, the libcurl sender, the dispatcher.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "CCurl", "Queue",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The worker: claim loop, leases and heartbeats, cancellation, graceful shutdown.
         .target(
             name: "Worker",

@@ -14,5 +14,6 @@ public struct Migration: Sendable {
 public enum Migrations {
     public static let sqlite: [Migration] = [
         Migration("0001_jobs", PackageResources._001_jobs_sqlite_sql),
+        Migration("0002_webhooks", PackageResources._002_webhooks_sqlite_sql),
     ]
 }

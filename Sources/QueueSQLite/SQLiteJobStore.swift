@@ -9,7 +9,7 @@ import QueueMigrations
 /// `synchronous = FULL` (a submitted job survives a power cut). Every write is one `IMMEDIATE`
 /// transaction; a claim is one `UPDATE … RETURNING`. Every write about a running job checks
 /// its lease token, so a worker that lost its lease changes nothing (fencing).
-public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
+public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOutbox {
     private let pool: DatabasePool
     private let commits: GroupCommit
     private let clock: @Sendable () -> Date
@@ -139,23 +139,26 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
             // statistics the planner would sort the whole queue), so a claim reads a few rows
             // however long the queue is. Jobs whose worker vanished: cancelled if that was
             // asked, failed when out of attempts.
-            try db.run(
-                sql: """
+            var ended = try String.fetchAll(
+                db.cachedStatement(sql: """
                     UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now
                     WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
-                    """,
+                    RETURNING id
+                    """),
                 arguments: ["now": now]
             )
-            try db.run(
-                sql: """
+            ended += try String.fetchAll(
+                db.cachedStatement(sql: """
                     UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
                         error_code = 'lease_lost', error_retryable = 1,
                         error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
                             || attempt || ' of ' || max_attempts
                     WHERE status = 'reading' AND lease_expires_at <= :now AND attempt >= max_attempts
-                    """,
+                    RETURNING id
+                    """),
                 arguments: ["now": now]
             )
+            for id in ended { try SQLiteJobStore.enqueueEvent(for: JobID(id), db, now: now) }
             let rows = try Row.fetchAll(
                 db.cachedStatement(sql: """
                     UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
@@ -273,6 +276,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
             )
             guard db.changesCount == 1 else { return false }
             if let tracks { try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db) }
+            try SQLiteJobStore.enqueueEvent(for: lease.jobID, db, now: now)
             return true
         }
     }
@@ -289,6 +293,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
                     sql: "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
                     arguments: [now, now, id.rawValue]
                 )
+                try SQLiteJobStore.enqueueEvent(for: id, db, now: now)
                 return .cancelled(try SQLiteJobStore.job(id, db))
             case .reading:
                 try db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, id.rawValue])
@@ -346,6 +351,138 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying {
         try await write { db in
             try db.execute(sql: "UPDATE workers SET stopped_at = ?, heartbeat_at = ? WHERE name = ?", arguments: [now, now, worker.name])
         }
+    }
+
+    // MARK: Webhook outbox
+
+    /// Writes the event for a job that just reached a terminal status, if it has a webhook: the
+    /// body is serialized here, once, and every attempt sends exactly these bytes.
+    private static func enqueueEvent(for id: JobID, _ db: Database, now: Int64) throws {
+        let job = try job(id, db)
+        guard job.status.isTerminal, let url = job.webhook else { return }
+        let type = "job.\(job.status.rawValue)"
+        let body = try Job.makeJSONEncoder(pretty: false).encode(WebhookPayload(type: type, timestamp: Date(milliseconds: now), data: job))
+        try db.run(
+            sql: """
+                INSERT INTO webhook_deliveries (id, job_id, type, url, payload, status, next_attempt_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+                """,
+            arguments: ["msg_" + JobID.make().rawValue.replacingOccurrences(of: "-", with: ""), id.rawValue, type, url,
+                        String(decoding: body, as: UTF8.self), now, now, now]
+        )
+    }
+
+    public func claimDeliveries(as dispatcher: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        let now = self.now
+        let due = try await read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending' AND next_attempt_at <= :now)
+                        OR EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_leased WHERE status = 'delivering' AND lease_expires_at <= :now)
+                    """),
+                arguments: ["now": now]
+            ) ?? false
+        }
+        guard due else { return [] }
+        return try await write { db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    UPDATE webhook_deliveries SET status = 'delivering', lease_token = lower(hex(randomblob(16))), lease_expires_at = :expires,
+                        dispatcher = :dispatcher, updated_at = :now
+                    WHERE id IN (
+                        SELECT id FROM (
+                            SELECT * FROM (SELECT id, next_attempt_at AS due FROM webhook_deliveries INDEXED BY webhook_deliveries_due
+                                WHERE status = 'pending' AND next_attempt_at <= :now ORDER BY next_attempt_at LIMIT :limit)
+                            UNION ALL
+                            SELECT * FROM (SELECT id, lease_expires_at AS due FROM webhook_deliveries INDEXED BY webhook_deliveries_leased
+                                WHERE status = 'delivering' AND lease_expires_at <= :now ORDER BY lease_expires_at LIMIT :limit)
+                        ) ORDER BY due LIMIT :limit
+                    )
+                    RETURNING \(DeliveryColumn.list), payload, lease_token
+                    """),
+                arguments: ["expires": now + lease.milliseconds, "dispatcher": dispatcher, "now": now, "limit": limit]
+            )
+            return try rows.map { row in
+                ClaimedDelivery(
+                    delivery: try SQLiteJobStore.delivery(row, log: []), payload: Data((row["payload"] as String).utf8),
+                    leaseToken: row["lease_token"], dispatcher: dispatcher
+                )
+            }
+        }
+    }
+
+    public func record(_ claimed: ClaimedDelivery, outcome: DeliveryOutcome) async throws -> Bool {
+        let now = self.now
+        let (attempt, status, next, deliveredAt): (DeliveryAttempt, DeliveryStatus, Int64?, Int64?) = switch outcome {
+        case .delivered(let attempt): (attempt, .delivered, nil, now)
+        case .retry(let attempt, let delay): (attempt, .pending, now + delay.milliseconds, nil)
+        case .failed(let attempt): (attempt, .failed, nil, nil)
+        }
+        return try await write { db in
+            let number = try Int.fetchOne(
+                db.cachedStatement(sql: """
+                    UPDATE webhook_deliveries SET attempts = attempts + 1, status = ?, next_attempt_at = ?, delivered_at = ?,
+                        last_status_code = ?, last_error = ?, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND status = 'delivering'
+                    RETURNING attempts
+                    """),
+                arguments: [status.rawValue, next, deliveredAt, attempt.statusCode, attempt.error, now, claimed.delivery.id, claimed.leaseToken]
+            )
+            guard let number else { return false }
+            try db.run(
+                sql: "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, latency_ms, error, dispatcher) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [claimed.delivery.id, number, attempt.at.milliseconds, attempt.statusCode, attempt.latency, attempt.error, attempt.dispatcher]
+            )
+            return true
+        }
+    }
+
+    public func deliveries(job: JobID?, limit: Int) async throws -> [WebhookDelivery] {
+        try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(DeliveryColumn.list) FROM webhook_deliveries WHERE ?1 IS NULL OR job_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                arguments: [job?.rawValue, limit]
+            )
+            return try rows.map { try SQLiteJobStore.delivery($0, log: SQLiteJobStore.attempts(of: $0[DeliveryColumn.id], db)) }
+        }
+    }
+
+    public func redeliver(_ id: String) async throws -> WebhookDelivery {
+        let now = self.now
+        return try await write { db in
+            guard let status = try String.fetchOne(db, sql: "SELECT status FROM webhook_deliveries WHERE id = ?", arguments: [id]) else {
+                throw JobStoreError(.notFound, "no webhook delivery \(id)")
+            }
+            guard status != DeliveryStatus.delivering.rawValue else {
+                throw JobStoreError(.conflict(.reading), "delivery \(id) is being sent right now")
+            }
+            try db.execute(
+                sql: "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [now, now, id]
+            )
+            let row = try Row.fetchOne(db, sql: "SELECT \(DeliveryColumn.list) FROM webhook_deliveries WHERE id = ?", arguments: [id])!
+            return try SQLiteJobStore.delivery(row, log: SQLiteJobStore.attempts(of: id, db))
+        }
+    }
+
+    private enum DeliveryColumn {
+        static let list = "id, job_id, type, url, status, attempts, next_attempt_at, created_at, delivered_at, last_status_code, last_error"
+        static let id = 0
+    }
+
+    private static func delivery(_ row: Row, log: [DeliveryAttempt]) throws -> WebhookDelivery {
+        WebhookDelivery(
+            id: row[0], jobID: JobID(row[1] as String), type: row[2], url: row[3],
+            status: DeliveryStatus(rawValue: row[4]) ?? .pending, attempts: row[5],
+            nextAttemptAt: (row[6] as Int64?).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row[7]),
+            deliveredAt: (row[8] as Int64?).map(Date.init(milliseconds:)), lastStatusCode: row[9], lastError: row[10], log: log
+        )
+    }
+
+    private static func attempts(of id: String, _ db: Database) throws -> [DeliveryAttempt] {
+        try Row.fetchAll(db, sql: "SELECT attempt, at, status_code, latency_ms, error, dispatcher FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt", arguments: [id])
+            .map { DeliveryAttempt(attempt: $0[0], at: Date(milliseconds: $0[1]), statusCode: $0[2], latency: $0[3], error: $0[4], dispatcher: $0[5]) }
     }
 
     // MARK: Notifications
