@@ -51,6 +51,7 @@ let package = Package(
                 "CCurl", "Queue",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The worker: claim loop, leases and heartbeats, cancellation, graceful shutdown.
@@ -67,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "jobctl",
             dependencies: [
-                "Media", "Queue", "QueueSQLite", "Worker",
+                "Media", "Queue", "QueueSQLite", "Worker", "Webhooks",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,6 +77,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue"]),
         .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]

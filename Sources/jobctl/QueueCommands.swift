@@ -48,8 +48,15 @@ struct ShowCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let id = try jobID(id)
-            guard let job = try await database.open().job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
-            if json { try JobFormatting.printJSON(job) } else { print(JobFormatting.details(job)) }
+            let store = try database.open()
+            guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+            let deliveries = try await (store as? any WebhookOutbox)?.deliveries(job: id, limit: 20) ?? []
+            if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
+            print(JobFormatting.details(job))
+            for delivery in deliveries {
+                let last = delivery.log.last.map { $0.statusCode.map { "HTTP \($0)" } ?? ($0.error ?? "no response") } ?? "not sent yet"
+                print("  delivery  \(delivery.id) \(delivery.type): \(delivery.status), \(delivery.attempts) attempt(s), last \(last)")
+            }
         }
     }
 }
@@ -172,3 +179,17 @@ struct MigrateCommand: AsyncParsableCommand {
 }
 
 extension JobStatus: ExpressibleByArgument {}
+
+/// `show --json`: the job JSON plus its webhook deliveries.
+struct ShownJob: Encodable {
+    var job: Job
+    var webhookDeliveries: [WebhookDelivery]
+
+    func encode(to encoder: any Encoder) throws {
+        try job.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(webhookDeliveries, forKey: .webhookDeliveries)
+    }
+
+    enum Key: CodingKey { case webhookDeliveries }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Media
 import Queue
+import Webhooks
 
 struct SubmitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -56,6 +57,9 @@ struct SubmitCommand: AsyncParsableCommand {
     @Flag(help: "Print the job as JSON instead of its id.")
     var json = false
 
+    @Flag(help: "Allow a webhook on loopback or a private network (self-hosted setups). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
+    var allowPrivateWebhooks = false
+
     @Flag(help: "Wait until the job ends; exit 0 completed, 1 failed, 3 cancelled, 4 timed out.")
     var wait = false
 
@@ -99,6 +103,13 @@ struct SubmitCommand: AsyncParsableCommand {
                 }, uniquingKeysWith: { $1 }),
                 webhook: webhook
             )
+            if let webhook {
+                var policy = AddressPolicy.fromEnvironment()
+                if allowPrivateWebhooks { policy.allowPrivate = true }
+                if let refusal = policy.staticRefusal(for: webhook) {
+                    throw CommandFailure.usage("webhook_forbidden: \(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+                }
+            }
             let store = try database.open()
             let (job, created) = try await store.submit(request)
             if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }

@@ -42,6 +42,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var retryDelay = DurationArgument(.seconds(5))
 
+    @OptionGroup var webhooks: WebhookOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
 
@@ -65,9 +66,15 @@ struct WorkerCommand: AsyncParsableCommand {
                 logger: logger
             )
             // The worker returning (after --once, or after draining) ends the process normally.
-            let service = ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)
+            var services = [ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
+            // The webhook dispatcher runs beside it. Services stop in reverse order: the worker
+            // drains first, then the dispatcher delivers what is due (with --once) or in flight.
+            if let outbox = store as? any WebhookOutbox {
+                let dispatcher = try webhooks.dispatcher(outbox: outbox, name: identity.name, drainDue: once ? drain.duration : nil, logger: logger)
+                services.insert(.init(service: dispatcher), at: 0)
+            }
             let group = ServiceGroup(
-                configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             )
             try await group.run()
         }

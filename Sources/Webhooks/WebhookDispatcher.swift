@@ -1,0 +1,189 @@
+import Foundation
+import Logging
+import Queue
+import ServiceLifecycle
+import Synchronization
+
+/// Delivers webhook events from the outbox (SPEC §6), inside every worker or alone (`jobctl
+/// webhooks dispatch`). Claims due events with a lease (a dead dispatcher's events are taken
+/// over), sends them concurrently over libcurl, signs each attempt, records every attempt,
+/// and schedules retries. At-least-once: consumers deduplicate on `webhook-id`.
+public final class WebhookDispatcher: Service {
+    public struct Options: Sendable {
+        public var name: String
+        public var concurrency: Int
+        /// How long a claimed event is ours; above the 15 s request timeout.
+        public var lease: Duration
+        public var pollInterval: Duration
+        public var schedule: DeliverySchedule
+        /// On graceful shutdown, first deliver every event already due (a `worker --once`), for
+        /// at most this long; otherwise only finish what is in flight.
+        public var drainDue: Duration?
+
+        public init(
+            name: String, concurrency: Int = 8, lease: Duration = .seconds(60), pollInterval: Duration = .milliseconds(250),
+            schedule: DeliverySchedule = DeliverySchedule(), drainDue: Duration? = nil
+        ) {
+            self.name = name
+            self.concurrency = concurrency
+            self.lease = lease
+            self.pollInterval = pollInterval
+            self.schedule = schedule
+            self.drainDue = drainDue
+        }
+    }
+
+    private let outbox: any WebhookOutbox
+    private let sender: HTTPSender
+    private let secrets: [WebhookSecret]
+    private let options: Options
+    private let logger: Logger
+    private let stopping = Flag()
+
+    public init(outbox: any WebhookOutbox, sender: HTTPSender, secrets: [WebhookSecret], options: Options, logger: Logger) {
+        self.outbox = outbox
+        self.sender = sender
+        self.secrets = secrets
+        self.options = options
+        var logger = logger
+        logger[metadataKey: "dispatcher"] = "\(options.name)"
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        if secrets.isEmpty {
+            logger.warning("No webhook secret: set JOBCTL_WEBHOOK_SECRET (jobctl webhooks secret makes one); webhooks wait until then")
+        }
+        await withGracefulShutdownHandler {
+            await loop()
+        } onGracefulShutdown: { [stopping] in
+            stopping.value.store(true, ordering: .releasing)
+        }
+    }
+
+    private final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+
+    private final class Wake: Sendable {
+        let finished = Atomic<Int>(0)
+        let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
+        init() { (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1)) }
+    }
+
+    private func loop() async {
+        let wake = Wake()
+        await withDiscardingTaskGroup { group in
+            group.addTask { [pollInterval = options.pollInterval] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: pollInterval)
+                    wake.continuation.yield()
+                }
+            }
+            if let notifying = outbox as? any JobStoreChangeNotifying {
+                group.addTask {
+                    for await _ in notifying.changes() {
+                        wake.continuation.yield()
+                        try? await Task.sleep(for: .milliseconds(2))
+                    }
+                }
+            }
+            var wakeUps = wake.stream.makeAsyncIterator()
+            var busy = 0
+            var drainUntil: ContinuousClock.Instant?
+            while true {
+                busy -= wake.finished.exchange(0, ordering: .relaxed)
+                let stopping = self.stopping.value.load(ordering: .acquiring)
+                if stopping && drainUntil == nil { drainUntil = .now + (options.drainDue ?? .zero) }
+                let claiming = !stopping || (drainUntil.map { ContinuousClock.now < $0 } ?? false)
+                var claimedNone = true
+                if claiming && busy < options.concurrency && !secrets.isEmpty {
+                    do {
+                        let claimed = try await outbox.claimDeliveries(as: options.name, limit: options.concurrency - busy, lease: options.lease)
+                        claimedNone = claimed.isEmpty
+                        for delivery in claimed {
+                            busy += 1
+                            group.addTask { [self] in
+                                await deliver(delivery)
+                                wake.finished.add(1, ordering: .relaxed)
+                                wake.continuation.yield()
+                            }
+                        }
+                    } catch {
+                        logger.error("Claiming webhook deliveries failed", metadata: ["error": "\(error)"])
+                    }
+                }
+                if stopping && busy == 0 && (claimedNone || !claiming) { break }
+                guard await wakeUps.next() != nil else { break }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// One attempt: sign, send, record, schedule.
+    private func deliver(_ claimed: ClaimedDelivery) async {
+        let delivery = claimed.delivery
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let request = HTTPRequest(
+            url: delivery.url,
+            body: claimed.payload,
+            headers: [
+                ("webhook-id", delivery.id),
+                ("webhook-timestamp", "\(timestamp)"),
+                ("webhook-signature", WebhookSignature.sign(id: delivery.id, timestamp: timestamp, body: claimed.payload, secrets: secrets)),
+            ]
+        )
+        let sender = self.sender
+        let startedAt = Date()
+        let response = (try? await onDedicatedThread { sender.post(request) })
+            ?? HTTPResponse(statusCode: nil, retryAfter: nil, latency: .zero, error: "could not start the request", refused: false, body: "")
+        let attempt = DeliveryAttempt(
+            attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
+            latency: Int(response.latency.milliseconds), error: response.error, dispatcher: options.name
+        )
+        let outcome: DeliveryOutcome
+        if response.succeeded {
+            outcome = .delivered(attempt)
+        } else if response.refused {
+            outcome = .failed(DeliveryAttempt(
+                attempt: attempt.attempt, at: attempt.at, statusCode: nil, latency: attempt.latency,
+                error: "webhook_forbidden: \(response.error ?? "refused")", dispatcher: options.name
+            ))
+        } else if let delay = options.schedule.delay(
+            afterAttempt: attempt.attempt, eventAge: .milliseconds(Int64(Date().timeIntervalSince(delivery.createdAt) * 1000)),
+            retryAfter: response.retryAfter
+        ) {
+            outcome = .retry(attempt, after: delay)
+        } else {
+            outcome = .failed(attempt)
+        }
+        var metadata: Logger.Metadata = [
+            "webhook.id": "\(delivery.id)", "job.id": "\(delivery.jobID)", "webhook.attempt": "\(attempt.attempt)",
+            "webhook.latency_ms": "\(attempt.latency)", "webhook.url": "\(JobRequest.redactingCredentials(delivery.url))",
+        ]
+        if let status = response.statusCode { metadata["http.status"] = "\(status)" }
+        if let error = attempt.error { metadata["error"] = "\(error)" }
+        switch outcome {
+        case .delivered: logger.info("Webhook delivered", metadata: metadata)
+        case .retry(_, let delay): logger.warning("Webhook attempt failed; retrying", metadata: metadata.merging(["retry.in": "\(delay)"]) { $1 })
+        case .failed: logger.error("Webhook delivery failed for good", metadata: metadata)
+        }
+        do {
+            if try await !outbox.record(claimed, outcome: outcome) {
+                logger.warning("Webhook lease lost while sending; another dispatcher owns it now", metadata: metadata)
+            }
+        } catch {
+            logger.error("Recording a webhook attempt failed; it will be sent again after its lease", metadata: metadata)
+        }
+    }
+}
+
+/// Runs blocking work (a libcurl request) on a thread of its own, off the concurrency pool.
+func onDedicatedThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.name = "jobctl.webhook"
+        thread.start()
+    }
+}
