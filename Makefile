@@ -26,21 +26,30 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# The main job on the embedded default: make a sample clip with our own writer, submit
-# `--preset low --range 1s+3s` to a fresh job database, run a worker until the queue is empty,
-# and show the finished job and what it produced.
+# The main job on the embedded default: make a sample clip with our own writer, start a local
+# webhook receiver (it checks signatures itself), submit `--preset low --range 1s+3s` with a
+# webhook to a fresh job database, run a worker until the queue is empty, and show the
+# finished job, its output, and the webhook the receiver got.
 demo: build
-	@mkdir -p $(DEMO) && rm -f $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4
+	@mkdir -p $(DEMO) && rm -f $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4 $(DEMO)/webhooks.jsonl
 	@echo "== jobctl sample $(DEMO)/talk.mp4"
 	@$(JOBCTL) sample $(DEMO)/talk.mp4
-	@echo "== jobctl submit $(DEMO)/talk.mp4 --preset low --range 1s+3s -o $(DEMO)/clip.mp4"
-	@id=$$($(JOBCTL) submit $(DEMO)/talk.mp4 --db $(DEMO)/jobs.sqlite --preset low --range 1s+3s -o $(DEMO)/clip.mp4) && echo "$$id" && \
+	@export JOBCTL_WEBHOOK_SECRET=$$($(JOBCTL) webhooks secret); \
+	python3 scripts/webhook-receiver.py --secret "$$JOBCTL_WEBHOOK_SECRET" --log $(DEMO)/webhooks.jsonl --port 0 > $(DEMO)/receiver.out & \
+	receiver=$$!; trap "kill -9 $$receiver 2>/dev/null" EXIT; \
+	while ! grep -q listening $(DEMO)/receiver.out 2>/dev/null; do sleep 0.1; done; \
+	port=$$(cut -d' ' -f2 $(DEMO)/receiver.out) && \
+	echo "== jobctl submit $(DEMO)/talk.mp4 --preset low --range 1s+3s -o $(DEMO)/clip.mp4 --webhook http://127.0.0.1:$$port/hooks/export" && \
+	id=$$($(JOBCTL) submit $(DEMO)/talk.mp4 --db $(DEMO)/jobs.sqlite --preset low --range 1s+3s -o $(DEMO)/clip.mp4 \
+		--webhook http://127.0.0.1:$$port/hooks/export --allow-private-webhooks) && echo "$$id" && \
 	echo "== jobctl worker --once" && \
-	$(JOBCTL) worker --db $(DEMO)/jobs.sqlite --once && \
+	$(JOBCTL) worker --db $(DEMO)/jobs.sqlite --once --allow-private-webhooks && \
 	echo "== jobctl show $$id" && \
 	$(JOBCTL) show "$$id" --db $(DEMO)/jobs.sqlite && \
 	echo "== jobctl probe $(DEMO)/clip.mp4" && \
-	$(JOBCTL) probe $(DEMO)/clip.mp4
+	$(JOBCTL) probe $(DEMO)/clip.mp4 && \
+	echo "== the webhook the receiver got ($(DEMO)/webhooks.jsonl)" && \
+	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); b=json.loads(r["body"]); print("POST", r["path"], "webhook-id", r["id"], "signature", "valid" if r["valid"] else "INVALID"); d=b["data"]; print(json.dumps({"type": b["type"], "timestamp": b["timestamp"], "data": {"id": d["id"], "status": d["status"], "output": d["output"], "result": {k: d["result"][k] for k in ("bytes", "duration", "actualRange")}, "…": "the whole job JSON"}}, indent=2))' $(DEMO)/webhooks.jsonl
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle).
 test: test-deps

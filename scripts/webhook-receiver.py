@@ -49,6 +49,9 @@ def main():
     state = {"count": 0}
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: senders may reuse connections
+        disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
+
         def log_message(self, *_):
             pass
 

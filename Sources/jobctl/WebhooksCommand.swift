@@ -114,6 +114,9 @@ struct WebhookOptions: ParsableArguments {
     @Option(help: .hidden)
     var webhookRetryScale: Double = 1
 
+    @Option(help: "Webhook requests a dispatcher sends at once.")
+    var webhookConcurrency = 8
+
     /// The request timeout (15 s; tests shorten it).
     @Option(help: .hidden)
     var webhookTimeout = DurationArgument(.seconds(15))
@@ -130,7 +133,7 @@ struct WebhookOptions: ParsableArguments {
         guard webhookRetryScale > 0 else { throw CommandFailure.usage("--webhook-retry-scale must be positive") }
         return WebhookDispatcher(
             outbox: outbox, sender: HTTPSender(policy: policy, timeout: webhookTimeout.duration), secrets: secrets,
-            options: .init(name: name, schedule: DeliverySchedule(scale: webhookRetryScale), drainDue: drainDue),
+            options: .init(name: name, concurrency: max(1, webhookConcurrency), schedule: DeliverySchedule(scale: webhookRetryScale), drainDue: drainDue),
             logger: logger
         )
     }

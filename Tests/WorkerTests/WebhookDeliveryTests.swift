@@ -107,7 +107,9 @@ struct WebhookDeliveryTests {
         let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
         defer { receiver.stop() }
         let input = try await Fixtures.shared.path(.basic)
-        let completed = try await setup.submit(input, ["--preset", "low", "--range", "0+1s", "-o", setup.directory.file("ok.mp4"), "--webhook", receiver.url()])
+        // Credentials in the URL are sent as basic auth and shown nowhere.
+        let withCredentials = receiver.url().replacingOccurrences(of: "http://", with: "http://hook-user:hunter2@")
+        let completed = try await setup.submit(input, ["--preset", "low", "--range", "0+1s", "-o", setup.directory.file("ok.mp4"), "--webhook", withCredentials])
         let failed = try await setup.submit(setup.directory.file("missing.mov"), ["--preset", "low", "--webhook", receiver.url()])
         let cancelled = try await setup.submit(input, ["--preset", "low", "--webhook", receiver.url(), "-o", setup.directory.file("c.mp4")])
         _ = try await Jobctl.run(["cancel", cancelled.rawValue, "--db", setup.db])
@@ -120,6 +122,7 @@ struct WebhookDeliveryTests {
         #expect(records.allSatisfy { $0["valid"] as? Bool == true }, "a signature did not verify")
         let byJob = Dictionary(records.map { ($0["jobId"] as? String ?? "", $0) }, uniquingKeysWith: { a, _ in a })
         #expect(byJob[completed.rawValue]?["type"] as? String == "job.completed" && byJob[completed.rawValue]?["jobStatus"] as? String == "completed")
+        #expect(byJob[completed.rawValue]?["authorization"] as? String == "Basic " + Data("hook-user:hunter2".utf8).base64EncodedString())
         #expect(byJob[failed.rawValue]?["type"] as? String == "job.failed")
         #expect(byJob[cancelled.rawValue]?["type"] as? String == "job.cancelled")
         #expect(byJob[silent.rawValue] == nil)
@@ -132,6 +135,8 @@ struct WebhookDeliveryTests {
         let show = try await Jobctl.run(["show", completed.rawValue, "--db", setup.db, "--json"])
         let deliveries = try #require((try Jobctl.json(show) as? [String: Any])?["webhookDeliveries"] as? [[String: Any]])
         #expect(deliveries.first?["status"] as? String == "delivered" && deliveries.first?["id"] as? String == byJob[completed.rawValue]?["id"] as? String)
+        #expect(!show.stdoutText.contains("hunter2") && !worker.log.contains("hunter2") && !body.contains("hunter2"), "credentials leaked")
+        #expect(show.stdoutText.contains(receiver.url()))
     }
 
     @Test func failuresAreRetriedWithTheSameWebhookID() async throws {

@@ -1,0 +1,333 @@
+import Foundation
+import Testing
+import Webhooks
+
+/// A tiny HTTP receiver in Python (the standard library only), on 127.0.0.1 with a port of the
+/// kernel's choosing. It prints the port, then one JSON line per request it received (before it
+/// answers), so a test knows exactly what arrived. Paths: `/slow` answers after 3 s,
+/// `/redirect` answers 301 to `/ok`, `/busy` answers 503 with `Retry-After: 7`, anything
+/// else 200 with `ok`.
+final class Receiver: @unchecked Sendable {
+    struct Request: Sendable {
+        var method: String
+        var path: String
+        var headers: [(name: String, value: String)]
+        var body: Data
+
+        func header(_ name: String) -> [String] { headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value) }
+    }
+
+    static let script = #"""
+        import base64, json, sys, time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                record = {"method": self.command, "path": self.path,
+                          "headers": [[k, v] for k, v in self.headers.items()],
+                          "body": base64.b64encode(body).decode()}
+                sys.stdout.write(json.dumps(record) + "\n")
+                sys.stdout.flush()
+                path = self.path.split("?")[0]
+                if path == "/slow":
+                    time.sleep(3)
+                    self.reply(200, [], b"late")
+                elif path == "/redirect":
+                    self.reply(301, [("Location", "/ok")], b"moved")
+                elif path == "/busy":
+                    self.reply(503, [("Retry-After", "7")], b"busy")
+                else:
+                    self.reply(200, [], b"ok")
+
+            def reply(self, code, headers, body):
+                try:
+                    self.send_response(code)
+                    for name, value in headers:
+                        self.send_header(name, value)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_POST = handle_any
+            do_GET = handle_any
+            do_PUT = handle_any
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
+        """#
+
+    private let process = Process()
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private(set) var port = 0
+
+    init() throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", Receiver.script]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = output.fileHandleForReading
+        let thread = Thread { [self] in
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    lock.withLock { lines.append(line) }
+                }
+            }
+        }
+        thread.start()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let first = lock.withLock({ lines.first }), let port = Int(first) {
+                self.port = port
+                return
+            }
+            guard process.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        stop()
+        throw ReceiverError(reason: "the Python receiver did not start (is python3 on PATH?)")
+    }
+
+    struct ReceiverError: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
+
+    func url(_ path: String, host: String = "127.0.0.1") -> String { "http://\(host):\(port)\(path)" }
+
+    /// What arrived so far.
+    var requests: [Request] {
+        lock.withLock { Array(lines.dropFirst()) }.compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            let headers = (object["headers"] as? [[String]] ?? []).map { (name: $0[0], value: $0[1]) }
+            return Request(
+                method: object["method"] as? String ?? "", path: object["path"] as? String ?? "", headers: headers,
+                body: Data(base64Encoded: object["body"] as? String ?? "") ?? Data()
+            )
+        }
+    }
+
+    /// Waits (a little) until `count` requests arrived; the receiver logs before answering,
+    /// so a sender that got its answer only waits for the pipe.
+    func waitForRequests(_ count: Int, timeout: TimeInterval = 5) async -> [Request] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let requests = self.requests
+            if requests.count >= count { return requests }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return requests
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
+
+/// `HTTPSender.post` blocks: run it on a thread of its own, off the test's executor.
+func post(_ sender: HTTPSender, _ request: HTTPRequest) async -> HTTPResponse {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: sender.post(request)) }
+        thread.start()
+    }
+}
+
+/// HTTPSender against a real HTTP server on this host (SPEC §6): the exact body and headers,
+/// the address guard on connect, no redirects, Retry-After, the timeout.
+@Suite("HTTPSender", .serialized)
+struct HTTPSenderTests {
+    static let open = AddressPolicy(allowPrivate: true)
+    static let body = Data(#"{"data":{"note":"ünïcode ✓ \"quoted\"","n":2432232314},"timestamp":"2026-01-01T00:00:00.123Z","type":"job.completed"}"#.utf8)
+
+    static func request(_ url: String, body: Data = HTTPSenderTests.body) -> HTTPRequest {
+        let id = "msg_test\(UInt32.random(in: 0...UInt32.max))"
+        let timestamp: Int64 = 1_767_225_600
+        let secret = WebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")!
+        return HTTPRequest(url: url, body: body, headers: [
+            ("webhook-id", id), ("webhook-timestamp", "\(timestamp)"),
+            ("webhook-signature", WebhookSignature.sign(id: id, timestamp: timestamp, body: body, secrets: [secret])),
+        ])
+    }
+
+    @Test("allowPrivate: a POST gets 200, and the receiver got the exact body and headers")
+    func delivered() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let request = Self.request(receiver.url("/hooks/jobctl?x=1&y=%C3%BC"))
+        let response = await post(HTTPSender(policy: Self.open), request)
+        #expect(response.statusCode == 200, "\(response.error ?? "")")
+        #expect(response.succeeded)
+        #expect(response.error == nil)
+        #expect(response.refused == false)
+        #expect(response.retryAfter == nil)
+        #expect(response.body == "ok")
+        #expect(response.latency > .zero && response.latency < .seconds(5))
+
+        let received = await receiver.waitForRequests(1)
+        try #require(received.count == 1, "one request arrived: \(received.map(\.path))")
+        let got = received[0]
+        #expect(got.method == "POST")
+        #expect(got.path == "/hooks/jobctl?x=1&y=%C3%BC")
+        #expect(got.body == Self.body, "the exact bytes: \(String(decoding: got.body, as: UTF8.self))")
+        for (name, value) in request.headers {
+            #expect(got.header(name) == [value], "\(name): \(got.header(name))")
+        }
+        #expect(got.header("content-type") == ["application/json"])
+        #expect(got.header("content-length") == ["\(Self.body.count)"])
+        #expect(got.header("expect") == [], "no Expect: 100-continue")
+        // The signature the receiver got verifies over the bytes it got.
+        let secret = WebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")!
+        let verified = WebhookSignature.verify(
+            id: got.header("webhook-id").first ?? "", timestamp: Int64(got.header("webhook-timestamp").first ?? "") ?? 0, body: got.body,
+            header: got.header("webhook-signature").first ?? "", secrets: [secret]
+        )
+        #expect(verified)
+
+        // Again with the same sender (a reused connection): the same exact bytes.
+        let second = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/again")))
+        #expect(second.statusCode == 200)
+        let both = await receiver.waitForRequests(2)
+        #expect(both.map(\.path) == ["/hooks/jobctl?x=1&y=%C3%BC", "/again"])
+        #expect(both.last?.body == Self.body)
+    }
+
+    @Test("the same sender, many requests: every one arrives once, in order")
+    func reusedSender() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let sender = HTTPSender(policy: Self.open)
+        for index in 0..<5 {
+            let body = Data(#"{"index":\#(index)}"#.utf8)
+            let response = await post(sender, Self.request(receiver.url("/n/\(index)"), body: body))
+            #expect(response.statusCode == 200)
+        }
+        let received = await receiver.waitForRequests(5)
+        #expect(received.map(\.path) == (0..<5).map { "/n/\($0)" })
+        #expect(received.map { String(decoding: $0.body, as: UTF8.self) } == (0..<5).map { #"{"index":\#($0)}"# })
+    }
+
+    @Test("the default policy refuses 127.0.0.1: nothing reaches the receiver")
+    func refusedLoopback() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let response = await post(HTTPSender(policy: AddressPolicy()), Self.request(receiver.url("/refused")))
+        #expect(response.refused)
+        #expect(response.statusCode == nil)
+        #expect(response.succeeded == false)
+        #expect(response.error?.contains("loopback") == true, "the error says why: \(response.error ?? "nil")")
+        // A request that may pass, after: the receiver saw only that one.
+        let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
+        #expect(control.statusCode == 200)
+        let received = await receiver.waitForRequests(1)
+        #expect(received.map(\.path) == ["/control"], "the refused request never arrived")
+    }
+
+    @Test("a name that resolves to loopback (localhost) is refused at connect time")
+    func refusedLocalhost() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let response = await post(HTTPSender(policy: AddressPolicy()), Self.request(receiver.url("/refused", host: "localhost")))
+        #expect(response.refused)
+        #expect(response.statusCode == nil)
+        #expect(response.error?.contains("loopback") == true, "\(response.error ?? "nil")")
+        // The same name with the guard lifted connects: the refusal was the guard's.
+        let allowed = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/allowed", host: "localhost")))
+        #expect(allowed.statusCode == 200, "\(allowed.error ?? "")")
+        #expect(allowed.refused == false)
+        let received = await receiver.waitForRequests(1)
+        #expect(received.map(\.path) == ["/allowed"])
+    }
+
+    @Test("a 301 is a failure with its status; the redirect is not followed")
+    func redirectNotFollowed() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let response = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/redirect")))
+        #expect(response.statusCode == 301)
+        #expect(response.succeeded == false)
+        #expect(response.refused == false)
+        #expect(response.error != nil, "a redirect is an error in the delivery log")
+        #expect(response.error?.contains("301") == true, "\(response.error ?? "nil")")
+        let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
+        #expect(control.statusCode == 200)
+        let received = await receiver.waitForRequests(2)
+        #expect(received.map(\.path) == ["/redirect", "/control"], "one request for the 301, none to its Location")
+    }
+
+    @Test("503 with Retry-After: 7 gives retryAfter 7 s")
+    func retryAfter() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let response = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/busy")))
+        #expect(response.statusCode == 503)
+        #expect(response.succeeded == false)
+        #expect(response.retryAfter == .seconds(7))
+        #expect(response.error?.contains("503") == true, "\(response.error ?? "nil")")
+        #expect(response.body == "busy")
+        // A later answer without Retry-After on the same sender has none.
+        let sender = HTTPSender(policy: Self.open)
+        _ = await post(sender, Self.request(receiver.url("/busy")))
+        let ok = await post(sender, Self.request(receiver.url("/ok")))
+        #expect(ok.statusCode == 200)
+        #expect(ok.retryAfter == nil)
+    }
+
+    @Test("a receiver slower than the timeout: a timeout error, no status")
+    func timeout() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let started = ContinuousClock.now
+        let response = await post(HTTPSender(policy: Self.open, timeout: .seconds(1)), Self.request(receiver.url("/slow")))
+        let elapsed = ContinuousClock.now - started
+        #expect(response.statusCode == nil)
+        #expect(response.succeeded == false)
+        #expect(response.refused == false)
+        #expect(response.error?.lowercased().contains("timeout") == true || response.error?.lowercased().contains("timed out") == true,
+                "\(response.error ?? "nil")")
+        #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900), "gave up after about 1 s: \(elapsed)")
+        let received = await receiver.waitForRequests(1)
+        #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
+    }
+
+    @Test("only http and https: another scheme sends nothing")
+    func otherSchemes() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        for url in ["ftp://127.0.0.1:\(receiver.port)/x", "gopher://127.0.0.1:\(receiver.port)/x", "dict://127.0.0.1:\(receiver.port)/x"] {
+            let response = await post(HTTPSender(policy: Self.open), Self.request(url))
+            #expect(response.statusCode == nil, "\(url)")
+            #expect(response.succeeded == false, "\(url)")
+            #expect(response.error != nil, "\(url)")
+        }
+        let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
+        #expect(control.statusCode == 200)
+        try? await Task.sleep(for: .milliseconds(100))
+        let received = await receiver.waitForRequests(1)
+        #expect(received.map(\.path) == ["/control"])
+    }
+}
