@@ -408,6 +408,12 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                     leaseToken: row["lease_token"], dispatcher: dispatcher
                 )
             }
+            // RETURNING gives rows in no particular order: longest due first.
+            .sorted { a, b in
+                let dueA = a.delivery.nextAttemptAt ?? a.delivery.createdAt
+                let dueB = b.delivery.nextAttemptAt ?? b.delivery.createdAt
+                return (dueA, a.delivery.createdAt, a.delivery.id) < (dueB, b.delivery.createdAt, b.delivery.id)
+            }
         }
     }
 
@@ -458,7 +464,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 throw JobStoreError(.conflict(.reading), "delivery \(id) is being sent right now")
             }
             try db.execute(
-                sql: "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ?",
+                sql: "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, delivered_at = NULL, updated_at = ? WHERE id = ?",
                 arguments: [now, now, id]
             )
             let row = try Row.fetchOne(db, sql: "SELECT \(DeliveryColumn.list) FROM webhook_deliveries WHERE id = ?", arguments: [id])!

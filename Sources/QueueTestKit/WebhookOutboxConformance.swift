@@ -349,6 +349,7 @@ enum OutboxChecks {
         #expect(nothing.map(\.job.input) == [])
         #expect(try await h.fetch(abandoned.id).error?.code == "lease_lost")
         try await h.expectEvents(abandoned, ["job.failed"], "lease lost on the last attempt")
+        expected += 1
         if let event = try await h.events(abandoned.id).first {
             let claimed = try await h.claimEvents(
                 try await h.store.deliveries(job: nil, limit: 100).reversed().map(\.id), limit: 100, "every event written so far is due"

@@ -119,7 +119,9 @@ public final class HTTPSender: Sendable {
         var status = 0
         ccurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         let body = String(decoding: context.body, as: UTF8.self)
-        if let refusal = context.refusal {
+        // Refused only if nothing got through: curl may skip a forbidden address of a host and
+        // connect to an allowed one.
+        if code != CURLE_OK, let refusal = context.refusal {
             return HTTPResponse(statusCode: nil, retryAfter: nil, latency: latency, error: "refused: \(host) resolves to \(refusal)", refused: true, body: "")
         }
         guard code == CURLE_OK else {

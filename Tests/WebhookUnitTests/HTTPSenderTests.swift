@@ -18,8 +18,16 @@ final class Receiver: @unchecked Sendable {
     }
 
     static let script = #"""
-        import base64, json, sys, time
+        import base64, json, os, signal, sys, threading, time
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        # A child of a test process may inherit blocked signals; and if the test process dies,
+        # its end of stdin closes: exit then, never linger.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, range(1, signal.NSIG))
+        def watch_parent():
+            sys.stdin.buffer.read()
+            os._exit(0)
+        threading.Thread(target=watch_parent, daemon=True).start()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -69,6 +77,8 @@ final class Receiver: @unchecked Sendable {
         """#
 
     private let process = Process()
+    /// The receiver's stdin: it exits when this closes (when the test process ends, at the latest).
+    private let input = Pipe()
     private let lock = NSLock()
     private var lines: [String] = []
     private(set) var port = 0
@@ -78,6 +88,7 @@ final class Receiver: @unchecked Sendable {
         process.arguments = ["python3", "-c", Receiver.script]
         let output = Pipe()
         process.standardOutput = output
+        process.standardInput = input
         process.standardError = FileHandle.nullDevice
         try process.run()
         let handle = output.fileHandleForReading
@@ -139,11 +150,14 @@ final class Receiver: @unchecked Sendable {
         return requests
     }
 
+    /// Kills the receiver. Not `terminate()` + `waitUntilExit()`: the child may have inherited
+    /// a blocked SIGTERM, and `waitUntilExit` spins off the main thread on Linux.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.close()
+        kill(process.processIdentifier, SIGKILL)
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
     }
 
     deinit { stop() }
