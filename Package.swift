@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit"]),
         .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,19 +1,7 @@
 import Foundation
+import QueueTestKit
 import Testing
 import Webhooks
-
-/// A seeded generator (SplitMix64), so jittered delays are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The delivery retry schedule (SPEC §6): 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every
 /// 2 h until 24 h after the event, ±10 % jitter; Retry-After within 1 s…2 h, never undercut.
@@ -28,7 +16,7 @@ struct DeliveryScheduleTests {
     @Test("the delays after attempts 1…6, then 2 h, within ±10 %")
     func delays() throws {
         let schedule = DeliverySchedule()
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for (attempt, base) in Self.expected {
             var samples: [Double] = []
             for _ in 0..<200 {
@@ -46,7 +34,7 @@ struct DeliveryScheduleTests {
     @Test("without jitter, the exact schedule")
     func exact() {
         let schedule = DeliverySchedule(jitter: 0)
-        var generator = SeededGenerator(seed: 1)
+        var generator = SplitMix64(seed: 1)
         for (attempt, base) in Self.expected {
             let delay = schedule.delay(afterAttempt: attempt, eventAge: .zero, retryAfter: nil, using: &generator)
             #expect(delay == .seconds(base), "attempt \(attempt)")
@@ -56,7 +44,7 @@ struct DeliveryScheduleTests {
     @Test("the same seed gives the same delays")
     func reproducible() {
         let schedule = DeliverySchedule()
-        var a = SeededGenerator(seed: 7), b = SeededGenerator(seed: 7), c = SeededGenerator(seed: 8)
+        var a = SplitMix64(seed: 7), b = SplitMix64(seed: 7), c = SplitMix64(seed: 8)
         let first = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &a) }
         let second = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &b) }
         let other = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &c) }
@@ -67,7 +55,7 @@ struct DeliveryScheduleTests {
     @Test("nil once the next attempt would come more than 24 h after the event")
     func givesUpAfter24Hours() {
         let schedule = DeliverySchedule()
-        var generator = SeededGenerator(seed: 3)
+        var generator = SplitMix64(seed: 3)
         let hour = Duration.seconds(3600)
         for _ in 0..<50 {
             #expect(schedule.delay(afterAttempt: 7, eventAge: hour * 23.5, retryAfter: nil, using: &generator) == nil, "23.5 h + 2 h")
@@ -96,7 +84,7 @@ struct DeliveryScheduleTests {
     @Test("Retry-After is used, clamped to 1 s…2 h")
     func retryAfter() throws {
         let exact = DeliverySchedule(jitter: 0)
-        var generator = SeededGenerator(seed: 5)
+        var generator = SplitMix64(seed: 5)
         #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7), "instead of 5 s")
         #expect(exact.delay(afterAttempt: 6, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7), "instead of 1 h")
         #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .zero, using: &generator) == .seconds(1), "0 s → 1 s")
@@ -116,7 +104,7 @@ struct DeliveryScheduleTests {
     @Test("scale multiplies the delays and the 24 h limit")
     func scale() {
         let schedule = DeliverySchedule(scale: 0.01, jitter: 0)
-        var generator = SeededGenerator(seed: 9)
+        var generator = SplitMix64(seed: 9)
         let scaled: [(Int, Duration)] = [
             (1, .milliseconds(50)), (2, .milliseconds(300)), (3, .milliseconds(1200)), (4, .seconds(6)), (5, .seconds(18)), (6, .seconds(36)),
             (7, .seconds(72)), (9, .seconds(72)),
