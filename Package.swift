@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -34,7 +35,7 @@ let package = Package(
         // The job model, the status state machine, the retry policy and the JobStore protocol.
         .target(name: "Queue"),
         // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
-        .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite")]),
+        .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite"), .embedInCode("postgres")]),
         // The job table in SQLite (GRDB), for one host.
         .target(
             name: "QueueSQLite",
@@ -42,6 +43,15 @@ let package = Package(
         ),
         // The JobStore conformance suite, written once and run against every store.
         .target(name: "QueueTestKit", dependencies: ["Queue"]),
+        // The job table in PostgreSQL (postgres-nio), for a fleet of hosts.
+        .target(
+            name: "QueuePostgres",
+            dependencies: [
+                "Queue", "QueueMigrations",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // libcurl through typed shims for its variadic setopt.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Webhooks: Standard Webhooks signing, the address guard, the libcurl sender, the dispatcher.
@@ -68,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "jobctl",
             dependencies: [
-                "Media", "Queue", "QueueSQLite", "Worker", "Webhooks",
+                "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,9 +86,9 @@ let package = Package(
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
         .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "MediaTestKit"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -16,4 +16,8 @@ public enum Migrations {
         Migration("0001_jobs", PackageResources._001_jobs_sqlite_sql),
         Migration("0002_webhooks", PackageResources._002_webhooks_sqlite_sql),
     ]
+
+    public static let postgres: [Migration] = [
+        Migration("0001_jobs", PackageResources._001_jobs_postgres_sql),
+    ]
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Queue
+import QueuePostgres
 import QueueSQLite
 
 /// Where the job table is: `--db` or `JOBCTL_DB` (SPEC §2).
@@ -19,15 +20,22 @@ struct DatabaseOptions: ParsableArguments {
         database ?? ProcessInfo.processInfo.environment["JOBCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "jobs.sqlite"
     }
 
-    /// Opens (and migrates) the store.
-    func open() throws -> any JobStore {
+    /// Opens (and migrates) the store, runs `body` with it, and closes it. A PostgreSQL
+    /// store's connection pool runs meanwhile.
+    func withStore<T>(_ body: (any JobStore) async throws -> T) async throws -> T {
         let location = self.location
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-            throw CommandFailure.usage("PostgreSQL job databases are not supported by this version yet; use a SQLite file")
+            let store = try PostgresJobStore(url: location)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.run() }
+                defer { group.cancelAll() }
+                try await store.migrate()
+                return try await body(store)
+            }
         }
         let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
         guard !path.isEmpty else { throw CommandFailure.usage("--db sqlite: needs a file path") }
-        return try SQLiteJobStore(path: path)
+        return try await body(try SQLiteJobStore(path: path))
     }
 }
 

@@ -20,7 +20,7 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let jobs = try await database.open().jobs(status: status, limit: max(1, limit))
+            let jobs = try await database.withStore { try await $0.jobs(status: status, limit: max(1, limit)) }
             if json { return try JobFormatting.printJSON(jobs) }
             if jobs.isEmpty { Terminal.printError("no jobs" + (status.map { " \($0)" } ?? "")) }
             for job in jobs { print(JobFormatting.line(job)) }
@@ -48,9 +48,10 @@ struct ShowCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let id = try jobID(id)
-            let store = try database.open()
-            guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
-            let deliveries = try await (store as? any WebhookOutbox)?.deliveries(job: id, limit: 20) ?? []
+            let (job, deliveries) = try await database.withStore { store in
+                guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+                return (job, try await (store as? any WebhookOutbox)?.deliveries(job: id, limit: 20) ?? [])
+            }
             if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
             print(JobFormatting.details(job))
             for delivery in deliveries {
@@ -76,7 +77,8 @@ struct CancelCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            switch try await database.open().cancel(try jobID(id)) {
+            let id = try jobID(id)
+            switch try await database.withStore({ try await $0.cancel(id) }) {
             case .cancelled(let job):
                 print("\(job.id): cancelled")
             case .requested(let job):
@@ -101,7 +103,8 @@ struct RetryCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let job = try await database.open().retry(try jobID(id))
+            let id = try jobID(id)
+            let job = try await database.withStore { try await $0.retry(id) }
             print("\(job.id): queued again (attempt \(job.attempt + 1) of \(job.maxAttempts))")
         }
     }
@@ -132,7 +135,8 @@ struct WaitCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            try await WaitCommand.waitFor(try jobID(id), store: try database.open(), timeout: timeout?.duration, json: json)
+            let id = try jobID(id)
+            try await database.withStore { try await WaitCommand.waitFor(id, store: $0, timeout: timeout?.duration, json: json) }
         }
     }
 
@@ -172,7 +176,7 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            try await database.open().migrate()
+            try await database.withStore { try await $0.migrate() }
             print("\(database.location): schema up to date")
         }
     }

@@ -110,13 +110,14 @@ struct SubmitCommand: AsyncParsableCommand {
                     throw CommandFailure.usage("webhook_forbidden: \(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
                 }
             }
-            let store = try database.open()
-            let (job, created) = try await store.submit(request)
-            if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }
-            if json && !wait { try JobFormatting.printJSON(job) } else if !wait { print(job.id) }
-            if wait {
-                if !json { Terminal.printError("submitted \(job.id); waiting") }
-                try await WaitCommand.waitFor(job.id, store: store, timeout: timeout?.duration, json: json)
+            try await database.withStore { store in
+                let (job, created) = try await store.submit(request)
+                if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }
+                if json && !wait { try JobFormatting.printJSON(job) } else if !wait { print(job.id) }
+                if wait {
+                    if !json { Terminal.printError("submitted \(job.id); waiting") }
+                    try await WaitCommand.waitFor(job.id, store: store, timeout: timeout?.duration, json: json)
+                }
             }
         }
     }

@@ -35,7 +35,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             _ = global.bootstrapLogging()
             try await reportingFailures {
-                let deliveries = try await outbox(database).deliveries(job: try job.map(jobID), limit: max(1, limit))
+                let job = try job.map(jobID)
+                let deliveries = try await WebhooksCommand.withOutbox(database) { try await $0.deliveries(job: job, limit: max(1, limit)) }
                 if json { return try JobFormatting.printJSON(deliveries) }
                 if deliveries.isEmpty { Terminal.printError("no webhook deliveries") }
                 for delivery in deliveries {
@@ -62,7 +63,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             _ = global.bootstrapLogging()
             try await reportingFailures {
-                let delivery = try await outbox(database).redeliver(id)
+                let delivery = try await WebhooksCommand.withOutbox(database) { try await $0.redeliver(id) }
                 print("\(delivery.id): queued for delivery to \(JobRequest.redactingCredentials(delivery.url))")
             }
         }
@@ -90,18 +91,20 @@ struct WebhooksCommand: AsyncParsableCommand {
             let logger = global.bootstrapLogging(defaultLevel: .info)
             try await reportingFailures {
                 let host = ProcessInfo.processInfo.hostName
-                let dispatcher = try webhookOptions.dispatcher(outbox: outbox(database), name: "\(host)-\(ProcessInfo.processInfo.processIdentifier)", drainDue: nil, logger: logger)
-                let group = ServiceGroup(configuration: .init(services: [dispatcher], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-                try await group.run()
+                try await WebhooksCommand.withOutbox(database) { outbox in
+                    let dispatcher = try webhookOptions.dispatcher(outbox: outbox, name: "\(host)-\(ProcessInfo.processInfo.processIdentifier)", drainDue: nil, logger: logger)
+                    let group = ServiceGroup(configuration: .init(services: [dispatcher], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                    try await group.run()
+                }
             }
         }
     }
 
-    static func outbox(_ database: DatabaseOptions) throws -> any WebhookOutbox {
-        guard let outbox = try database.open() as? any WebhookOutbox else {
-            throw CommandFailure.usage("this job database has no webhook outbox")
+    static func withOutbox<T>(_ database: DatabaseOptions, _ body: (any WebhookOutbox) async throws -> T) async throws -> T {
+        try await database.withStore { store in
+            guard let outbox = store as? any WebhookOutbox else { throw CommandFailure.usage("this job database has no webhook outbox") }
+            return try await body(outbox)
         }
-        return outbox
     }
 }
 

@@ -54,29 +54,32 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.bootstrapLogging(defaultLevel: .info)
         try await reportingFailures {
-            let store = try database.open()
-            let host = ProcessInfo.processInfo.hostName
-            let pid = ProcessInfo.processInfo.processIdentifier
-            let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
-            let worker = Worker(
-                store: store,
-                options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration,
-                    retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600)))),
-                identity: identity,
-                logger: logger
-            )
-            // The worker returning (after --once, or after draining) ends the process normally.
-            var services = [ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
-            // The webhook dispatcher runs beside it. Services stop in reverse order: the worker
-            // drains first, then the dispatcher delivers what is due (with --once) or in flight.
-            if let outbox = store as? any WebhookOutbox {
-                let dispatcher = try webhooks.dispatcher(outbox: outbox, name: identity.name, drainDue: once ? drain.duration : nil, logger: logger)
-                services.insert(.init(service: dispatcher), at: 0)
-            }
-            let group = ServiceGroup(
-                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-            )
-            try await group.run()
+            try await database.withStore { store in try await runWorker(store, logger: logger) }
         }
+    }
+
+    private func runWorker(_ store: any JobStore, logger: Logger) async throws {
+        let host = ProcessInfo.processInfo.hostName
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
+        let worker = Worker(
+            store: store,
+            options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration,
+                retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600)))),
+            identity: identity,
+            logger: logger
+        )
+        // The worker returning (after --once, or after draining) ends the process normally.
+        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
+        // The webhook dispatcher runs beside it. Services stop in reverse order: the worker
+        // drains first, then the dispatcher delivers what is due (with --once) or in flight.
+        if let outbox = store as? any WebhookOutbox {
+            let dispatcher = try webhooks.dispatcher(outbox: outbox, name: identity.name, drainDue: once ? drain.duration : nil, logger: logger)
+            services.insert(.init(service: dispatcher), at: 0)
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await group.run()
     }
 }
