@@ -15,6 +15,43 @@ public struct WorkerIdentity: Sendable, Hashable, Codable {
     }
 }
 
+/// A worker as the workers table knows it (`jobctl workers`).
+public struct WorkerInfo: Sendable, Hashable, Codable {
+    public var name: String
+    public var host: String
+    public var pid: Int32
+    public var version: String
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    /// Set when it stopped cleanly; a worker that died keeps `nil` and an old heartbeat.
+    public var stoppedAt: Date?
+    /// The jobs it holds now (status `reading` under its name).
+    public var runningJobs: [JobID]
+
+    public init(name: String, host: String, pid: Int32, version: String, startedAt: Date, heartbeatAt: Date, stoppedAt: Date?, runningJobs: [JobID]) {
+        self.name = name
+        self.host = host
+        self.pid = pid
+        self.version = version
+        self.startedAt = startedAt
+        self.heartbeatAt = heartbeatAt
+        self.stoppedAt = stoppedAt
+        self.runningJobs = runningJobs
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(host, forKey: .host)
+        try container.encode(pid, forKey: .pid)
+        try container.encode(version, forKey: .version)
+        try container.encode(startedAt, forKey: .startedAt)
+        try container.encode(heartbeatAt, forKey: .heartbeatAt)
+        try container.encode(stoppedAt, forKey: .stoppedAt)
+        try container.encode(runningJobs, forKey: .runningJobs)
+    }
+}
+
 /// Proof that a worker holds a job's current attempt. Every write about a running job
 /// presents it; a store accepts the write only while the job is still `reading` under this
 /// token (fencing: a worker that lost its lease cannot touch the job).
@@ -136,6 +173,8 @@ public protocol JobStore: Sendable {
 
     /// Records a worker process (on start), its heartbeat, and its stop.
     func workerStarted(_ worker: WorkerIdentity) async throws
+    /// Every worker ever started, most recent heartbeat first, with the jobs it runs now.
+    func workers() async throws -> [WorkerInfo]
     func workerHeartbeat(_ worker: WorkerIdentity) async throws
     func workerStopped(_ worker: WorkerIdentity) async throws
 }

@@ -431,6 +431,26 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         }
     }
 
+    public func workers() async throws -> [WorkerInfo] {
+        try await withConnection { connection in
+            var jobs: [String: [JobID]] = [:]
+            for try await (worker, id) in try await connection.query(
+                "SELECT worker, id FROM jobctl.jobs WHERE status = 'reading' ORDER BY started_at", logger: self.logger
+            ).decode((String?, String).self) { jobs[worker ?? "", default: []].append(JobID(id)) }
+            var workers: [WorkerInfo] = []
+            for try await (name, host, pid, version, started, heartbeat, stopped) in try await connection.query(
+                "SELECT name, host, pid, version, started_at, heartbeat_at, stopped_at FROM jobctl.workers ORDER BY heartbeat_at DESC, name",
+                logger: self.logger
+            ).decode((String, String, Int, String, Int64, Int64, Int64?).self) {
+                workers.append(WorkerInfo(
+                    name: name, host: host, pid: Int32(pid), version: version, startedAt: Date(milliseconds: started),
+                    heartbeatAt: Date(milliseconds: heartbeat), stoppedAt: stopped.map(Date.init(milliseconds:)), runningJobs: jobs[name] ?? []
+                ))
+            }
+            return workers
+        }
+    }
+
     // MARK: Webhook outbox
 
     /// Writes the event for a job that just reached a terminal status, if it has a webhook.

@@ -501,6 +501,22 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         return stream
     }
 
+    public func workers() async throws -> [WorkerInfo] {
+        try await read { db in
+            let running = try Row.fetchAll(db, sql: "SELECT worker, id FROM jobs WHERE status = 'reading' ORDER BY started_at")
+            var jobs: [String: [JobID]] = [:]
+            for row in running { jobs[row[0] as String? ?? "", default: []].append(JobID(row[1] as String)) }
+            return try Row.fetchAll(db, sql: "SELECT name, host, pid, version, started_at, heartbeat_at, stopped_at FROM workers ORDER BY heartbeat_at DESC, name")
+                .map { row in
+                    WorkerInfo(
+                        name: row[0], host: row[1], pid: row[2], version: row[3], startedAt: Date(milliseconds: row[4]),
+                        heartbeatAt: Date(milliseconds: row[5]), stoppedAt: (row[6] as Int64?).map(Date.init(milliseconds:)),
+                        runningJobs: jobs[row[0]] ?? []
+                    )
+                }
+        }
+    }
+
     // MARK: Rows
 
     private static func status(of id: JobID, _ db: Database) throws -> JobStatus {

@@ -86,11 +86,16 @@ public final class Worker: Service {
             }
             // A store that notices changes (a submit, a cancel) wakes the loop at once when a slot is
             // free, at most every 2 ms: busy workers' own commits must not keep each other awake.
+            // A change may also be a cancellation (PostgreSQL NOTIFY): running jobs check at once
+            // instead of at their next poll.
             if let notifying = store as? any JobStoreChangeNotifying {
-                group.addTask {
+                group.addTask { [store] in
                     for await _ in notifying.changes() {
-                        guard signals.hasFreeSlots else { continue }
-                        signals.wake()
+                        let leases = running.leases
+                        if !leases.isEmpty, let cancelled = try? await store.cancellationRequests(among: leases), !cancelled.isEmpty {
+                            running.stop(cancelled, reason: .cancelRequested)
+                        }
+                        if signals.hasFreeSlots { signals.wake() }
                         try? await Task.sleep(for: .milliseconds(2))
                     }
                 }
@@ -187,17 +192,20 @@ public final class Worker: Service {
         return logger
     }
 
-    /// While a job runs: renew its lease every lease/3 (with progress), and look for a
-    /// cancellation request every `cancellationCheckInterval`.
+    /// While a job runs: renew its lease (with progress) every `heartbeatInterval`, and look for
+    /// a cancellation request every `cancellationCheckInterval` (notifications, when the store
+    /// has them, also stop it at once: see `claimLoop`).
     private func monitor(_ execution: Execution, export: ExportJob, logger: Logger) async {
         let lease = execution.claimed.lease
         var nextHeartbeat = ContinuousClock.now + options.heartbeatInterval
+        var nextCancellationCheck = ContinuousClock.now + options.cancellationCheckInterval
         while !Task.isCancelled {
-            try? await Task.sleep(for: options.cancellationCheckInterval)
+            try? await Task.sleep(until: min(nextHeartbeat, nextCancellationCheck))
             guard !Task.isCancelled else { return }
             do {
                 if ContinuousClock.now >= nextHeartbeat {
                     nextHeartbeat = .now + options.heartbeatInterval
+                    nextCancellationCheck = .now + options.cancellationCheckInterval
                     let state = try await store.heartbeat(lease, progress: export.session.progress, tracks: export.tracks, extendBy: options.lease)
                     switch state {
                     case .lost:
@@ -206,8 +214,9 @@ public final class Worker: Service {
                     case .held(let cancelRequested):
                         if cancelRequested { execution.stop(.cancelRequested) }
                     }
-                } else if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) {
-                    execution.stop(.cancelRequested)
+                } else if ContinuousClock.now >= nextCancellationCheck {
+                    nextCancellationCheck = .now + options.cancellationCheckInterval
+                    if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) { execution.stop(.cancelRequested) }
                 }
             } catch {
                 logger.warning("Renewing the lease failed", metadata: ["error": "\(error)"])
@@ -321,5 +330,11 @@ final class RunningJobs: Sendable {
 
     func handBackAll() {
         for execution in executions.withLock({ Array($0.values) }) { execution.stop(.handBack) }
+    }
+
+    var leases: [Lease] { executions.withLock { $0.values.map(\.claimed.lease) } }
+
+    func stop(_ ids: Set<JobID>, reason: StopReason) {
+        for execution in executions.withLock({ Array($0.values) }) where ids.contains(execution.claimed.job.id) { execution.stop(reason) }
     }
 }

@@ -17,7 +17,7 @@ struct JobCtl: AsyncParsableCommand {
         version: JobCtl.version,
         subcommands: [
             SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self, WaitCommand.self,
-            WatchCommand.self, WorkerCommand.self, MigrateCommand.self, WebhooksCommand.self,
+            WatchCommand.self, WorkerCommand.self, WorkersCommand.self, MigrateCommand.self, WebhooksCommand.self,
             ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self, BenchCommand.self,
         ]
     )

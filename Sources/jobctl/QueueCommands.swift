@@ -197,3 +197,35 @@ struct ShownJob: Encodable {
 
     enum Key: CodingKey { case webhookDeliveries }
 }
+
+struct WorkersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "workers",
+        abstract: "List the worker processes that have used this job database, and the jobs they run now.",
+        discussion: """
+            A worker heartbeats every few seconds; one whose heartbeat is old and that has no stop \
+            time died (its jobs are taken over once their leases expire).
+            """
+    )
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let workers = try await database.withStore { try await $0.workers() }
+            if json { return try JobFormatting.printJSON(workers) }
+            if workers.isEmpty { Terminal.printError("no workers yet") }
+            for worker in workers {
+                let age = Int(Date().timeIntervalSince(worker.heartbeatAt))
+                let state = worker.stoppedAt != nil ? "stopped" : age > 60 ? "silent for \(age) s (dead?)" : "alive"
+                print("\(worker.name)  \(worker.host) pid \(worker.pid)  v\(worker.version)  \(state), heartbeat \(Job.timestamp(worker.heartbeatAt))"
+                    + (worker.runningJobs.isEmpty ? "" : "  running " + worker.runningJobs.map(\.rawValue).joined(separator: ", ")))
+            }
+        }
+    }
+}

@@ -38,6 +38,11 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var poll = DurationArgument(.milliseconds(100))
 
+    /// How often a running job looks for a cancellation request besides notifications (tests
+    /// lengthen it to prove PostgreSQL's NOTIFY delivers it).
+    @Option(help: .hidden)
+    var cancelPoll = DurationArgument(.milliseconds(500))
+
     /// The first retry's base delay (tests shorten it).
     @Option(help: .hidden)
     var retryDelay = DurationArgument(.seconds(5))
@@ -64,7 +69,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
         let worker = Worker(
             store: store,
-            options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration,
+            options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration, cancellationCheckInterval: cancelPoll.duration,
                 retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600)))),
             identity: identity,
             logger: logger
