@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue",
+                "Media", "Queue", "Webhooks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

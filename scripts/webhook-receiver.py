@@ -13,11 +13,12 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from helper_server import serve
 
 
 def verify(secrets, msg_id, timestamp, body, header):
@@ -90,19 +91,7 @@ def main():
             self.end_headers()
             self.wfile.write(b"ok")
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    print(f"listening {server.server_address[1]}", flush=True)
-
-    # Never outlive the process that started this one (a test run, a demo).
-    parent = os.getppid()
-
-    def watch_parent():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch_parent, daemon=True).start()
-    server.serve_forever()
+    serve(Handler, args.port)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,11 @@ static inline int cff_averror_demuxer_not_found(void) { return AVERROR_DEMUXER_N
 static inline int cff_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }
 static inline int cff_averror_http_not_found(void) { return AVERROR_HTTP_NOT_FOUND; }
 static inline int cff_averror_http_forbidden(void) { return AVERROR_HTTP_FORBIDDEN; }
+static inline int cff_averror_http_unauthorized(void) { return AVERROR_HTTP_UNAUTHORIZED; }
+static inline int cff_averror_http_bad_request(void) { return AVERROR_HTTP_BAD_REQUEST; }
+static inline int cff_averror_http_other_4xx(void) { return AVERROR_HTTP_OTHER_4XX; }
+static inline int cff_averror_http_server_error(void) { return AVERROR_HTTP_SERVER_ERROR; }
+static inline int cff_averror_errno(int code) { return AVERROR(code); }
 
 static inline int64_t cff_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline AVRational cff_time_base_q(void) { return AV_TIME_BASE_Q; }

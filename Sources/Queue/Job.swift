@@ -99,6 +99,11 @@ public struct Job: Sendable, Hashable, Codable {
             result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt, finishedAt
     }
 
+    /// The input as shown: a URL without credentials or query (`JobRequest.displayURL`).
+    public var displayInput: String { JobRequest.displayURL(input) }
+    /// The output as shown: a URL without credentials or query (`JobRequest.displayURL`).
+    public var displayOutput: String { JobRequest.displayURL(output) }
+
     /// `range`, `result`, `error`, `webhook` and friends are written as `null` when absent, so
     /// the JSON always has every field (SPEC §4).
     public func encode(to encoder: any Encoder) throws {
@@ -106,8 +111,8 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(kind, forKey: .kind)
         try container.encode(status, forKey: .status)
-        try container.encode(input, forKey: .input)
-        try container.encode(output, forKey: .output)
+        try container.encode(displayInput, forKey: .input)
+        try container.encode(displayOutput, forKey: .output)
         try container.encode(preset, forKey: .preset)
         try container.encode(presetSettings, forKey: .presetSettings)
         try container.encode(format, forKey: .format)

@@ -34,6 +34,19 @@ public struct JobRequest: Sendable, Hashable {
         self.webhook = webhook
     }
 
+    /// How an input or output is shown (job JSON, webhooks, logs): an `http(s)` URL without
+    /// credentials, query or fragment (a pre-signed URL's query is its signature); a path as it
+    /// is. The full URL stays in the job table for the worker.
+    public static func displayURL(_ location: String) -> String {
+        let lower = location.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), var components = URLComponents(string: location) else { return location }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? location
+    }
+
     /// A URL without its `user:password@` part, for display and logs.
     public static func redactingCredentials(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.user != nil || components.password != nil else { return url }

@@ -413,7 +413,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     }
 
     public func workerHeartbeat(_ worker: WorkerIdentity) async throws {
-        try await withConnection { connection in
+        _ = try await withConnection { connection in
             try await connection.query(
                 "UPDATE jobctl.workers SET heartbeat_at = COALESCE(\(self.now), \(unescaped: Self.databaseNow)) WHERE name = \(worker.name)", logger: self.logger
             )
@@ -421,7 +421,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     }
 
     public func workerStopped(_ worker: WorkerIdentity) async throws {
-        try await withConnection { connection in
+        _ = try await withConnection { connection in
             try await connection.query(
                 """
                 UPDATE jobctl.workers SET stopped_at = COALESCE(\(self.now), \(unescaped: Self.databaseNow)),

@@ -2,16 +2,29 @@ import CCurl
 import Foundation
 import Synchronization
 
-/// A POST to send: the exact body bytes and the headers.
+/// A request to send: a POST of exact body bytes (webhooks), a ranged GET (probing a remote
+/// input), or a PUT of a file (uploading an output).
 public struct HTTPRequest: Sendable {
+    public enum Method: Sendable {
+        case post(Data)
+        /// Only the first `limit` bytes of the body are kept (`HTTPSender.responseLimit`).
+        case get(range: ClosedRange<Int64>?)
+        case put(file: String, contentType: String)
+    }
+
     public var url: String
-    public var body: Data
+    public var method: Method
     public var headers: [(name: String, value: String)]
 
-    public init(url: String, body: Data, headers: [(name: String, value: String)]) {
+    public init(url: String, method: Method, headers: [(name: String, value: String)] = []) {
         self.url = url
-        self.body = body
+        self.method = method
         self.headers = headers
+    }
+
+    /// A JSON POST (a webhook delivery).
+    public init(url: String, body: Data, headers: [(name: String, value: String)]) {
+        self.init(url: url, method: .post(body), headers: headers + [("Content-Type", "application/json")])
     }
 }
 
@@ -28,29 +41,40 @@ public struct HTTPResponse: Sendable {
     public var refused: Bool
     /// The start of the response body (capped).
     public var body: String
+    /// `shouldAbort` said stop (a cancelled job).
+    public var aborted: Bool = false
+    /// Bytes sent in the request body (PUT).
+    public var uploaded: Int64 = 0
 
     public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
 }
 
-/// HTTP over libcurl for webhooks (and, later, uploads): http/https only, redirects never
+/// HTTP over libcurl for webhooks, remote inputs and uploads: http/https only, redirects never
 /// followed (a 3xx is a failure), proxies from the environment ignored, bounded time and
 /// response size, and every address checked on connect by `AddressPolicy`. Blocking: call it
 /// from a thread of its own. Connections are reused per host.
 public final class HTTPSender: Sendable {
     public let policy: AddressPolicy
+    /// The whole exchange, for POST and GET. A PUT has no overall limit (files can be large):
+    /// it fails when fewer than `stallLimit.bytes` per second move for `stallLimit.time`.
     public let timeout: Duration
     public let connectTimeout: Duration
+    public let stallLimit: (bytes: Int, time: Duration)
     public let responseLimit: Int
     private let idle = Mutex<[String: [UncheckedHandle]]>([:])
 
     /// curl_global_init, once, before any thread uses curl.
     private static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
 
-    public init(policy: AddressPolicy, timeout: Duration = .seconds(15), connectTimeout: Duration = .seconds(5), responseLimit: Int = 64 * 1024) {
+    public init(
+        policy: AddressPolicy, timeout: Duration = .seconds(15), connectTimeout: Duration = .seconds(5),
+        stallLimit: (bytes: Int, time: Duration) = (1024, .seconds(60)), responseLimit: Int = 64 * 1024
+    ) {
         _ = HTTPSender.initialized
         self.policy = policy
         self.timeout = timeout
         self.connectTimeout = connectTimeout
+        self.stallLimit = stallLimit
         self.responseLimit = responseLimit
     }
 
@@ -58,19 +82,22 @@ public final class HTTPSender: Sendable {
         for handles in idle.withLock({ $0.values }) { for handle in handles { curl_easy_cleanup(handle.pointer) } }
     }
 
-    public func post(_ request: HTTPRequest) -> HTTPResponse {
+    /// A webhook delivery.
+    public func post(_ request: HTTPRequest) -> HTTPResponse { send(request) }
+
+    /// Sends `request`. `shouldAbort` is asked about once a second and whenever data moves;
+    /// returning true stops the transfer (`aborted` in the response).
+    public func send(_ request: HTTPRequest, shouldAbort: (@Sendable () -> Bool)? = nil) -> HTTPResponse {
         let host = URL(string: request.url)?.host?.lowercased() ?? ""
         let handle = take(host)
         defer { giveBack(handle, host: host) }
         let curl = handle.pointer
         curl_easy_reset(curl)
-        let context = Context(policy: policy, limit: responseLimit)
+        let context = Context(policy: policy, limit: responseLimit, shouldAbort: shouldAbort)
         let opaque = Unmanaged.passUnretained(context).toOpaque()
 
         var headers: UnsafeMutablePointer<curl_slist>? = nil
         for header in request.headers { headers = curl_slist_append(headers, "\(header.name): \(header.value)") }
-        headers = curl_slist_append(headers, "Content-Type: application/json")
-        headers = curl_slist_append(headers, "Expect:")
         defer { curl_slist_free_all(headers) }
 
         ccurl_setopt_string(curl, CURLOPT_URL, request.url)
@@ -79,13 +106,48 @@ public final class HTTPSender: Sendable {
         ccurl_setopt_string(curl, CURLOPT_PROXY, "")
         ccurl_setopt_string(curl, CURLOPT_NOPROXY, "*")
         ccurl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
-        ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
         ccurl_setopt_long(curl, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout.milliseconds))
-        ccurl_setopt_string(curl, CURLOPT_USERAGENT, "jobctl-webhooks/1")
-        ccurl_setopt_long(curl, CURLOPT_POST, 1)
-        ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, request.body.count)
-        _ = request.body.withUnsafeBytes { bytes in
-            ccurl_setopt_pointer(curl, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+        ccurl_setopt_string(curl, CURLOPT_USERAGENT, "jobctl/1")
+
+        switch request.method {
+        case .post(let body):
+            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+            headers = curl_slist_append(headers, "Expect:")
+            ccurl_setopt_long(curl, CURLOPT_POST, 1)
+            ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
+            _ = body.withUnsafeBytes { bytes in
+                ccurl_setopt_pointer(curl, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            }
+        case .get(let range):
+            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+            ccurl_setopt_long(curl, CURLOPT_HTTPGET, 1)
+            if let range { ccurl_setopt_string(curl, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound)") }
+        case .put(let path, let contentType):
+            guard let file = FileHandle(forReadingAtPath: path),
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+            else {
+                return HTTPResponse(statusCode: nil, retryAfter: nil, latency: .zero, error: "\(path) cannot be read", refused: false, body: "")
+            }
+            context.upload = file
+            headers = curl_slist_append(headers, "Content-Type: \(contentType)")
+            ccurl_setopt_long(curl, CURLOPT_UPLOAD, 1)
+            ccurl_setopt_off(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(size))
+            ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_LIMIT, stallLimit.bytes)
+            ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_TIME, Int(stallLimit.time.milliseconds / 1000))
+            ccurl_setopt_data_function(curl, CURLOPT_READFUNCTION) { data, size, count, opaque in
+                let context = Unmanaged<Context>.fromOpaque(opaque!).takeUnretainedValue()
+                return context.read(into: data, size * count)
+            }
+            ccurl_setopt_pointer(curl, CURLOPT_READDATA, opaque)
+        }
+        defer { try? context.upload?.close() }
+        if shouldAbort != nil {
+            ccurl_setopt_long(curl, CURLOPT_NOPROGRESS, 0)
+            ccurl_setopt_xferinfo_function(curl) { opaque, _, _, _, _ in
+                let context = Unmanaged<Context>.fromOpaque(opaque!).takeUnretainedValue()
+                return context.abortRequested() ? 1 : 0
+            }
+            ccurl_setopt_pointer(curl, CURLOPT_XFERINFODATA, opaque)
         }
         ccurl_setopt_slist(curl, CURLOPT_HTTPHEADER, headers)
         ccurl_setopt_data_function(curl, CURLOPT_WRITEFUNCTION) { data, size, count, opaque in
@@ -119,22 +181,32 @@ public final class HTTPSender: Sendable {
         var status = 0
         ccurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         let body = String(decoding: context.body, as: UTF8.self)
+        var response = HTTPResponse(statusCode: nil, retryAfter: nil, latency: latency, error: nil, refused: false, body: "")
+        response.uploaded = context.uploaded
         // Refused only if nothing got through: curl may skip a forbidden address of a host and
         // connect to an allowed one.
         if code != CURLE_OK, let refusal = context.refusal {
-            return HTTPResponse(statusCode: nil, retryAfter: nil, latency: latency, error: "refused: \(host) resolves to \(refusal)", refused: true, body: "")
+            response.error = "refused: \(host) resolves to \(refusal)"
+            response.refused = true
+            return response
         }
+        if code == CURLE_ABORTED_BY_CALLBACK {
+            response.error = "stopped"
+            response.aborted = true
+            return response
+        }
+        response.body = body
         guard code == CURLE_OK else {
-            return HTTPResponse(
-                statusCode: status > 0 ? status : nil, retryAfter: nil, latency: latency,
-                error: String(cString: curl_easy_strerror(code)), refused: false, body: body
-            )
+            response.statusCode = status > 0 ? status : nil
+            response.error = String(cString: curl_easy_strerror(code))
+            return response
         }
-        var error: String?
+        response.statusCode = status
+        response.retryAfter = context.retryAfter
         if !(200..<300).contains(status) {
-            error = (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)"
+            response.error = (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)"
         }
-        return HTTPResponse(statusCode: status, retryAfter: context.retryAfter, latency: latency, error: error, refused: false, body: body)
+        return response
     }
 
     /// A handle last used for `host` (its connection may be reused), or a new one.
@@ -157,13 +229,29 @@ public final class HTTPSender: Sendable {
     private final class Context: @unchecked Sendable {
         let policy: AddressPolicy
         let limit: Int
+        let shouldAbort: (@Sendable () -> Bool)?
         var body = Data()
         var retryAfter: Duration?
         var refusal: String?
+        var upload: FileHandle?
+        var uploaded: Int64 = 0
 
-        init(policy: AddressPolicy, limit: Int) {
+        init(policy: AddressPolicy, limit: Int, shouldAbort: (@Sendable () -> Bool)?) {
             self.policy = policy
             self.limit = limit
+            self.shouldAbort = shouldAbort
+        }
+
+        func abortRequested() -> Bool { shouldAbort?() ?? false }
+
+        /// The next bytes of the file being uploaded.
+        func read(into buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
+            guard let buffer, let upload else { return ccurl_readfunc_abort() }
+            if abortRequested() { return ccurl_readfunc_abort() }
+            let count = Glibc.read(upload.fileDescriptor, buffer, capacity)
+            guard count >= 0 else { return ccurl_readfunc_abort() }
+            uploaded += Int64(count)
+            return count
         }
 
         func receive(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {

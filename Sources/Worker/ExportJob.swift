@@ -1,27 +1,43 @@
 import Foundation
 import Media
 import Queue
+import Webhooks
 
 /// An `export` job made ready to run: its asset opened and its session configured.
 struct ExportJob: Sendable {
     let session: ExportSession
+    /// Where the finished file is PUT, for an `http(s)` output (the session then writes to a
+    /// staging file of the worker's).
+    let uploadURL: String?
 
     /// Opens the input and builds the session from the job's stored preset, range and format.
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
-    static func prepare(_ job: Job, lease: Lease) async throws -> ExportJob {
+    static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob {
         let preset = try decodePreset(job)
         let range = job.range.map { TimeRange(start: Int64(($0.start * 1_000_000).rounded()), duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }) } ?? .all
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
             guard let format = ContainerFormat(rawValue: name) else { throw MediaError(.presetIncompatible, "unknown format '\(name)'") }
             return format
         }
-        removeLeftovers(of: job)
-        let asset = try await onDedicatedThread("jobctl.open") { try Asset(location: job.input) }
+        let uploadURL = RemoteMedia.isRemote(job.output) ? job.output : nil
+        var outputPath = job.output
+        if uploadURL != nil {
+            do {
+                try FileManager.default.createDirectory(atPath: options.stagingDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw JobFailure(error: JobError(code: "output_unwritable", message: "the staging directory \(options.stagingDirectory) cannot be created (\(error.localizedDescription))"))
+            }
+            outputPath = RemoteMedia.stagingPath(for: job.output, jobID: job.id, format: format, preset: preset, directory: options.stagingDirectory)
+        }
+        removeLeftovers(of: job, writingTo: outputPath)
+        let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
+            if RemoteMedia.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
+            return try Asset(location: job.input)
+        }
         let session = ExportSession(
-            asset: asset, preset: preset, outputPath: job.output, format: format, timeRange: range,
-            temporaryTag: "\(job.id)-\(lease.attempt)"
+            asset: asset, preset: preset, outputPath: outputPath, format: format, timeRange: range, temporaryTag: "\(job.id)-\(lease.attempt)"
         )
-        return ExportJob(session: session)
+        return ExportJob(session: session, uploadURL: uploadURL)
     }
 
     /// The job's preset as it was when submitted.
@@ -35,10 +51,10 @@ struct ExportJob: Sendable {
 
     /// Temporary files of earlier attempts of this job (a worker killed mid-export leaves one
     /// beside the destination): `.NAME.JOBID-ATTEMPT.jobctl.tmp`.
-    private static func removeLeftovers(of job: Job) {
-        let destination = URL(fileURLWithPath: job.output)
+    private static func removeLeftovers(of job: Job, writingTo output: String) {
+        let destination = URL(fileURLWithPath: output)
         let directory = destination.deletingLastPathComponent().path
-        let prefix = URL(fileURLWithPath: AssetWriter.temporaryPath(for: job.output, tag: "\(job.id)-")).lastPathComponent
+        let prefix = URL(fileURLWithPath: AssetWriter.temporaryPath(for: output, tag: "\(job.id)-")).lastPathComponent
             .replacingOccurrences(of: ".jobctl.tmp", with: "")
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".jobctl.tmp") {

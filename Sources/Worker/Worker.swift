@@ -4,6 +4,7 @@ import Media
 import Queue
 import ServiceLifecycle
 import Synchronization
+import Webhooks
 
 /// A worker process's service: claims jobs, runs them, reports back (SPEC §5).
 ///
@@ -21,10 +22,13 @@ public final class Worker: Service {
     private let options: WorkerOptions
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
+    /// Reads remote inputs' first byte and uploads remote outputs, under the address guard.
+    private let sender: HTTPSender
 
     public init(store: any JobStore, options: WorkerOptions, identity: WorkerIdentity, logger: Logger) {
         self.store = store
         self.options = options
+        self.sender = HTTPSender(policy: options.addressPolicy)
         self.identity = identity
         var logger = logger
         logger[metadataKey: "worker"] = "\(identity.name)"
@@ -158,31 +162,26 @@ public final class Worker: Service {
             }
             return
         }
-        logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.input)", "job.preset": "\(claimed.job.preset)"])
+        logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"])
         let execution = Execution(claimed)
         running.add(execution)
         defer { running.remove(execution) }
 
-        let export: ExportJob
-        do {
-            export = try await ExportJob.prepare(claimed.job, lease: claimed.lease)
-        } catch {
-            await settle(execution, outcome: .failure(error), export: nil, logger: logger)
-            return
-        }
-        execution.attach(export.session)
-        let outcome = await withTaskGroup(of: Void.self) { group -> Result<(ExportResult, PendingOutput), any Error> in
-            group.addTask { [self] in await monitor(execution, export: export, logger: logger) }
+        await withTaskGroup(of: Void.self) { group in
+            // From the claim to the last report: opening a remote input and uploading an output
+            // can take a while, and the lease must hold (and cancellation reach us) throughout.
+            group.addTask { [self] in await monitor(execution, logger: logger) }
             let outcome: Result<(ExportResult, PendingOutput), any Error>
             do {
+                let export = try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
+                execution.attach(export)
                 outcome = .success(try await export.session.exportDeferringCommit())
             } catch {
                 outcome = .failure(error)
             }
+            await settle(execution, outcome: outcome, logger: logger)
             group.cancelAll()
-            return outcome
         }
-        await settle(execution, outcome: outcome, export: export, logger: logger)
     }
 
     private func jobLogger(_ claimed: ClaimedJob) -> Logger {
@@ -194,19 +193,23 @@ public final class Worker: Service {
 
     /// While a job runs: renew its lease (with progress) every `heartbeatInterval`, and look for
     /// a cancellation request every `cancellationCheckInterval` (notifications, when the store
-    /// has them, also stop it at once: see `claimLoop`).
-    private func monitor(_ execution: Execution, export: ExportJob, logger: Logger) async {
+    /// has them, also stop it at once: see `claimLoop`). Quiet once the outcome is being reported.
+    private func monitor(_ execution: Execution, logger: Logger) async {
         let lease = execution.claimed.lease
         var nextHeartbeat = ContinuousClock.now + options.heartbeatInterval
         var nextCancellationCheck = ContinuousClock.now + options.cancellationCheckInterval
-        while !Task.isCancelled {
+        while !Task.isCancelled && !execution.isReporting {
             try? await Task.sleep(until: min(nextHeartbeat, nextCancellationCheck))
-            guard !Task.isCancelled else { return }
+            guard !Task.isCancelled && !execution.isReporting else { return }
             do {
                 if ContinuousClock.now >= nextHeartbeat {
                     nextHeartbeat = .now + options.heartbeatInterval
                     nextCancellationCheck = .now + options.cancellationCheckInterval
-                    let state = try await store.heartbeat(lease, progress: export.session.progress, tracks: export.tracks, extendBy: options.lease)
+                    let export = execution.export
+                    let state = try await store.heartbeat(
+                        lease, progress: export?.session.progress ?? 0, tracks: export?.tracks ?? [], extendBy: options.lease
+                    )
+                    guard !execution.isReporting else { return }
                     switch state {
                     case .lost:
                         logger.warning("Lease lost: abandoning the attempt")
@@ -225,39 +228,55 @@ public final class Worker: Service {
     }
 
     /// Reports how an attempt ended; exactly one store call per attempt (or none when fenced).
-    private func settle(
-        _ execution: Execution, outcome: Result<(ExportResult, PendingOutput), any Error>, export: ExportJob?, logger: Logger
-    ) async {
+    /// A local output is renamed into place, a remote one uploaded, only after the lease is
+    /// checked again (fencing).
+    private func settle(_ execution: Execution, outcome: Result<(ExportResult, PendingOutput), any Error>, logger: Logger) async {
         let lease = execution.claimed.lease
-        let tracks = export?.tracks ?? []
+        let export = execution.export
         do {
             switch outcome {
-            case .success(let (result, pending)):
-                // Re-check the lease before the output becomes visible (fencing).
+            case .success(let (exported, pending)):
+                var result = exported
+                let tracks = export?.tracks ?? []
                 switch try await store.heartbeat(lease, progress: 1, tracks: tracks, extendBy: options.lease) {
                 case .lost:
+                    execution.beginReporting()
                     pending.discard()
                     logger.warning("Lease lost before committing: output discarded")
+                    return
                 case .held(let cancelRequested):
-                    if cancelRequested || execution.stopReason == .cancelRequested {
+                    if cancelRequested { execution.stop(.cancelRequested) }
+                }
+                if let uploadURL = export?.uploadURL {
+                    do {
+                        result.bytes = try await upload(pending, to: uploadURL, format: export?.session.format ?? .mp4, execution: execution, logger: logger)
+                        result.output = JobRequest.displayURL(uploadURL)
+                    } catch {
                         pending.discard()
-                        _ = try await store.confirmCancelled(lease)
-                        logger.info("Job cancelled")
+                        await settle(execution, outcome: .failure(error), logger: logger)
                         return
                     }
+                    pending.discard()
+                } else if execution.stopReason == .cancelRequested {
+                    pending.discard()
+                    await settle(execution, outcome: .failure(MediaError.cancelled()), logger: logger)
+                    return
+                } else {
                     do {
                         try pending.commit()
                     } catch {
-                        try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message), logger: logger)
+                        await settle(execution, outcome: .failure(error), logger: logger)
                         return
                     }
-                    if try await store.complete(lease, result: ExportJob.json(result), tracks: tracks) {
-                        logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
-                    } else {
-                        logger.warning("Lease lost while completing; the next attempt will replace the output")
-                    }
+                }
+                execution.beginReporting()
+                if try await store.complete(lease, result: ExportJob.json(result), tracks: tracks) {
+                    logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
+                } else {
+                    logger.warning("Lease lost while completing; the next attempt will replace the output")
                 }
             case .failure(let error as MediaError) where error.isCancellation:
+                execution.beginReporting()
                 switch execution.stopReason {
                 case .cancelRequested:
                     _ = try await store.confirmCancelled(lease)
@@ -269,13 +288,32 @@ public final class Worker: Service {
                     logger.info("Job handed back")
                 }
             case .failure(let error as MediaError):
-                try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message), logger: logger)
+                execution.beginReporting()
+                try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil), logger: logger)
+            case .failure(let failure as JobFailure):
+                execution.beginReporting()
+                try await fail(lease, error: failure.error, logger: logger)
             case .failure(let error):
+                execution.beginReporting()
                 try await fail(lease, error: JobError(code: "internal", message: "\(error)"), logger: logger)
             }
         } catch {
             // The store is unreachable: the lease will expire and the job will run again.
             logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// PUTs a finished output on a thread of its own; stops when the attempt is stopped.
+    private func upload(_ pending: PendingOutput, to url: String, format: ContainerFormat, execution: Execution, logger: Logger) async throws -> Int64 {
+        let (sender, delays) = (sender, options.uploadRetryDelays)
+        let file = pending.temporaryPath
+        logger.info("Uploading the output", metadata: ["job.output": "\(JobRequest.displayURL(url))"])
+        return try await onDedicatedThread("jobctl.upload") {
+            try RemoteMedia.upload(
+                file, to: url, contentType: RemoteMedia.contentType(of: format), sender: sender, retryDelays: delays,
+                shouldStop: { execution.stopReason != nil },
+                log: { message in logger.warning("\(message)") }
+            )
         }
     }
 
@@ -294,30 +332,35 @@ enum StopReason: Sendable {
     case handBack
 }
 
-/// One running attempt: its session (once prepared) and why it was stopped, if it was.
+/// One running attempt: its export (once prepared), why it was stopped, if it was, and whether
+/// its outcome is being reported (then the monitor stays quiet).
 final class Execution: Sendable {
     let claimed: ClaimedJob
-    private let state = Mutex<(session: ExportSession?, reason: StopReason?)>((nil, nil))
+    private let state = Mutex<(export: ExportJob?, reason: StopReason?, reporting: Bool)>((nil, nil, false))
 
     init(_ claimed: ClaimedJob) { self.claimed = claimed }
 
     var stopReason: StopReason? { state.withLock { $0.reason } }
+    var export: ExportJob? { state.withLock { $0.export } }
+    var isReporting: Bool { state.withLock { $0.reporting } }
 
-    func attach(_ session: ExportSession) {
+    func attach(_ export: ExportJob) {
         let stopped = state.withLock { state -> Bool in
-            state.session = session
+            state.export = export
             return state.reason != nil
         }
-        if stopped { session.cancel() }
+        if stopped { export.session.cancel() }
     }
+
+    func beginReporting() { state.withLock { $0.reporting = true } }
 
     /// Stops the attempt (the first reason wins).
     func stop(_ reason: StopReason) {
-        let session = state.withLock { state -> ExportSession? in
+        let export = state.withLock { state -> ExportJob? in
             if state.reason == nil { state.reason = reason }
-            return state.session
+            return state.export
         }
-        session?.cancel()
+        export?.session.cancel()
     }
 }
 

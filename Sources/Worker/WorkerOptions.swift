@@ -1,4 +1,6 @@
+import Foundation
 import Queue
+import Webhooks
 
 /// How a worker process runs (flags of `jobctl worker`).
 public struct WorkerOptions: Sendable {
@@ -18,11 +20,20 @@ public struct WorkerOptions: Sendable {
     /// How often a running job checks whether it was cancelled (SPEC: within 2 s).
     public var cancellationCheckInterval: Duration
     public var retryPolicy: RetryPolicy
+    /// Which addresses remote inputs and outputs may be on (SPEC §6, the webhooks' rules).
+    public var addressPolicy: AddressPolicy
+    /// Where exports to `http(s)` outputs are written before their upload.
+    public var stagingDirectory: String
+    /// An upload that fails with a network error, 408, 429 or 5xx is tried again after each of
+    /// these; then the attempt fails with `output_unwritable`.
+    public var uploadRetryDelays: [Duration]
 
     public init(
         name: String, concurrency: Int = 1, lease: Duration = .seconds(30), drain: Duration = .seconds(30), once: Bool = false,
         pollInterval: Duration = .milliseconds(100), cancellationCheckInterval: Duration = .milliseconds(500),
-        retryPolicy: RetryPolicy = .default
+        retryPolicy: RetryPolicy = .default, addressPolicy: AddressPolicy = AddressPolicy(),
+        stagingDirectory: String = WorkerOptions.defaultStagingDirectory,
+        uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)]
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
         self.name = name
@@ -33,6 +44,14 @@ public struct WorkerOptions: Sendable {
         self.pollInterval = pollInterval
         self.cancellationCheckInterval = cancellationCheckInterval
         self.retryPolicy = retryPolicy
+        self.addressPolicy = addressPolicy
+        self.stagingDirectory = stagingDirectory
+        self.uploadRetryDelays = uploadRetryDelays
+    }
+
+    /// `$TMPDIR/jobctl-staging` (`/tmp/jobctl-staging`).
+    public static var defaultStagingDirectory: String {
+        (FileManager.default.temporaryDirectory.path as NSString).appendingPathComponent("jobctl-staging")
     }
 
     /// Leases are renewed, and progress stored, this often while a job runs: every third of the

@@ -6,7 +6,7 @@ enum JobFormatting {
     /// `0193…  completed  100%  low  talk.mov → talk.low.mp4`
     static func line(_ job: Job) -> String {
         let progress = job.status == .reading ? String(format: "%3d%%", Int(job.progress * 100)) : "    "
-        var line = "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.input) → \(job.output)"
+        var line = "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.displayInput) → \(job.displayOutput)"
         if let error = job.error, job.status != .completed { line += "  [\(error.code)]" }
         return line
     }
@@ -16,8 +16,8 @@ enum JobFormatting {
         lines.append("  status    \(job.status)" + (job.cancelRequested ? " (cancellation requested)" : "")
             + (job.status == .reading ? String(format: ", %.0f%%", job.progress * 100) : ""))
         lines.append("  kind      \(job.kind.rawValue), preset \(job.preset)" + (job.format.map { ", format \($0)" } ?? ""))
-        lines.append("  input     \(job.input)")
-        lines.append("  output    \(job.output)")
+        lines.append("  input     \(job.displayInput)")
+        lines.append("  output    \(job.displayOutput)")
         if let range = job.range {
             lines.append("  range     from \(range.start) s" + (range.duration.map { " for \($0) s" } ?? " to the end"))
         }
@@ -33,7 +33,7 @@ enum JobFormatting {
         if let result = job.result {
             let bytes = result["bytes"]?.doubleValue.map { Terminal.bytes(Int64($0)) } ?? "?"
             let duration = result["duration"]?.doubleValue.map { String(format: "%.3f s", $0) } ?? "?"
-            lines.append("  result    \(result["output"]?.stringValue ?? job.output): \(duration), \(bytes)")
+            lines.append("  result    \(result["output"]?.stringValue ?? job.displayOutput): \(duration), \(bytes)")
         }
         if let webhook = job.webhook { lines.append("  webhook   \(JobRequest.redactingCredentials(webhook))") }
         for (key, value) in job.metadata.sorted(by: { $0.key < $1.key }) { lines.append("  meta      \(key)=\(value)") }

@@ -17,10 +17,17 @@ struct SubmitCommand: AsyncParsableCommand {
             The output defaults to INPUT's directory, named NAME.PRESET.EXT. Relative paths are \
             made absolute, so workers started elsewhere find them.
 
+            INPUT may be an http(s) URL (read by the worker with Range requests) and --output an \
+            http(s) URL, such as a pre-signed object-store URL: the worker writes the file \
+            locally, then uploads it with PUT once it is complete. Jobs, logs and webhooks show \
+            such URLs without their query string (the signature).
+
             Examples:
               jobctl submit talk.mov --preset low --range 1s+3s
               jobctl submit a.mov --preset 1280x720 --priority 10 --idempotency-key upload-77 --json
               jobctl submit b.mov --preset low --wait --timeout 10m
+              jobctl submit https://media.example/in/talk.mov --preset 1280x720 \\
+                  --output 'https://bucket.example/out/talk.mp4?X-Signature=...'
             """
     )
 
@@ -33,7 +40,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The part of the input to export, e.g. 1s+3s, 1:00-1:30, 90.", valueName: "range"))
     var range: String?
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the result (default: beside the input).", valueName: "path"))
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the result: a path, or an http(s) URL to PUT it to (default: beside the input).", valueName: "path|url"))
     var output: String?
 
     @Option(help: "The container: mp4, mov or m4a (default: from the output's extension, else the preset's).")
@@ -82,6 +89,12 @@ struct SubmitCommand: AsyncParsableCommand {
                 throw ValidationError("--webhook must be an http(s) URL, not '\(JobRequest.redactingCredentials(webhook))'")
             }
         }
+        for (flag, location) in [("INPUT", input), ("--output", output ?? "")] where location.contains("://") {
+            let scheme = String(location[..<location.range(of: "://")!.lowerBound]).lowercased()
+            guard ["http", "https"].contains(scheme) || (scheme == "file" && flag == "INPUT") else {
+                throw ValidationError("\(flag) is a local path or an http(s) URL, not a \(scheme):// URL")
+            }
+        }
         if let key = idempotencyKey, key.isEmpty || key.count > 200 { throw ValidationError("--idempotency-key is 1 to 200 characters") }
     }
 
@@ -103,12 +116,16 @@ struct SubmitCommand: AsyncParsableCommand {
                 }, uniquingKeysWith: { $1 }),
                 webhook: webhook
             )
-            if let webhook {
-                var policy = AddressPolicy.fromEnvironment()
-                if allowPrivateWebhooks { policy.allowPrivate = true }
-                if let refusal = policy.staticRefusal(for: webhook) {
-                    throw CommandFailure.usage("webhook_forbidden: \(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
-                }
+            var policy = AddressPolicy.fromEnvironment()
+            if allowPrivateWebhooks { policy.allowPrivate = true }
+            if let webhook, let refusal = policy.staticRefusal(for: webhook) {
+                throw CommandFailure.usage("webhook_forbidden: \(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+            }
+            if SubmitCommand.isURL(output), let refusal = policy.staticRefusal(for: output) {
+                throw CommandFailure.usage("output_forbidden: \(JobRequest.displayURL(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
+            }
+            if SubmitCommand.isURL(input), let refusal = policy.staticRefusal(for: input) {
+                throw CommandFailure.usage("input_unreadable: \(JobRequest.displayURL(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
             }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
@@ -120,6 +137,11 @@ struct SubmitCommand: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    static func isURL(_ location: String) -> Bool {
+        let lower = location.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
     }
 
     static func absolute(_ path: String) -> String {

@@ -58,8 +58,8 @@ struct WatchCommand: AsyncParsableCommand {
         let width = 24
         let filled = Int(job.progress * Double(width))
         let bar = String(repeating: "=", count: filled) + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
-        let name = (job.input as NSString).lastPathComponent
-        return "\(job.id)  [\(bar)] \(String(format: "%3d%%", Int(job.progress * 100)))  \(name) → \((job.output as NSString).lastPathComponent)  \(job.worker ?? "")"
+        let name = (job.displayInput as NSString).lastPathComponent
+        return "\(job.id)  [\(bar)] \(String(format: "%3d%%", Int(job.progress * 100)))  \(name) → \((job.displayOutput as NSString).lastPathComponent)  \(job.worker ?? "")"
             + (job.cancelRequested ? "  (cancelling)" : "")
     }
 }

@@ -35,6 +35,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Exit once the queue is empty and nothing runs.")
     var once = false
 
+    @Option(help: ArgumentHelp("Where exports to http(s) outputs are written before their upload (default $TMPDIR/jobctl-staging).", valueName: "dir"))
+    var stagingDir: String?
+
     @Option(help: .hidden)
     var poll = DurationArgument(.milliseconds(100))
 
@@ -70,7 +73,8 @@ struct WorkerCommand: AsyncParsableCommand {
         let worker = Worker(
             store: store,
             options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration, cancellationCheckInterval: cancelPoll.duration,
-                retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600)))),
+                retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600))),
+                addressPolicy: webhooks.policy, stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory),
             identity: identity,
             logger: logger
         )

@@ -5,20 +5,20 @@ import QueueSQLite
 import Synchronization
 import Testing
 
-/// A webhook receiver process (scripts/webhook-receiver.py): verifies signatures with Python's
-/// hmac, independently of jobctl's signing code, and logs every request.
-final class Receiver: Sendable {
+/// A helper server from scripts/ (a Python process): started on a free port, its requests
+/// logged as JSON lines, stopped with SIGKILL.
+final class HelperServer: Sendable {
     let port: Int
     let log: String
     private let process: Process
 
-    init(_ directory: TemporaryDirectory, name: String, secret: String, port: Int = 0, _ behaviour: [String] = []) async throws {
+    init(script: String, _ directory: TemporaryDirectory, name: String, port: Int = 0, _ arguments: [String]) async throws {
         log = directory.file("\(name).jsonl")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/webhook-receiver.py").path
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/\(script)").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--port", "\(port)", "--secret", secret, "--log", log] + behaviour
+        process.arguments = ["python3", path, "--port", "\(port)", "--log", log] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -26,13 +26,13 @@ final class Receiver: Sendable {
         self.process = process
         let line = try await onThread { String(decoding: output.fileHandleForReading.availableLine(), as: UTF8.self) }
         guard let port = Int(line.replacingOccurrences(of: "listening ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw ReceiverError(line: line)
+            kill(process.processIdentifier, SIGKILL)
+            throw HelperServerError(script: script, line: line)
         }
         self.port = port
     }
 
-    func url(_ path: String = "/hooks/export") -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     /// Every request received, in order.
     func records() -> [[String: Any]] {
@@ -49,12 +49,25 @@ final class Receiver: Sendable {
     deinit { kill(process.processIdentifier, SIGKILL) }
 }
 
-struct ReceiverError: Error, CustomStringConvertible {
-    var line: String
-    var description: String { "webhook-receiver.py did not start: '\(line)'" }
+/// A webhook receiver (scripts/webhook-receiver.py): verifies signatures with Python's hmac,
+/// independently of jobctl's signing code, and logs every request.
+typealias Receiver = HelperServer
+
+extension HelperServer {
+    convenience init(_ directory: TemporaryDirectory, name: String, secret: String, port: Int = 0, _ behaviour: [String] = []) async throws {
+        try await self.init(script: "webhook-receiver.py", directory, name: name, port: port, ["--secret", secret] + behaviour)
+    }
+
+    func url() -> String { url("/hooks/export") }
 }
 
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+struct HelperServerError: Error, CustomStringConvertible {
+    var script: String
+    var line: String
+    var description: String { "\(script) did not start: '\(line)'" }
+}
+
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }

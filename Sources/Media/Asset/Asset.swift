@@ -63,7 +63,18 @@ public final class Asset: @unchecked Sendable {
     }
 
     /// The name used in messages: the file's name for paths.
-    public var displayName: String { Asset.isRemote(location) ? location : (location as NSString).lastPathComponent }
+    public var displayName: String { Asset.isRemote(location) ? Asset.redacted(location) : (location as NSString).lastPathComponent }
+
+    /// A URL as messages show it: without credentials, query or fragment (a pre-signed URL's
+    /// query is its signature). Paths are unchanged.
+    static func redacted(_ location: String) -> String {
+        guard isRemote(location), var components = URLComponents(string: location) else { return location }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? location
+    }
 
     /// Duration in seconds.
     public var durationSeconds: Double? { duration.map { Double($0) / 1_000_000 } }
@@ -118,15 +129,28 @@ public final class Asset: @unchecked Sendable {
         return "file:" + absolute
     }
 
-    static func openError(_ error: FFError, location: String, detail: String?) -> MediaError {
+    static func openError(_ error: FFError, location full: String, detail: String?) -> MediaError {
+        let location = redacted(full)
+        let detail = detail.map { $0.replacingOccurrences(of: full, with: location) }
         let because = detail.map { " (\($0))" } ?? ""
+        let remote = isRemote(location)
         switch error.code {
-        case AVErr.noEntry, cff_averror_http_not_found():
+        case AVErr.noEntry, AVErr.httpNotFound:
             return MediaError(.inputNotFound, "\(location) does not exist\(because)", detail: error.description)
-        case AVErr.accessDenied, cff_averror_http_forbidden():
-            return MediaError(.inputUnreadable, "\(location) cannot be read (permission denied)", detail: error.description)
+        case AVErr.accessDenied, AVErr.httpForbidden, AVErr.httpUnauthorized:
+            let reason = remote ? "the server refused access" : "permission denied"
+            return MediaError(.inputUnreadable, "\(location) cannot be read (\(reason))", detail: error.description)
         case AVErr.exit:
             return MediaError.cancelled()
+        case AVErr.httpBadRequest, AVErr.httpOther4xx:
+            return MediaError(.inputUnreadable, "\(location) cannot be read (the server answered \(FFError.message(for: error.code)))", detail: error.description)
+        case let code where remote && AVErr.transientNetwork.contains(code):
+            var failure = MediaError(
+                .inputUnreadable, "\(location) could not be fetched (\(detail ?? FFError.message(for: code))); it will be tried again",
+                detail: error.description
+            )
+            failure.transient = true
+            return failure
         default:
             if let detail, detail.contains("not on whitelist") {
                 let format = InputFile.probeFormatName(location).map { " (\($0))" } ?? ""

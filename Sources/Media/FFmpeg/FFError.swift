@@ -32,6 +32,16 @@ enum AVErr {
     static let noEntry = cff_averror_enoent()
     static let accessDenied = cff_averror_eacces()
     static let noSpace = cff_averror_enospc()
+    static let httpNotFound = cff_averror_http_not_found()
+    static let httpForbidden = cff_averror_http_forbidden()
+    static let httpUnauthorized = cff_averror_http_unauthorized()
+    static let httpBadRequest = cff_averror_http_bad_request()
+    static let httpOther4xx = cff_averror_http_other_4xx()
+    static let httpServerError = cff_averror_http_server_error()
+    /// Network failures worth another attempt later: the server or the path to it is down.
+    static let transientNetwork: Set<Int32> = Set(
+        [ECONNREFUSED, ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EPIPE, EIO, EAGAIN].map(cff_averror_errno)
+    ).union([cff_averror_http_server_error()])
 }
 
 let noPTS: Int64 = cff_nopts_value()

@@ -17,6 +17,22 @@ final class InputFile {
         "ivf", "gxf", "rm", "3gp", "mp4", "m4a",
     ].joined(separator: ",")
 
+    /// How FFmpeg reads `http(s)` inputs: like the webhook sender, redirects are not followed
+    /// (the address guard checked the URL's own host) and proxies from the environment are
+    /// ignored; TLS certificates are verified against the system's trust store; a dropped
+    /// connection is resumed with a Range request; 30 s without a byte is a failure.
+    static let httpOptions: [(String, String)] = [
+        ("max_redirects", "0"),
+        ("http_proxy", ""),
+        ("tls_verify", "1"),
+        ("reconnect", "1"),
+        ("reconnect_on_network_error", "1"),
+        ("reconnect_delay_max", "4"),
+        ("rw_timeout", "30000000"),
+        ("multiple_requests", "1"),
+        ("user_agent", "jobctl/1"),
+    ]
+
     let context: UnsafeMutablePointer<AVFormatContext>
     /// Kept alive for the interrupt callback's opaque pointer.
     private let interrupt: CancellationFlag
@@ -34,6 +50,9 @@ final class InputFile {
         var options: OpaquePointer? = nil
         av_dict_set(&options, "protocol_whitelist", Self.protocolWhitelist, 0)
         av_dict_set(&options, "format_whitelist", Self.demuxerWhitelist, 0)
+        if url.hasPrefix("http://") || url.hasPrefix("https://") {
+            for (key, value) in Self.httpOptions { av_dict_set(&options, key, value, 0) }
+        }
         defer { av_dict_free(&options) }
 
         var opened: UnsafeMutablePointer<AVFormatContext>? = allocated

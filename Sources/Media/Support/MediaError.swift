@@ -28,6 +28,9 @@ public struct MediaError: Error, Sendable, CustomStringConvertible, CustomDebugS
     public var message: String
     /// What FFmpeg (or the system) said, for logs.
     public var detail: String?
+    /// A failure of the network or a server, not of the input itself: another attempt later
+    /// may succeed (a job retries it even though the code is an input error).
+    public var transient = false
 
     public init(_ code: Code, _ message: String, detail: String? = nil) {
         self.code = code
@@ -42,5 +45,5 @@ public struct MediaError: Error, Sendable, CustomStringConvertible, CustomDebugS
 
     public var isCancellation: Bool { code == .cancelled }
 
-    static func cancelled() -> MediaError { MediaError(.cancelled, "the export was cancelled") }
+    public static func cancelled() -> MediaError { MediaError(.cancelled, "the export was cancelled") }
 }
