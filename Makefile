@@ -4,7 +4,7 @@
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
             libavfilter-dev libsqlite3-dev libcurl4-openssl-dev
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, and PostgreSQL.
-TEST_PACKAGES := ffmpeg postgresql
+TEST_PACKAGES := ffmpeg postgresql python3 openssl
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl

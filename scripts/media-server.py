@@ -7,7 +7,7 @@ line in --log.
 
 Prints "listening PORT" once ready. Behaviours for tests: --fail-put-first N (answer 500 to the
 first N PUTs), --put-status CODE (answer every PUT with CODE), --redirect-get URL (answer every
-GET with 302 to URL). A PUT is stored only when it succeeds, written to a temporary name first
+GET with 302 to URL), --tls-cert PEM (https with that certificate and key). A PUT is stored only when it succeeds, written to a temporary name first
 and renamed, so a file in --uploads is always a complete upload.
 """
 import argparse
@@ -32,6 +32,7 @@ def main():
     parser.add_argument("--fail-put-first", type=int, default=0)
     parser.add_argument("--put-status", type=int, default=0)
     parser.add_argument("--redirect-get")
+    parser.add_argument("--tls-cert", help="serve https with this certificate (PEM, key included)")
     args = parser.parse_args()
     lock = threading.Lock()
     state = {"puts": 0}
@@ -149,7 +150,7 @@ def main():
             log(record)
             self.reply(record["status"], b"stored")
 
-    serve(Handler, args.port)
+    serve(Handler, args.port, tls_certificate=args.tls_cert)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ public struct HTTPResponse: Sendable {
     public var aborted: Bool = false
     /// Bytes sent in the request body (PUT).
     public var uploaded: Int64 = 0
+    /// The server's TLS certificate was not trusted: trying again will not help.
+    public var certificateRejected = false
 
     public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
 }
@@ -199,6 +201,7 @@ public final class HTTPSender: Sendable {
         guard code == CURLE_OK else {
             response.statusCode = status > 0 ? status : nil
             response.error = String(cString: curl_easy_strerror(code))
+            response.certificateRejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
             return response
         }
         response.statusCode = status

@@ -33,7 +33,9 @@ enum RemoteMedia {
             ))
         }
         guard let status = response.statusCode else {
-            throw JobFailure(error: JobError(code: "input_unreadable", message: "\(shown) could not be fetched (\(response.error ?? "no response"))", retryable: true))
+            throw JobFailure(error: JobError(
+                code: "input_unreadable", message: "\(shown) could not be fetched (\(response.error ?? "no response"))", retryable: !response.certificateRejected
+            ))
         }
         switch status {
         case 200..<300:
@@ -72,10 +74,10 @@ enum RemoteMedia {
                 ))
             }
             let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.error ?? "no response")
-            let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? true
+            let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.certificateRejected
             guard worthRetrying else {
-                // 4xx: an expired or wrong signature, a missing bucket; another attempt would
-                // encode again to get the same answer.
+                // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
+                // Another attempt would encode again to get the same answer.
                 throw JobFailure(error: JobError(code: "output_unwritable", message: "uploading to \(shown) failed (\(what))", retryable: false))
             }
             guard attempt < retryDelays.count else {

@@ -134,6 +134,26 @@ struct RemoteMediaTests {
         #expect(job.error?.message.contains("redirects are not followed") == true, "\(job.error?.message ?? "")")
     }
 
+    @Test func anUntrustedCertificateIsRefused() async throws {
+        let directory = try TemporaryDirectory("tls-cert")
+        defer { directory.remove() }
+        let pem = directory.file("self-signed.pem")
+        _ = try await ProcessRunner.check("openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", pem, "-out", pem,
+        ])
+        let setup = try await Setup("tls", ["--tls-cert", pem])
+        defer { setup.directory.remove(); setup.server.stop() }
+        let id = try await setup.submit("https://127.0.0.1:\(setup.server.port)/talk.mp4", ["-o", setup.directory.file("t.mp4")])
+        _ = try await setup.runWorker()
+
+        let job = try await setup.job(id)
+        #expect(job.status == .failed && job.attempt == 1)
+        #expect(job.error?.code == "input_unreadable" && job.error?.retryable == false, "\(job.error?.message ?? "")")
+        #expect(job.error?.message.lowercased().contains("certificate") == true || job.error?.message.contains("SSL") == true, "\(job.error?.message ?? "")")
+        #expect(setup.requests("GET").isEmpty, "the request went through")
+    }
+
     @Test func theGuardRefusesPrivateMediaAddresses() async throws {
         let setup = try await Setup("guard")
         defer { setup.directory.remove(); setup.server.stop() }
