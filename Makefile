@@ -2,9 +2,9 @@
 
 # SPEC §1: the system libraries jobctl builds against.
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
-            libavfilter-dev libsqlite3-dev libcurl4-openssl-dev
+            libavfilter-dev libsqlite3-dev libcurl4-openssl-dev python3
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, and PostgreSQL.
-TEST_PACKAGES := ffmpeg postgresql python3 openssl
+TEST_PACKAGES := ffmpeg postgresql openssl
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
