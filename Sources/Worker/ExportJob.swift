@@ -19,6 +19,9 @@ struct ExportJob: Sendable {
             guard let format = ContainerFormat(rawValue: name) else { throw MediaError(.presetIncompatible, "unknown format '\(name)'") }
             return format
         }
+        let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
+        try confinement.checkInput(job.input)
+        try confinement.checkOutput(job.output)
         let uploadURL = RemoteMedia.isRemote(job.output) ? job.output : nil
         var outputPath = job.output
         if uploadURL != nil {

@@ -27,13 +27,19 @@ public struct WorkerOptions: Sendable {
     /// An upload that fails with a network error, 408, 429 or 5xx is tried again after each of
     /// these; then the attempt fails with `output_unwritable`.
     public var uploadRetryDelays: [Duration]
+    /// Local inputs must resolve under this directory (`..` and symlinks resolved), else
+    /// `input_not_found`. `nil`: anywhere the process can read.
+    public var inputRoot: String?
+    /// Local outputs must resolve under this directory, else `output_forbidden`.
+    public var outputRoot: String?
 
     public init(
         name: String, concurrency: Int = 1, lease: Duration = .seconds(30), drain: Duration = .seconds(30), once: Bool = false,
         pollInterval: Duration = .milliseconds(100), cancellationCheckInterval: Duration = .milliseconds(500),
         retryPolicy: RetryPolicy = .default, addressPolicy: AddressPolicy = AddressPolicy(),
         stagingDirectory: String = WorkerOptions.defaultStagingDirectory,
-        uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)]
+        uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)],
+        inputRoot: String? = nil, outputRoot: String? = nil
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
         self.name = name
@@ -47,6 +53,8 @@ public struct WorkerOptions: Sendable {
         self.addressPolicy = addressPolicy
         self.stagingDirectory = stagingDirectory
         self.uploadRetryDelays = uploadRetryDelays
+        self.inputRoot = inputRoot
+        self.outputRoot = outputRoot
     }
 
     /// `$TMPDIR/jobctl-staging` (`/tmp/jobctl-staging`).

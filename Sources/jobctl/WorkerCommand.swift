@@ -38,6 +38,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where exports to http(s) outputs are written before their upload (default $TMPDIR/jobctl-staging).", valueName: "dir"))
     var stagingDir: String?
 
+    @Option(help: ArgumentHelp("Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found.", valueName: "dir"))
+    var inputRoot: String?
+
+    @Option(help: ArgumentHelp("Write local outputs only under this directory; others fail with output_forbidden.", valueName: "dir"))
+    var outputRoot: String?
+
     @Option(help: .hidden)
     var poll = DurationArgument(.milliseconds(100))
 
@@ -57,6 +63,12 @@ struct WorkerCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency is between 1 and 64") }
         guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
+        for (flag, root) in [("--input-root", inputRoot), ("--output-root", outputRoot)] {
+            var isDirectory: ObjCBool = false
+            if let root, !(FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) && isDirectory.boolValue) {
+                throw ValidationError("\(flag) \(root) is not a directory")
+            }
+        }
     }
 
     func run() async throws {
@@ -74,7 +86,8 @@ struct WorkerCommand: AsyncParsableCommand {
             store: store,
             options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration, cancellationCheckInterval: cancelPoll.duration,
                 retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600))),
-                addressPolicy: webhooks.policy, stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory),
+                addressPolicy: webhooks.policy, stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory,
+                inputRoot: inputRoot, outputRoot: outputRoot),
             identity: identity,
             logger: logger
         )

@@ -1,0 +1,58 @@
+import Foundation
+import Queue
+
+/// `--input-root` / `--output-root` (SPEC §7): a worker reads and writes local files only under
+/// these directories. Paths are compared after resolving `..` and symlinks, so neither can
+/// lead outside. Remote (`http(s)`) inputs and outputs are not paths and are not confined here
+/// (the address guard covers them).
+struct PathConfinement: Sendable {
+    /// Resolved roots; `nil` means unconfined.
+    let inputRoot: String?
+    let outputRoot: String?
+
+    init(inputRoot: String?, outputRoot: String?) {
+        self.inputRoot = inputRoot.map(Self.resolved)
+        self.outputRoot = outputRoot.map(Self.resolved)
+    }
+
+    /// `input_not_found` for an input outside the root (whether it exists there is not said).
+    func checkInput(_ path: String) throws(JobFailure) {
+        guard let root = inputRoot, !RemoteMedia.isRemote(path) else { return }
+        let local = path.lowercased().hasPrefix("file://") ? (URL(string: path)?.path ?? path) : path
+        guard Self.isInside(Self.resolved(local), root) else {
+            throw JobFailure(error: JobError(code: "input_not_found", message: "\(path) does not exist under this worker's --input-root", retryable: false))
+        }
+    }
+
+    /// `output_forbidden` for an output outside the root. The directory is resolved (it must
+    /// exist to be written to anyway), and so is the file if it is already there (a symlink).
+    func checkOutput(_ path: String) throws(JobFailure) {
+        guard let root = outputRoot, !RemoteMedia.isRemote(path) else { return }
+        let directory = Self.resolved((path as NSString).deletingLastPathComponent)
+        let name = (path as NSString).lastPathComponent
+        let target = Self.resolved((directory as NSString).appendingPathComponent(name))
+        guard name != "..", name != ".", Self.isInside(directory, root) || directory == root, Self.isInside(target, root) else {
+            throw JobFailure(error: JobError(code: "output_forbidden", message: "\(path) is outside this worker's --output-root", retryable: false))
+        }
+    }
+
+    /// The path with `..`, `.` and every symlink resolved (`realpath`); for a path that does
+    /// not exist, its longest existing ancestor resolved and the rest appended.
+    static func resolved(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        if let real = realpath(absolute, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let parent = (absolute as NSString).deletingLastPathComponent
+        guard parent != absolute, !parent.isEmpty else { return absolute }
+        let last = (absolute as NSString).lastPathComponent
+        if last == ".." { return (resolved(parent) as NSString).deletingLastPathComponent }
+        if last == "." { return resolved(parent) }
+        return (resolved(parent) as NSString).appendingPathComponent(last)
+    }
+
+    private static func isInside(_ path: String, _ root: String) -> Bool {
+        root == "/" || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")
+    }
+}
