@@ -171,6 +171,9 @@ public protocol JobStore: Sendable {
     /// Jobs, newest first.
     func jobs(status: JobStatus?, limit: Int) async throws -> [Job]
 
+    /// How many jobs are in each status (statuses with none are absent), for metrics.
+    func statusCounts() async throws -> [JobStatus: Int]
+
     /// Records a worker process (on start), its heartbeat, and its stop.
     func workerStarted(_ worker: WorkerIdentity) async throws
     /// Every worker ever started, most recent heartbeat first, with the jobs it runs now.

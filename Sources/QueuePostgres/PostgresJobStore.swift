@@ -182,6 +182,18 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         }
     }
 
+    public func statusCounts() async throws -> [JobStatus: Int] {
+        try await withConnection { connection in
+            var counts: [JobStatus: Int] = [:]
+            for try await (status, count) in try await connection.query(
+                "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status", logger: self.logger
+            ).decode((String, Int).self) {
+                if let status = JobStatus(rawValue: status) { counts[status] = count }
+            }
+            return counts
+        }
+    }
+
     // MARK: Claiming and running
 
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {

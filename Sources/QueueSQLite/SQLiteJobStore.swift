@@ -117,6 +117,16 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         }
     }
 
+    public func statusCounts() async throws -> [JobStatus: Int] {
+        try await read { db in
+            var counts: [JobStatus: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM jobs GROUP BY status") {
+                if let status = JobStatus(rawValue: row[0]) { counts[status] = row[1] }
+            }
+            return counts
+        }
+    }
+
     // MARK: Claiming and running
 
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {

@@ -706,6 +706,9 @@ enum Checks {
         #expect(try await h.store.jobs(status: .failed, limit: 100).map(\.id) == [])
         let statuses = try await h.store.jobs(status: nil, limit: 100).map(\.status)
         #expect(statuses == [.cancelled, .unknown, .unknown, .reading, .completed])
+        for index in h.stores.indices {
+            #expect(try await h.handle(index).statusCounts() == [.unknown: 2, .reading: 1, .completed: 1, .cancelled: 1], "counts on handle \(index)")
+        }
     }
 
     static func workers(_ h: Harness) async throws {

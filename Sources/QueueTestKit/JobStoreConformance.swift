@@ -81,7 +81,7 @@ public struct JobStoreConformance: Sendable {
         case retry
         /// `release` hands a job back without counting the attempt.
         case release
-        /// `jobs(status:limit:)`: newest first, filtered, limited.
+        /// `jobs(status:limit:)`: newest first, filtered, limited; `statusCounts()`.
         case list
         /// The workers table: started (twice), heartbeat, stopped.
         case workers

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import Queue
 import ServiceLifecycle
 import Synchronization
@@ -164,11 +165,20 @@ public final class WebhookDispatcher: Service {
         ]
         if let status = response.statusCode { metadata["http.status"] = "\(status)" }
         if let error = attempt.error { metadata["error"] = "\(error)" }
+        let result: String
         switch outcome {
-        case .delivered: logger.info("Webhook delivered", metadata: metadata)
-        case .retry(_, let delay): logger.warning("Webhook attempt failed; retrying", metadata: metadata.merging(["retry.in": "\(delay)"]) { $1 })
-        case .failed: logger.error("Webhook delivery failed for good", metadata: metadata)
+        case .delivered:
+            result = "delivered"
+            logger.info("Webhook delivered", metadata: metadata)
+        case .retry(_, let delay):
+            result = "retry"
+            logger.warning("Webhook attempt failed; retrying", metadata: metadata.merging(["retry.in": "\(delay)"]) { $1 })
+        case .failed:
+            result = "failed"
+            logger.error("Webhook delivery failed for good", metadata: metadata)
         }
+        Counter(label: "jobctl_webhook_attempts_total", dimensions: [("result", result)]).increment()
+        Metrics.Timer(label: "jobctl_webhook_latency_seconds").record(duration: response.latency)
         do {
             if try await !outbox.record(claimed, outcome: outcome) {
                 logger.warning("Webhook lease lost while sending; another dispatcher owns it now", metadata: metadata)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Media
+import Metrics
 import Queue
 import ServiceLifecycle
 import Synchronization
@@ -22,6 +23,7 @@ public final class Worker: Service {
     private let options: WorkerOptions
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
+    private let running = RunningJobs()
     /// Reads remote inputs' first byte and uploads remote outputs, under the address guard.
     private let sender: HTTPSender
 
@@ -78,8 +80,11 @@ public final class Worker: Service {
         func setFreeSlots(_ free: Bool) { freeSlots.store(free, ordering: .relaxed) }
     }
 
+    /// Jobs running now, and whether the worker is draining (for the health endpoint).
+    public var state: (running: Int, draining: Bool) { (running.count, stopping.load(ordering: .relaxed)) }
+
     private func claimLoop() async {
-        let running = RunningJobs()
+        let running = self.running
         let signals = Signals()
         await withDiscardingTaskGroup { group in
             group.addTask { [pollInterval = options.pollInterval] in
@@ -156,13 +161,14 @@ public final class Worker: Service {
         let logger = jobLogger(claimed)
         if claimed.job.kind == .noop {
             do {
-                _ = try await store.complete(claimed.lease, result: .object([:]), tracks: [])
+                if try await store.complete(claimed.lease, result: .object([:]), tracks: []) { Counter(label: "jobctl_job_attempts_total", dimensions: [("outcome", "completed")]).increment() }
             } catch {
                 logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
             }
             return
         }
         logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"])
+        WorkerMetrics.claimed(runAt: claimed.job.runAt)
         let execution = Execution(claimed)
         running.add(execution)
         defer { running.remove(execution) }
@@ -175,7 +181,10 @@ public final class Worker: Service {
             do {
                 let export = try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
                 execution.attach(export)
-                outcome = .success(try await export.session.exportDeferringCommit())
+                let started = ContinuousClock.now
+                let exported = try await export.session.exportDeferringCommit()
+                WorkerMetrics.encoded(mediaSeconds: exported.0.duration, in: .now - started)
+                outcome = .success(exported)
             } catch {
                 outcome = .failure(error)
             }
@@ -243,6 +252,7 @@ public final class Worker: Service {
                     execution.beginReporting()
                     pending.discard()
                     logger.warning("Lease lost before committing: output discarded")
+                    execution.ended(.leaseLost)
                     return
                 case .held(let cancelRequested):
                     if cancelRequested { execution.stop(.cancelRequested) }
@@ -250,6 +260,7 @@ public final class Worker: Service {
                 if let uploadURL = export?.uploadURL {
                     do {
                         result.bytes = try await upload(pending, to: uploadURL, format: export?.session.format ?? .mp4, execution: execution, logger: logger)
+                        WorkerMetrics.uploaded(bytes: result.bytes)
                         result.output = JobRequest.displayURL(uploadURL)
                     } catch {
                         pending.discard()
@@ -272,8 +283,10 @@ public final class Worker: Service {
                 execution.beginReporting()
                 if try await store.complete(lease, result: ExportJob.json(result), tracks: tracks) {
                     logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
+                    execution.ended(.completed)
                 } else {
                     logger.warning("Lease lost while completing; the next attempt will replace the output")
+                    execution.ended(.leaseLost)
                 }
             case .failure(let error as MediaError) where error.isCancellation:
                 execution.beginReporting()
@@ -281,21 +294,23 @@ public final class Worker: Service {
                 case .cancelRequested:
                     _ = try await store.confirmCancelled(lease)
                     logger.info("Job cancelled")
+                    execution.ended(.cancelled)
                 case .leaseLost:
-                    break
+                    execution.ended(.leaseLost)
                 case .handBack, nil:
                     _ = try await store.release(lease)
                     logger.info("Job handed back")
+                    execution.ended(.handedBack)
                 }
             case .failure(let error as MediaError):
                 execution.beginReporting()
-                try await fail(lease, error: JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil), logger: logger)
+                try await fail(execution, error: JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil), logger: logger)
             case .failure(let failure as JobFailure):
                 execution.beginReporting()
-                try await fail(lease, error: failure.error, logger: logger)
+                try await fail(execution, error: failure.error, logger: logger)
             case .failure(let error):
                 execution.beginReporting()
-                try await fail(lease, error: JobError(code: "internal", message: "\(error)"), logger: logger)
+                try await fail(execution, error: JobError(code: "internal", message: "\(error)"), logger: logger)
             }
         } catch {
             // The store is unreachable: the lease will expire and the job will run again.
@@ -317,9 +332,14 @@ public final class Worker: Service {
         }
     }
 
-    private func fail(_ lease: Lease, error: JobError, logger: Logger) async throws {
+    private func fail(_ execution: Execution, error: JobError, logger: Logger) async throws {
+        let lease = execution.claimed.lease
         let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
-        guard try await store.fail(lease, error: error, retryDelay: delay) else { return }
+        guard try await store.fail(lease, error: error, retryDelay: delay) else {
+            execution.ended(.leaseLost)
+            return
+        }
+        execution.ended(error.retryable && lease.attempt < execution.claimed.job.maxAttempts ? .retried : .failed)
         logger.warning("Job failed", metadata: ["error.code": "\(error.code)", "error.message": "\(error.message)", "error.retryable": "\(error.retryable)"])
     }
 }
@@ -336,9 +356,15 @@ enum StopReason: Sendable {
 /// its outcome is being reported (then the monitor stays quiet).
 final class Execution: Sendable {
     let claimed: ClaimedJob
+    let claimedAt = ContinuousClock.now
     private let state = Mutex<(export: ExportJob?, reason: StopReason?, reporting: Bool)>((nil, nil, false))
 
     init(_ claimed: ClaimedJob) { self.claimed = claimed }
+
+    /// Counts the attempt's outcome and its duration since the claim.
+    func ended(_ outcome: WorkerMetrics.Outcome) {
+        WorkerMetrics.attemptEnded(outcome, after: .now - claimedAt)
+    }
 
     var stopReason: StopReason? { state.withLock { $0.reason } }
     var export: ExportJob? { state.withLock { $0.export } }
@@ -368,8 +394,15 @@ final class Execution: Sendable {
 final class RunningJobs: Sendable {
     private let executions = Mutex<[ObjectIdentifier: Execution]>([:])
 
-    func add(_ execution: Execution) { executions.withLock { $0[ObjectIdentifier(execution)] = execution } }
-    func remove(_ execution: Execution) { executions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(execution)) } }
+    func add(_ execution: Execution) {
+        WorkerMetrics.running(executions.withLock { $0[ObjectIdentifier(execution)] = execution; return $0.count })
+    }
+
+    func remove(_ execution: Execution) {
+        WorkerMetrics.running(executions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(execution)); return $0.count })
+    }
+
+    var count: Int { executions.withLock { $0.count } }
 
     func handBackAll() {
         for execution in executions.withLock({ Array($0.values) }) { execution.stop(.handBack) }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Observability
+import Prometheus
 import Queue
 import ServiceLifecycle
 import Worker
@@ -44,6 +46,16 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write local outputs only under this directory; others fail with output_forbidden.", valueName: "dir"))
     var outputRoot: String?
 
+    @Option(help: ArgumentHelp("Serve Prometheus metrics on /metrics and a health check on /healthz at this port (0: any free port, logged).", valueName: "port"))
+    var metricsPort: Int?
+
+    @Option(help: ArgumentHelp("The address the metrics endpoint listens on.", valueName: "host"))
+    var metricsHost = "0.0.0.0"
+
+    /// How often the metrics count jobs by status (tests shorten it).
+    @Option(help: .hidden)
+    var metricsInterval = DurationArgument(.seconds(15))
+
     @Option(help: .hidden)
     var poll = DurationArgument(.milliseconds(100))
 
@@ -63,6 +75,7 @@ struct WorkerCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency is between 1 and 64") }
         guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
+        if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics-port is between 0 and 65535") }
         for (flag, root) in [("--input-root", inputRoot), ("--output-root", outputRoot)] {
             var isDirectory: ObjCBool = false
             if let root, !(FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) && isDirectory.boolValue) {
@@ -74,11 +87,13 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.bootstrapLogging(defaultLevel: .info)
         try await reportingFailures {
-            try await database.withStore { store in try await runWorker(store, logger: logger) }
+            // Before anything records a metric.
+            let registry = metricsPort != nil ? PrometheusBootstrap.bootstrap() : nil
+            try await database.withStore { store in try await runWorker(store, registry: registry, logger: logger) }
         }
     }
 
-    private func runWorker(_ store: any JobStore, logger: Logger) async throws {
+    private func runWorker(_ store: any JobStore, registry: PrometheusCollectorRegistry?, logger: Logger) async throws {
         let host = ProcessInfo.processInfo.hostName
         let pid = ProcessInfo.processInfo.processIdentifier
         let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
@@ -98,6 +113,19 @@ struct WorkerCommand: AsyncParsableCommand {
         if let outbox = store as? any WebhookOutbox {
             let dispatcher = try webhooks.dispatcher(outbox: outbox, name: identity.name, drainDue: once ? drain.duration : nil, logger: logger)
             services.insert(.init(service: dispatcher), at: 0)
+        }
+        // Metrics: the server goes first so that it stops last, answering while the worker drains.
+        if let metricsPort {
+            let gauges = QueueGauges(store: store, interval: metricsInterval.duration, logger: logger)
+            let server = MetricsServer(host: metricsHost, port: metricsPort, registry: registry ?? PrometheusCollectorRegistry(), logger: logger) {
+                let database = gauges.database
+                let (running, draining) = worker.state
+                var details = ["worker": identity.name, "database": database.reachable ? "ok" : "unreachable", "running": "\(running)", "draining": "\(draining)"]
+                if let error = database.error { details["databaseError"] = error }
+                return (database.reachable && !draining, details)
+            }
+            services.insert(.init(service: gauges), at: 0)
+            services.insert(.init(service: server), at: 0)
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
