@@ -3,8 +3,9 @@
 # SPEC §1: the system libraries jobctl builds against (and python3 for the demo's webhook receiver).
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
             libavfilter-dev libsqlite3-dev libcurl4-openssl-dev python3
-# The tests also use the ffmpeg/ffprobe CLI as an independent oracle, and PostgreSQL.
-TEST_PACKAGES := ffmpeg postgresql openssl
+# The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a
+# self-signed certificate), and python3-yaml and systemd-analyze to check deploy/.
+TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
