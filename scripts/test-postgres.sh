@@ -6,7 +6,9 @@
 #   scripts/test-postgres.sh run COMMAND...               # start on a free port, export JOBCTL_TEST_POSTGRES, run, stop
 #
 # With WATCH_PID the cluster stops (and its directory goes) when that process exits. As root,
-# the server runs as the `postgres` user (PostgreSQL refuses to run as root).
+# the server runs as the `postgres` user (PostgreSQL refuses to run as root). Tests run it with
+# fsync and synchronous commits off; JOBCTL_PG_DURABLE=1 keeps PostgreSQL's durable defaults
+# (benchmarks).
 set -euo pipefail
 
 # Close descriptors inherited beyond stdin/stdout/stderr (a caller's pipes): the server would
@@ -26,8 +28,10 @@ start() {
     mkdir -p "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
     "${as_owner[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-sync >"$dir/initdb.log" 2>&1
+    local durability="-c fsync=off -c synchronous_commit=off"
+    [ "${JOBCTL_PG_DURABLE:-}" = 1 ] && durability=""
     "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off" start >/dev/null
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 $durability" start >/dev/null
     if [ -n "$watch" ]; then
         (while kill -0 "$watch" 2>/dev/null; do sleep 1; done; stop "$dir") >/dev/null 2>&1 &
         disown

@@ -26,7 +26,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// - Parameter clock: `nil` (production): the database's clock; tests inject their own.
     public init(url: String, clock: (@Sendable () -> Date)? = nil, logger: Logger = Logger(label: "jobctl.postgres")) throws {
         let configuration = try PostgresJobStore.configuration(from: url)
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        client = PostgresClient(configuration: configuration, backgroundLogger: Self.backgroundLogger(logger))
         self.clock = clock
         self.logger = logger
         location = JobRequest.redactingCredentials(url)
@@ -46,6 +46,35 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             defer { group.cancelAll() }
             try await store.migrate()
             return try await body(store)
+        }
+    }
+
+    /// The pool's own logger, without its warning about leases asked for before `run()` has
+    /// begun: `withStore` starts both at once, and the lease simply waits for the pool.
+    private static func backgroundLogger(_ logger: Logger) -> Logger {
+        var filtered = Logger(label: logger.label) { _ in WithoutEarlyLeaseWarning(wrapped: logger.handler) }
+        filtered.logLevel = logger.logLevel
+        return filtered
+    }
+
+    private struct WithoutEarlyLeaseWarning: LogHandler {
+        var wrapped: any LogHandler
+        var logLevel: Logger.Level {
+            get { wrapped.logLevel }
+            set { wrapped.logLevel = newValue }
+        }
+        var metadata: Logger.Metadata {
+            get { wrapped.metadata }
+            set { wrapped.metadata = newValue }
+        }
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { wrapped[metadataKey: key] }
+            set { wrapped[metadataKey: key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            if event.level == .warning, "\(event.message)".hasPrefix("Trying to lease connection from `PostgresClient`") { return }
+            wrapped.log(event: event)
         }
     }
 
@@ -179,6 +208,14 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             var jobs: [Job] = []
             for try await row in rows { jobs.append(try Self.job(row.makeRandomAccess(), tracks: [])) }
             return try await self.attachTracks(jobs, connection)
+        }
+    }
+
+    /// Empties the job tables (and with them the webhook outbox and the workers): for
+    /// `jobctl bench queue --db`, which insists on a dedicated database. Nothing else calls it.
+    public func deleteAllJobsForBenchmark() async throws {
+        _ = try await withConnection { connection in
+            try await connection.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: self.logger)
         }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Queue
+import QueuePostgres
 import QueueSQLite
 import Webhooks
 
@@ -12,7 +13,8 @@ struct BenchCommand: AsyncParsableCommand {
     )
 }
 
-/// Queue throughput and pickup latency on SQLite, with real worker processes of this binary.
+/// Queue throughput and pickup latency on SQLite or PostgreSQL, with real worker processes of
+/// this binary.
 struct QueueBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
@@ -23,6 +25,9 @@ struct QueueBenchCommand: AsyncParsableCommand {
             exits (process start-up included). Pickup latency: one idle worker, then jobs \
             submitted one at a time; latency = the job's start time minus its creation time \
             (both stamped by the database clock), p50 and p99.
+
+            With --db postgres://…, the same on PostgreSQL. The database must be dedicated to \
+            the benchmark and hold no jobs: every run empties the jobctl schema's tables.
             """
     )
 
@@ -44,17 +49,73 @@ struct QueueBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The workers' idle poll interval.", valueName: "duration"))
     var poll = DurationArgument(.milliseconds(100))
 
+    @Option(help: ArgumentHelp("A dedicated, empty PostgreSQL database to measure instead of SQLite (it is emptied between runs).", valueName: "postgres://…"))
+    var db: String?
+
     @OptionGroup var global: GlobalOptions
 
+    func validate() throws {
+        if let db, !db.hasPrefix("postgres://") && !db.hasPrefix("postgresql://") {
+            throw ValidationError("--db takes a postgres:// URL (SQLite runs use a fresh file each time)")
+        }
+    }
+
     func run() async throws {
-        _ = global.bootstrapLogging()
+        let logger = global.bootstrapLogging()
+        if let db {
+            try await PostgresJobStore.withStore(url: db, logger: logger) { store in
+                guard try await store.statusCounts().isEmpty else {
+                    throw CommandFailure.usage("bench queue --db needs an empty, dedicated database: \(db) holds jobs")
+                }
+                try await measure { try await PostgresBench(store: store, url: db) }
+                try await store.deleteAllJobsForBenchmark()
+            }
+        } else {
+            try await measure { try SQLiteBench(directory: try scratch()) }
+        }
+    }
+
+    /// A database for one run: fresh (SQLite) or emptied (PostgreSQL).
+    private protocol BenchDatabase {
+        var store: any JobStore { get }
+        var url: String { get }
+        func done()
+    }
+
+    private struct SQLiteBench: BenchDatabase {
+        let directory: String
+        let store: any JobStore
+        var url: String { directory + "/jobs.sqlite" }
+
+        init(directory: String) throws {
+            self.directory = directory
+            store = try SQLiteJobStore(path: directory + "/jobs.sqlite")
+        }
+
+        func done() { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    private struct PostgresBench: BenchDatabase {
+        let store: any JobStore
+        let url: String
+
+        init(store: PostgresJobStore, url: String) async throws {
+            try await store.deleteAllJobsForBenchmark()
+            self.store = store
+            self.url = url
+        }
+
+        func done() {}
+    }
+
+    private func measure(_ fresh: () async throws -> any BenchDatabase) async throws {
         let counts = workers.split(separator: ",").compactMap { Int($0) }
         print("| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |")
         print("|---:|---:|---:|---:|---:|---:|---|")
         for count in counts {
             var runs: [Double] = []
             for _ in 0..<max(1, repeats) {
-                let (seconds, completed) = try await throughput(workers: count)
+                let (seconds, completed) = try await throughput(workers: count, in: try await fresh())
                 guard completed == jobs else { throw CommandFailure.usage("only \(completed) of \(jobs) jobs completed") }
                 runs.append(seconds)
             }
@@ -62,7 +123,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
             let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
             print("| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", median)) | **\(Int(Double(jobs) / median))** | \(all) |")
         }
-        let latencies = try await pickupLatencies().sorted()
+        let latencies = try await pickupLatencies(in: try await fresh()).sorted()
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         print("")
         print("Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms")
@@ -85,28 +146,24 @@ struct QueueBenchCommand: AsyncParsableCommand {
         return process
     }
 
-    private func throughput(workers count: Int) async throws -> (seconds: Double, completed: Int) {
-        let directory = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = directory + "/jobs.sqlite"
-        let store = try SQLiteJobStore(path: database)
+    private func throughput(workers count: Int, in database: any BenchDatabase) async throws -> (seconds: Double, completed: Int) {
+        defer { database.done() }
+        let store = database.store
         for index in 0..<jobs {
             _ = try await store.submit(JobRequest(kind: .noop, input: "noop-\(index)", output: "", preset: "noop"))
         }
         let start = ContinuousClock.now
-        let processes = try (0..<count).map { try startWorker(database, name: "bench-\($0)", once: true) }
+        let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: true) }
         for process in processes { process.waitUntilExit() }
         let seconds = (ContinuousClock.now - start).seconds
-        let completed = try await store.jobs(status: .completed, limit: jobs * 2).count
+        let completed = try await store.statusCounts()[.completed] ?? 0
         return (seconds, completed)
     }
 
-    private func pickupLatencies() async throws -> [Double] {
-        let directory = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = directory + "/jobs.sqlite"
-        let store = try SQLiteJobStore(path: database)
-        let worker = try startWorker(database, name: "bench-idle", once: false)
+    private func pickupLatencies(in database: any BenchDatabase) async throws -> [Double] {
+        defer { database.done() }
+        let store = database.store
+        let worker = try startWorker(database.url, name: "bench-idle", once: false)
         defer { worker.terminate() }
         try await Task.sleep(for: .milliseconds(500))
         var latencies: [Double] = []
