@@ -62,8 +62,10 @@ test: test-deps
 bench: test-deps
 	$(SWIFT) build -c release --scratch-path .build-release
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
-	.build-release/release/jobctl bench queue --concurrency 32 --jobs 20000
-	.build-release/release/jobctl bench queue --concurrency 8 --jobs 10000 --samples 50
+	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
+	JOBCTL_PG_DURABLE=1 scripts/test-postgres.sh run sh -c \
+		'.build-release/release/jobctl bench queue --db "$$JOBCTL_TEST_POSTGRES" --concurrency 32 --jobs 10000'
+	.build-release/release/jobctl bench webhooks --jobs 3000 --webhook-concurrency 8
 
 clean:
 	rm -rf .build $(DEMO)

@@ -338,7 +338,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             UPDATE jobctl.jobs SET status = 'completed', progress = 1, result = \(resultJSON), error_code = NULL, error_message = NULL,
                 error_retryable = NULL, finished_at = \(now), lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
             WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING id
+            RETURNING status, webhook IS NOT NULL
             """
         }
     }
@@ -355,7 +355,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
                 error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
                 lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
             WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING id
+            RETURNING status, webhook IS NOT NULL
             """
         }
     }
@@ -366,7 +366,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), lease_token = NULL, lease_expires_at = NULL,
                 cancel_requested = FALSE, updated_at = \(now)
             WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING id
+            RETURNING status, webhook IS NOT NULL
             """
         }
     }
@@ -380,23 +380,23 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
                 attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = \(now), progress = 0,
                 lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
             WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING id
+            RETURNING status, webhook IS NOT NULL
             """
         }
     }
 
-    /// Ends the current attempt with `update` (which checks the lease and returns the id),
-    /// records tracks, writes the webhook event if the job ended, and wakes workers if it is
-    /// queued again.
+    /// Ends the current attempt with `update` (which checks the lease and returns the new status
+    /// and whether the job has a webhook), records tracks, writes the webhook event if the job
+    /// ended with a webhook, and wakes workers if it is queued again.
     private func finish(_ lease: Lease, tracks: [JobTrack]?, update: @escaping @Sendable (Int64) throws -> PostgresQuery) async throws -> Bool {
         try await transaction { connection in
             let now = try await self.currentTime(connection)
-            var matched = false
-            for try await _ in try await connection.query(update(now), logger: self.logger) { matched = true }
-            guard matched else { return false }
+            var outcome: (status: String, hasWebhook: Bool)?
+            for try await row in try await connection.query(update(now), logger: self.logger).decode((String, Bool).self) { outcome = row }
+            guard let outcome else { return false }
             if let tracks { try await self.replaceTracks(tracks, of: lease.jobID, connection) }
-            try await self.enqueueEvent(for: lease.jobID, connection, now: now)
-            if try await self.status(of: lease.jobID, connection) == .unknown { try await self.notify(connection, "job") }
+            if outcome.hasWebhook { try await self.enqueueEvent(for: lease.jobID, connection, now: now) }
+            if outcome.status == JobStatus.unknown.rawValue { try await self.notify(connection, "job") }
             return true
         }
     }

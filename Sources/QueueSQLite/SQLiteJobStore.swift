@@ -101,7 +101,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     public func job(_ id: JobID) async throws -> Job? {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT \(Column.list) FROM jobs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Column.list) FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else { return nil }
             return try SQLiteJobStore.job(row, db)
         }
     }
@@ -368,6 +368,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     /// Writes the event for a job that just reached a terminal status, if it has a webhook: the
     /// body is serialized here, once, and every attempt sends exactly these bytes.
     private static func enqueueEvent(for id: JobID, _ db: Database, now: Int64) throws {
+        // Most jobs have no webhook: one indexed lookup, no job read.
+        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT webhook IS NOT NULL FROM jobs WHERE id = ?"), arguments: [id.rawValue]) == true else { return }
         let job = try job(id, db)
         guard job.status.isTerminal, let url = job.webhook else { return }
         let type = "job.\(job.status.rawValue)"
@@ -530,27 +532,29 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     // MARK: Rows
 
     private static func status(of id: JobID, _ db: Database) throws -> JobStatus {
-        guard let raw = try String.fetchOne(db, sql: "SELECT status FROM jobs WHERE id = ?", arguments: [id.rawValue]),
+        guard let raw = try String.fetchOne(db.cachedStatement(sql: "SELECT status FROM jobs WHERE id = ?"), arguments: [id.rawValue]),
             let status = JobStatus(rawValue: raw)
         else { throw JobStoreError(.notFound, "no job \(id)") }
         return status
     }
 
     private static func job(_ id: JobID, _ db: Database) throws -> Job {
-        guard let row = try Row.fetchOne(db, sql: "SELECT \(Column.list) FROM jobs WHERE id = ?", arguments: [id.rawValue]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Column.list) FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else {
             throw JobStoreError(.notFound, "no job \(id)")
         }
         return try job(row, db)
     }
 
     private static func job(_ row: Row, _ db: Database) throws -> Job {
-        let tracks = try Row.fetchAll(db, sql: "SELECT * FROM job_tracks WHERE job_id = ? ORDER BY idx", arguments: [row[Column.id] as String])
-            .map { track in
-                JobTrack(
-                    index: track["idx"], sourceIndex: track["source_index"], mediaType: track["media_type"],
-                    status: JobStatus(rawValue: track["status"]) ?? .unknown, codec: track["codec"], read: track["read"], written: track["written"]
-                )
-            }
+        let statement = try db.cachedStatement(
+            sql: "SELECT idx, source_index, media_type, status, codec, read, written FROM job_tracks WHERE job_id = ? ORDER BY idx"
+        )
+        let tracks = try Row.fetchAll(statement, arguments: [row[Column.id] as String]).map { track in
+            JobTrack(
+                index: track[0], sourceIndex: track[1], mediaType: track[2],
+                status: JobStatus(rawValue: track[3]) ?? .unknown, codec: track[4], read: track[5], written: track[6]
+            )
+        }
         return try job(row, tracks: tracks)
     }
 
