@@ -49,6 +49,9 @@ struct ExportCommand: AsyncParsableCommand {
         if let range {
             do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
         }
+        if output.contains("://") {
+            throw ValidationError("export writes a local file; to upload to a URL, queue a job: jobctl submit INPUT --preset P --output URL")
+        }
     }
 
     func run() async throws {

@@ -97,6 +97,7 @@ struct CLITests {
         Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "/nonexistent/dir/out.mp4"], status: 1, line: "error: output_unwritable:"),
         Failure(arguments: ["export", "INPUT", "--preset", "low"], status: 64, line: "Missing expected argument '--output <out>'"),
         Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--format", "avi"], status: 64, line: "avi"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "https://bucket.example/a.mp4"], status: 64, line: "export writes a local file"),
         Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"], status: 64, line: "error: presets file /nonexistent.json"),
         Failure(arguments: ["probe", "/nonexistent/in.mov"], status: 1, line: "error: input_not_found:"),
         Failure(arguments: ["frobnicate"], status: 64, line: "Unexpected argument"),
