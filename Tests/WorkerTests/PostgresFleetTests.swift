@@ -115,12 +115,48 @@ struct PostgresFleetTests {
         let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
         defer { worker.signal(SIGKILL) }
         try await Task.sleep(for: .seconds(1))
+        try await expectPickupWithinASecond(url, directory, worker)
+    }
+
+    /// Submits a short job; the worker (polling every 30 s) must have started it within a second.
+    func expectPickupWithinASecond(
+        _ url: String, _ directory: TemporaryDirectory, _ worker: JobctlProcess, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let input = try await Fixtures.shared.path(.basic)
         let submitted = try await Jobctl.run(["submit", input, "--db", url, "--preset", "low", "--range", "0+1s", "-o", directory.file("o.mp4")])
-        try #require(submitted.status == 0)
-        #expect(try await eventually(within: .seconds(10)) { try await jobs(url).first?.status == .completed }, "\(worker.log)")
-        let job = try #require(try await jobs(url).first)
-        let pickup = try #require(job.startedAt).timeIntervalSince(job.createdAt)
-        #expect(pickup < 1, "picked up after \(pickup) s with a 30 s poll")
+        try #require(submitted.status == 0, sourceLocation: sourceLocation)
+        #expect(
+            try await eventually(within: .seconds(10)) { try await jobs(url).first?.status == .completed }, "\(worker.log)",
+            sourceLocation: sourceLocation
+        )
+        let job = try #require(try await jobs(url).first, sourceLocation: sourceLocation)
+        let pickup = try #require(job.startedAt, sourceLocation: sourceLocation).timeIntervalSince(job.createdAt)
+        #expect(pickup < 1, "picked up after \(pickup) s with a 30 s poll", sourceLocation: sourceLocation)
+    }
+
+    /// A lost notification connection (the server ends it) is logged, the worker polls once and
+    /// listens again on a new connection: the next submit still wakes it within a second.
+    @Test func aLostNotificationConnectionIsReopened() async throws {
+        let url = try await TestPostgres.shared.freshDatabase("relisten")
+        let directory = try TemporaryDirectory("relisten")
+        defer { directory.remove() }
+        func listeners() async throws -> [String] {
+            let sql = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' ORDER BY pid"
+            let result = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", sql])
+            return result.stdoutText.split(separator: "\n").map(String.init)
+        }
+        let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
+        defer { worker.signal(SIGKILL) }
+        try #require(try await eventually(within: .seconds(10)) { try await listeners().count == 1 }, "one listening connection per worker")
+        let first = try await listeners()
+        let killed = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", "SELECT pg_terminate_backend(\(first.joined()))"])
+        #expect(killed.stdoutText.hasPrefix("t"))
+        #expect(try await eventually(within: .seconds(10)) {
+            let now = try await listeners()
+            return now.count == 1 && now != first
+        }, "\(worker.log)")
+        #expect(worker.log.contains("polling until reconnected"), "\(worker.log)")
+        #expect(worker.exited == nil)
+        try await expectPickupWithinASecond(url, directory, worker)
     }
 }
