@@ -64,7 +64,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @Flag(help: "Print the job as JSON instead of its id.")
     var json = false
 
-    @Flag(help: "Allow a webhook on loopback or a private network (self-hosted setups). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
+    @Flag(help: "Allow a webhook, input URL or output URL on loopback or a private network (self-hosted setups). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
     var allowPrivateWebhooks = false
 
     @Flag(help: "Wait until the job ends; exit 0 completed, 1 failed, 3 cancelled, 4 timed out.")

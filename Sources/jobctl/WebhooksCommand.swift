@@ -110,7 +110,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
 /// Webhook options of `worker` and `webhooks dispatch`.
 struct WebhookOptions: ParsableArguments {
-    @Flag(help: "Let webhooks reach loopback and private addresses (self-hosted setups, tests). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
+    @Flag(help: "Let webhooks, input URLs and output uploads reach loopback and private addresses (self-hosted receivers and storage, tests). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
     var allowPrivateWebhooks = false
 
     /// Shrinks the retry schedule (tests).
