@@ -238,87 +238,115 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
         let injected = now
         // A read first: idle workers polling never open a write transaction.
-        let claimable = try await withConnection { connection in
+        let (expired, queued) = try await withConnection { connection in
             let rows = try await connection.query(
                 """
-                SELECT EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'unknown' AND run_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
-                    OR EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
+                SELECT EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow))),
+                    EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'unknown' AND run_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
                 """,
                 logger: self.logger
             )
-            for try await value in rows.decode(Bool.self) { return value }
-            return false
+            for try await value in rows.decode((Bool, Bool).self) { return value }
+            return (false, false)
         }
-        guard claimable else { return [] }
-        return try await transaction { connection in
-            let now = try await self.currentTime(connection)
-            // Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts.
-            var ended: [String] = []
-            for try await id in try await connection.query(
-                """
-                UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
-                WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
-                """, logger: self.logger
-            ).decode(String.self) { ended.append(id) }
-            for try await id in try await connection.query(
-                """
-                UPDATE jobctl.jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
-                    error_code = 'lease_lost', error_retryable = TRUE,
-                    error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts
-                WHERE status = 'reading' AND lease_expires_at <= \(now) AND attempt >= max_attempts RETURNING id
-                """, logger: self.logger
-            ).decode(String.self) { ended.append(id) }
-            for id in ended { try await self.enqueueEvent(for: JobID(id), connection, now: now) }
-
-            // Jobs of dead workers first (they started before anything queued now), then the
-            // queue in index order; SKIP LOCKED: concurrent claimers take different rows.
-            var claimed: [ClaimedJob] = []
-            for source in ["status = 'reading' AND lease_expires_at <= ", "status = 'unknown' AND run_at <= "] where claimed.count < limit {
-                let rows = try await connection.query(
-                    """
-                    UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = \(worker.name),
-                        lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = \(now + lease.milliseconds),
-                        cancel_requested = FALSE, progress = 0, started_at = \(now), finished_at = NULL, updated_at = \(now)
-                    WHERE id IN (
-                        SELECT id FROM jobctl.jobs WHERE \(unescaped: source)\(now)
-                        ORDER BY priority DESC, created_at, id LIMIT \(limit - claimed.count) FOR UPDATE SKIP LOCKED
-                    )
-                    RETURNING \(unescaped: Column.list)
-                    """,
-                    logger: self.logger
-                )
-                for try await row in rows {
-                    let access = row.makeRandomAccess()
-                    let job = try Self.job(access, tracks: [])
-                    let token = try access[Column.leaseToken].decode(String.self)
-                    claimed.append(ClaimedJob(job: job, lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)))
-                }
+        let claimed: [ClaimedJob]
+        if expired {
+            claimed = try await transaction { connection in
+                try await self.settleExpiredLeases(connection)
+                // Jobs of dead workers first (they started before anything queued now).
+                var claimed = try await self.claim(.expired, as: worker, limit: limit, lease: lease, connection)
+                if claimed.count < limit { claimed += try await self.claim(.queued, as: worker, limit: limit - claimed.count, lease: lease, connection) }
+                return claimed
             }
-            if !claimed.isEmpty {
-                try await connection.query("DELETE FROM jobctl.job_tracks WHERE job_id = ANY(\(claimed.map(\.job.id.rawValue)))", logger: self.logger)
-            }
-            return claimed.sorted { a, b in
-                if a.job.priority != b.job.priority { return a.job.priority > b.job.priority }
-                return (a.job.createdAt, a.job.id) < (b.job.createdAt, b.job.id)
-            }
+        } else if queued {
+            // The usual case: one statement, atomic on its own.
+            claimed = try await withConnection { connection in try await self.claim(.queued, as: worker, limit: limit, lease: lease, connection) }
+        } else {
+            return []
+        }
+        return claimed.sorted { a, b in
+            if a.job.priority != b.job.priority { return a.job.priority > b.job.priority }
+            return (a.job.createdAt, a.job.id) < (b.job.createdAt, b.job.id)
         }
     }
 
+    /// Where claims come from: running jobs whose lease expired, or queued jobs that are due.
+    private enum ClaimSource: String {
+        case expired = "j.status = 'reading' AND j.lease_expires_at <= t.now"
+        case queued = "j.status = 'unknown' AND j.run_at <= t.now"
+    }
+
+    /// Takes up to `limit` jobs from `source` in index order (SKIP LOCKED: concurrent claimers
+    /// take different rows), starts their attempt and clears their previous attempt's tracks.
+    private func claim(
+        _ source: ClaimSource, as worker: WorkerIdentity, limit: Int, lease: Duration, _ connection: PostgresConnection
+    ) async throws -> [ClaimedJob] {
+        let rows = try await connection.query(
+            """
+            WITH \(unescaped: clockCTE), claimed AS (
+                UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = \(worker.name),
+                    lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + \(lease.milliseconds),
+                    cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
+                FROM t
+                WHERE id IN (
+                    SELECT j.id FROM jobctl.jobs j, t WHERE \(unescaped: source.rawValue)
+                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
+                )
+                RETURNING \(unescaped: Column.list)
+            ),
+            cleared AS (DELETE FROM jobctl.job_tracks WHERE job_id IN (SELECT id FROM claimed))
+            SELECT * FROM claimed
+            """,
+            logger: logger
+        )
+        var claimed: [ClaimedJob] = []
+        for try await row in rows {
+            let access = row.makeRandomAccess()
+            let job = try Self.job(access, tracks: [])
+            let token = try access[Column.leaseToken].decode(String.self)
+            claimed.append(ClaimedJob(job: job, lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)))
+        }
+        return claimed
+    }
+
+    /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts
+    /// (the others are claimed again); each with its webhook event.
+    private func settleExpiredLeases(_ connection: PostgresConnection) async throws {
+        let now = try await currentTime(connection)
+        var ended: [String] = []
+        for try await id in try await connection.query(
+            """
+            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+            WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
+            """, logger: logger
+        ).decode(String.self) { ended.append(id) }
+        for try await id in try await connection.query(
+            """
+            UPDATE jobctl.jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                error_code = 'lease_lost', error_retryable = TRUE,
+                error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts
+            WHERE status = 'reading' AND lease_expires_at <= \(now) AND attempt >= max_attempts RETURNING id
+            """, logger: logger
+        ).decode(String.self) { ended.append(id) }
+        for id in ended { try await enqueueEvent(for: JobID(id), connection, now: now) }
+    }
+
+    /// One statement (atomic on its own): the fenced lease extension and the tracks.
     public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
-        try await transaction { connection in
-            let now = try await self.currentTime(connection)
-            var cancelRequested: Bool?
+        let tracksJSON = try encodeJSON(tracks)
+        return try await withConnection { connection in
             for try await value in try await connection.query(
                 """
-                UPDATE jobctl.jobs SET lease_expires_at = \(now + extendBy.milliseconds), progress = greatest(progress, \(min(max(progress, 0), 1))),
-                    updated_at = \(now)
-                WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-                RETURNING cancel_requested
+                WITH \(unescaped: self.clockCTE), done AS (
+                    UPDATE jobctl.jobs SET lease_expires_at = t.now + \(extendBy.milliseconds),
+                        progress = greatest(progress, \(min(max(progress, 0), 1))), updated_at = t.now
+                    FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                    RETURNING id, cancel_requested, \(tracksJSON)::jsonb AS tracks
+                ), \(unescaped: Self.replaceTracksCTEs)
+                SELECT cancel_requested FROM done
                 """, logger: self.logger
-            ).decode(Bool.self) { cancelRequested = value }
-            guard let cancelRequested else { return .lost }
-            try await self.replaceTracks(tracks, of: lease.jobID, connection)
-            return .held(cancelRequested: cancelRequested)
+            ).decode(Bool.self) { return .held(cancelRequested: value) }
+            return .lost
         }
     }
 
@@ -335,70 +363,117 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
         let resultJSON = try encodeJSON(result)
-        return try await finish(lease, tracks: tracks) { now in
+        let tracksJSON = try encodeJSON(tracks)
+        return try await finish(lease) { clock in
             """
-            UPDATE jobctl.jobs SET status = 'completed', progress = 1, result = \(resultJSON), error_code = NULL, error_message = NULL,
-                error_retryable = NULL, finished_at = \(now), lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
-            WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING status, webhook IS NOT NULL
+            WITH \(unescaped: clock), done AS (
+                UPDATE jobctl.jobs SET status = 'completed', progress = 1, result = \(resultJSON), error_code = NULL, error_message = NULL,
+                    error_retryable = NULL, finished_at = t.now, lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE,
+                    updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), \(tracksJSON)::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
             """
         }
     }
 
     public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
         // A retryable failure of a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease, tracks: nil) { now in
+        try await finish(lease) { clock in
             """
-            UPDATE jobctl.jobs SET
-                status = CASE WHEN \(error.retryable) AND cancel_requested THEN 'cancelled'
-                    WHEN \(error.retryable) AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
-                run_at = CASE WHEN \(error.retryable) AND attempt < max_attempts THEN \(now + retryDelay.milliseconds) ELSE run_at END,
-                finished_at = CASE WHEN \(error.retryable) AND NOT cancel_requested AND attempt < max_attempts THEN NULL ELSE \(now) END,
-                error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
-                lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
-            WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING status, webhook IS NOT NULL
+            WITH \(unescaped: clock), done AS (
+                UPDATE jobctl.jobs SET
+                    status = CASE WHEN \(error.retryable) AND cancel_requested THEN 'cancelled'
+                        WHEN \(error.retryable) AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
+                    run_at = CASE WHEN \(error.retryable) AND attempt < max_attempts THEN t.now + \(retryDelay.milliseconds) ELSE run_at END,
+                    finished_at = CASE WHEN \(error.retryable) AND NOT cancel_requested AND attempt < max_attempts THEN NULL ELSE t.now END,
+                    error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
             """
         }
     }
 
     public func confirmCancelled(_ lease: Lease) async throws -> Bool {
-        try await finish(lease, tracks: nil) { now in
+        try await finish(lease) { clock in
             """
-            UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), lease_token = NULL, lease_expires_at = NULL,
-                cancel_requested = FALSE, updated_at = \(now)
-            WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING status, webhook IS NOT NULL
+            WITH \(unescaped: clock), done AS (
+                UPDATE jobctl.jobs SET status = 'cancelled', finished_at = t.now, lease_token = NULL, lease_expires_at = NULL,
+                    cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
             """
         }
     }
 
     public func release(_ lease: Lease) async throws -> Bool {
         // Handing back a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease, tracks: nil) { now in
+        try await finish(lease) { clock in
             """
-            UPDATE jobctl.jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'unknown' END,
-                finished_at = CASE WHEN cancel_requested THEN \(now) ELSE NULL END,
-                attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = \(now), progress = 0,
-                lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = \(now)
-            WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-            RETURNING status, webhook IS NOT NULL
+            WITH \(unescaped: clock), done AS (
+                UPDATE jobctl.jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'unknown' END,
+                    finished_at = CASE WHEN cancel_requested THEN t.now ELSE NULL END,
+                    attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = t.now, progress = 0,
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
             """
         }
     }
 
-    /// Ends the current attempt with `update` (which checks the lease and returns the new status
-    /// and whether the job has a webhook), records tracks, writes the webhook event if the job
-    /// ended with a webhook, and wakes workers if it is queued again.
-    private func finish(_ lease: Lease, tracks: [JobTrack]?, update: @escaping @Sendable (Int64) throws -> PostgresQuery) async throws -> Bool {
+    /// What the `done` CTE of an attempt's end returns, besides its `tracks`.
+    private static let finishedColumns = "id, status, webhook IS NOT NULL AS has_webhook, t.now"
+
+    /// After `done` (the fenced UPDATE): its tracks recorded, workers woken if the job is queued
+    /// again; the statement returns the new status, whether there is a webhook, and the time.
+    private static let afterFinish = """
+        \(replaceTracksCTEs),
+        woken AS (SELECT pg_notify('\(channel)', 'job') FROM done WHERE status = 'unknown')
+        SELECT status, has_webhook, now, (SELECT count(*) FROM woken) FROM done
+        """
+
+    /// Replaces the tracks of the job in `done` by `done.tracks` (a JSON array of `JobTrack`;
+    /// `NULL` leaves them as they are), in the same statement.
+    private static let replaceTracksCTEs = """
+        gone AS (
+            DELETE FROM jobctl.job_tracks g USING done
+            WHERE g.job_id = done.id AND done.tracks IS NOT NULL
+                AND g.idx NOT IN (SELECT x."index" FROM jsonb_to_recordset(done.tracks) AS x("index" integer))
+        ),
+        put AS (
+            INSERT INTO jobctl.job_tracks (job_id, idx, source_index, media_type, status, codec, read, written)
+            SELECT done.id, x."index", x."sourceIndex", x."mediaType", x.status, x.codec, x.read, x.written
+            FROM done, jsonb_to_recordset(coalesce(done.tracks, '[]'::jsonb))
+                AS x("index" integer, "sourceIndex" integer, "mediaType" text, status text, codec text, read bigint, written bigint)
+            ON CONFLICT (job_id, idx) DO UPDATE SET source_index = excluded.source_index, media_type = excluded.media_type,
+                status = excluded.status, codec = excluded.codec, read = excluded.read, written = excluded.written
+        )
+        """
+
+    /// `t`, the statement's time: the injected clock (tests) or the database's.
+    private var clockCTE: String {
+        "t AS (SELECT \(now.map(String.init) ?? Self.databaseNow)::bigint AS now)"
+    }
+
+    /// Ends the current attempt with `statement` (the fenced UPDATE with `afterFinish`). A job
+    /// that ended with a webhook gets its event in the same transaction; one without a webhook
+    /// (or queued again) needs nothing else.
+    private func finish(_ lease: Lease, statement: @escaping @Sendable (_ clock: String) throws -> PostgresQuery) async throws -> Bool {
         try await transaction { connection in
-            let now = try await self.currentTime(connection)
-            var outcome: (status: String, hasWebhook: Bool)?
-            for try await row in try await connection.query(update(now), logger: self.logger).decode((String, Bool).self) { outcome = row }
+            var outcome: (status: String, hasWebhook: Bool, now: Int64)?
+            for try await (status, hasWebhook, now, _) in try await connection.query(statement(self.clockCTE), logger: self.logger)
+                .decode((String, Bool, Int64, Int64).self)
+            {
+                outcome = (status, hasWebhook, now)
+            }
             guard let outcome else { return false }
-            if let tracks { try await self.replaceTracks(tracks, of: lease.jobID, connection) }
-            if outcome.hasWebhook { try await self.enqueueEvent(for: lease.jobID, connection, now: now) }
-            if outcome.status == JobStatus.unknown.rawValue { try await self.notify(connection, "job") }
+            if outcome.hasWebhook, JobStatus(rawValue: outcome.status)?.isTerminal == true {
+                try await self.enqueueEvent(for: lease.jobID, connection, now: outcome.now)
+            }
             return true
         }
     }
@@ -513,11 +588,14 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         let deliveryID = "msg_" + JobID.make().rawValue.replacingOccurrences(of: "-", with: "")
         try await connection.query(
             """
-            INSERT INTO jobctl.webhook_deliveries (id, job_id, type, url, payload, status, next_attempt_at, created_at, updated_at)
-            VALUES (\(deliveryID), \(id.rawValue), \(type), \(url), \(String(decoding: body, as: UTF8.self)), 'pending', \(now), \(now), \(now))
+            WITH added AS (
+                INSERT INTO jobctl.webhook_deliveries (id, job_id, type, url, payload, status, next_attempt_at, created_at, updated_at)
+                VALUES (\(deliveryID), \(id.rawValue), \(type), \(url), \(String(decoding: body, as: UTF8.self)), 'pending', \(now), \(now), \(now))
+                RETURNING id
+            )
+            SELECT pg_notify('\(unescaped: Self.channel)', 'webhook') FROM added
             """, logger: logger
         )
-        try await notify(connection, "webhook")
     }
 
     public func claimDeliveries(as dispatcher: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
@@ -769,19 +847,6 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             var job = job
             job.tracks = tracks[job.id] ?? []
             return job
-        }
-    }
-
-    private func replaceTracks(_ tracks: [JobTrack], of id: JobID, _ connection: PostgresConnection) async throws {
-        try await connection.query("DELETE FROM jobctl.job_tracks WHERE job_id = \(id.rawValue)", logger: logger)
-        for track in tracks {
-            try await connection.query(
-                """
-                INSERT INTO jobctl.job_tracks (job_id, idx, source_index, media_type, status, codec, read, written)
-                VALUES (\(id.rawValue), \(track.index), \(track.sourceIndex), \(track.mediaType), \(track.status.rawValue), \(track.codec),
-                    \(track.read), \(track.written))
-                """, logger: logger
-            )
         }
     }
 

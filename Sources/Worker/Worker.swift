@@ -40,6 +40,7 @@ public final class Worker: Service {
     public func run() async throws {
         try await store.workerStarted(identity)
         logger.info("Worker started", metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"])
+        await stagingSweep.run()
         await withGracefulShutdownHandler {
             await claimLoop()
         } onGracefulShutdown: { [self] in
@@ -47,6 +48,10 @@ public final class Worker: Service {
         }
         try? await store.workerStopped(identity)
         logger.info("Worker stopped")
+    }
+
+    private var stagingSweep: StagingSweep {
+        StagingSweep(directory: options.stagingDirectory, store: store, logger: logger)
     }
 
     /// Asks the worker to stop as on SIGTERM (drain, then hand back).
@@ -91,6 +96,12 @@ public final class Worker: Service {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: pollInterval)
                     signals.wake()
+                }
+            }
+            group.addTask { [stagingSweep] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(3600))
+                    await stagingSweep.run()
                 }
             }
             // A store that notices changes (a submit, a cancel) wakes the loop at once when a slot is
