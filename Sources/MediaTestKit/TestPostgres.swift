@@ -15,7 +15,7 @@ public actor TestPostgres {
             if let url = ProcessInfo.processInfo.environment["JOBCTL_TEST_POSTGRES"], !url.isEmpty { return url }
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("scripts/test-postgres.sh").path
-            let directory = NSTemporaryDirectory() + "jobctl-postgres-\(ProcessInfo.processInfo.processIdentifier)"
+            let directory = self.directory
             let port = 20000 + Int(ProcessInfo.processInfo.processIdentifier % 20000)
             let result = try await ProcessRunner.check(script, ["start", directory, "\(port)", "\(ProcessInfo.processInfo.processIdentifier)"])
             return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -23,6 +23,15 @@ public actor TestPostgres {
         server = task
         return try await task.value
     }
+
+    /// The CA certificate of the server's self-signed TLS certificate (for 127.0.0.1).
+    public func certificateAuthority() async throws -> String {
+        _ = try await serverURL()
+        if let path = ProcessInfo.processInfo.environment["JOBCTL_TEST_POSTGRES_CA"], !path.isEmpty { return path }
+        return directory + "/ca.crt"
+    }
+
+    private var directory: String { NSTemporaryDirectory() + "jobctl-postgres-\(ProcessInfo.processInfo.processIdentifier)" }
 
     /// A new, empty database on the server; its URL.
     public func freshDatabase(_ label: String = "test") async throws -> String {

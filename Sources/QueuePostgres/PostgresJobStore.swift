@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 import Queue
 import QueueMigrations
@@ -19,6 +20,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     public static let channel = "jobctl"
 
     let client: PostgresClient
+    private let problems: ConnectionProblems
+    /// How long an operation waits for a connection before it fails with the reason.
+    private let connectionWait: Duration
     private let listening = Mutex(Listening())
     private let clock: (@Sendable () -> Date)?
     private let logger: Logger
@@ -26,9 +30,17 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     public let location: String
 
     /// - Parameter clock: `nil` (production): the database's clock; tests inject their own.
-    public init(url: String, clock: (@Sendable () -> Date)? = nil, logger: Logger = Logger(label: "jobctl.postgres")) throws {
+    /// - Parameter connectionWait: how long an operation waits for a connection before it fails
+    ///   with the reason (the server down, refused, a certificate not trusted…).
+    public init(
+        url: String, clock: (@Sendable () -> Date)? = nil, connectionWait: Duration = .seconds(15),
+        logger: Logger = Logger(label: "jobctl.postgres")
+    ) throws {
         let configuration = try PostgresJobStore.configuration(from: url)
-        client = PostgresClient(configuration: configuration, backgroundLogger: Self.backgroundLogger(logger))
+        let problems = ConnectionProblems()
+        client = PostgresClient(configuration: configuration, backgroundLogger: Self.backgroundLogger(logger, problems: problems))
+        self.problems = problems
+        self.connectionWait = connectionWait
         self.clock = clock
         self.logger = logger
         location = JobRequest.redactingCredentials(url)
@@ -51,19 +63,32 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         }
     }
 
-    /// The pool's own logger, without its warning about leases asked for before `run()` has
-    /// begun: `withStore` starts both at once, and the lease simply waits for the pool.
-    private static func backgroundLogger(_ logger: Logger) -> Logger {
-        var filtered = Logger(label: logger.label) { _ in WithoutEarlyLeaseWarning(wrapped: logger.handler) }
-        filtered.logLevel = logger.logLevel
-        return filtered
+    /// The pool's own logger: without its warning about leases asked for before `run()` has
+    /// begun (`withStore` starts both at once, and the lease simply waits for the pool), and
+    /// keeping the last reason a connection could not be made, for the error a command shows.
+    private static func backgroundLogger(_ logger: Logger, problems: ConnectionProblems) -> Logger {
+        let level = logger.logLevel
+        return Logger(label: logger.label) { _ in PoolLogHandler(wrapped: logger.handler, problems: problems, level: level) }
     }
 
-    private struct WithoutEarlyLeaseWarning: LogHandler {
+    /// The last reason the pool gave for not connecting, until a connection succeeds. A reason
+    /// is final when waiting will not help: the server refused us (no such database or role, a
+    /// wrong password) or its certificate is not trusted.
+    final class ConnectionProblems: Sendable {
+        private let last = Mutex<(reason: String, final: Bool, at: ContinuousClock.Instant)?>(nil)
+        var lastFailure: (reason: String, final: Bool, at: ContinuousClock.Instant)? { last.withLock { $0 } }
+        func failed(_ failure: (reason: String, final: Bool)) { last.withLock { $0 = (failure.reason, failure.final, .now) } }
+        func connected() { last.withLock { $0 = nil } }
+    }
+
+    private struct PoolLogHandler: LogHandler {
         var wrapped: any LogHandler
+        let problems: ConnectionProblems
+        /// The level asked for by the user; the pool's info events are read, not all shown.
+        var level: Logger.Level
         var logLevel: Logger.Level {
-            get { wrapped.logLevel }
-            set { wrapped.logLevel = newValue }
+            get { min(level, .info) }
+            set { level = newValue }
         }
         var metadata: Logger.Metadata {
             get { wrapped.metadata }
@@ -75,26 +100,77 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         }
 
         func log(event: LogEvent) {
-            if event.level == .warning, "\(event.message)".hasPrefix("Trying to lease connection from `PostgresClient`") { return }
-            wrapped.log(event: event)
+            let message = "\(event.message)"
+            if message == "Connection creation failed", let error = event.metadata?["psql_error"] {
+                // Reported once, in the error of the operation that waited (the pool retries often).
+                problems.failed(PostgresJobStore.connectionFailure("\(error)"))
+                if level > .debug { return }
+            } else if message == "Connection established" {
+                problems.connected()
+            }
+            if event.level == .warning, message.hasPrefix("Trying to lease connection from `PostgresClient`") { return }
+            if event.level >= level { wrapped.log(event: event) }
         }
+    }
+
+    /// A person's reading of the pool's description of a failed connection attempt, and whether
+    /// it is final.
+    static func connectionFailure(_ text: String) -> (reason: String, final: Bool) {
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return ("its TLS certificate is not trusted (give the CA with sslrootcert=PATH, or use sslmode=require to encrypt without checking the certificate)", true)
+        }
+        if text.contains("Connection refused") { return ("connection refused (is PostgreSQL running and listening on that host and port?)", false) }
+        if text.contains("UnknownHost") { return ("the host name does not resolve", false) }
+        if text.contains("connectTimeout") || text.contains("imeout") {
+            return ("no answer within 10 s (a firewall, or the wrong host or port?)", false)
+        }
+        if text.contains("code: server"), let start = text.range(of: "message: ") {
+            let rest = text[start.upperBound...]
+            let end = rest.range(of: ", routine:")?.lowerBound ?? rest.range(of: "]")?.lowerBound ?? rest.endIndex
+            // The server starting up or shutting down is worth waiting for.
+            return (String(rest[..<end]), !text.contains("sqlState: 57P"))
+        }
+        return (String(text.prefix(300)), false)
     }
 
     /// Runs the connection pool (as a service of the worker's group).
     public func run() async { await client.run() }
 
-    /// `postgres://user:password@host:port/database?sslmode=disable|prefer|require`.
+    /// `postgres://user:password@host:port/database?sslmode=…&sslrootcert=PATH`, with libpq's
+    /// meanings: `disable` (no TLS); `prefer` (the default: TLS if the server offers it) and
+    /// `require` (TLS or nothing) encrypt without checking the certificate, as libpq does, so a
+    /// server with a self-signed certificate (Debian's default) works; `verify-ca` checks the
+    /// certificate against `sslrootcert` (else the system's roots); `verify-full` the host name too.
     static func configuration(from url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
             let host = components.host, !host.isEmpty
         else {
             throw JobStoreError(.unavailable, "\(JobRequest.redactingCredentials(url)) is not a postgres://user:password@host:port/database URL")
         }
-        let mode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
-        let tls: PostgresClient.Configuration.TLS = switch mode {
-        case "disable": .disable
-        case "require", "verify-full", "verify-ca": .require(.makeClientConfiguration())
-        default: .prefer(.makeClientConfiguration())
+        func parameter(_ name: String) -> String? { components.queryItems?.first { $0.name == name }?.value }
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate = parameter("sslrootcert") {
+            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                throw JobStoreError(.unavailable, "sslrootcert \(rootCertificate) cannot be read")
+            }
+            tlsConfiguration.trustRoots = .file(rootCertificate)
+        }
+        let mode = parameter("sslmode") ?? "prefer"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable":
+            tls = .disable
+        case "allow", "prefer", "require":
+            tlsConfiguration.certificateVerification = .none
+            tls = mode == "require" ? .require(tlsConfiguration) : .prefer(tlsConfiguration)
+        case "verify-ca":
+            tlsConfiguration.certificateVerification = .noHostnameVerification
+            tls = .require(tlsConfiguration)
+        case "verify-full":
+            tlsConfiguration.certificateVerification = .fullVerification
+            tls = .require(tlsConfiguration)
+        default:
+            throw JobStoreError(.unavailable, "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         var configuration = PostgresClient.Configuration(
@@ -899,7 +975,12 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            return try await withinConnectionWait { connected in
+                try await self.client.withTransaction(logger: self.logger) { connection in
+                    connected()
+                    return try await body(connection)
+                }
+            }
         } catch let error as JobStoreError {
             throw error
         } catch let error as PostgresTransactionError {
@@ -912,12 +993,56 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await client.withConnection { connection in try await body(connection) }
+            return try await withinConnectionWait { connected in
+                try await self.client.withConnection { connection in
+                    connected()
+                    return try await body(connection)
+                }
+            }
         } catch let error as JobStoreError {
             throw error
         } catch {
             throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))")
         }
+    }
+
+    /// Runs `operation`, which leases a connection and calls `connected` once it has one. The
+    /// pool retries failed connections forever; an operation that has no connection after
+    /// `connectionWait` is cancelled and fails with the pool's last reason, so a command says
+    /// what is wrong instead of hanging and a worker logs it and retries.
+    private func withinConnectionWait<T: Sendable>(
+        _ operation: @escaping @Sendable (_ connected: @escaping @Sendable () -> Void) async throws -> T
+    ) async throws -> T {
+        let leased = LeaseFlag()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await operation { leased.set() } }
+            group.addTask { [connectionWait, problems, location] in
+                // Until a connection is leased: fail at once on a final reason, else at the deadline.
+                let started = ContinuousClock.now
+                let deadline = started + connectionWait
+                while !leased.isSet {
+                    let failure = problems.lastFailure
+                    let hopeless = failure.map { $0.final && $0.at >= started } ?? false
+                    if hopeless || ContinuousClock.now >= deadline {
+                        let reason = failure?.reason ?? "no connection became free within \(connectionWait)"
+                        throw JobStoreError(.unavailable, "the job database \(location) cannot be reached: \(reason)")
+                    }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let value = result { return value }
+            }
+            throw CancellationError()
+        }
+    }
+
+    private final class LeaseFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+        func set() { value.store(true, ordering: .releasing) }
     }
 
     /// PSQLError's description is deliberately generic (no secrets); take the server's message.
