@@ -64,7 +64,7 @@ bench: test-deps
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
 	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
 	JOBCTL_PG_DURABLE=1 scripts/test-postgres.sh run sh -c \
-		'.build-release/release/jobctl bench queue --db "$$JOBCTL_TEST_POSTGRES" --concurrency 32 --jobs 10000'
+		'.build-release/release/jobctl bench queue --db "$$JOBCTL_TEST_POSTGRES?sslmode=disable" --concurrency 32 --jobs 10000'
 	.build-release/release/jobctl bench webhooks --jobs 3000 --webhook-concurrency 8
 
 clean:
