@@ -23,6 +23,7 @@ done
 
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$bin" ] || { echo "error: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 1; }
+command -v openssl >/dev/null || { echo "error: openssl not found, needed for the server's TLS certificate (apt-get install openssl)" >&2; exit 1; }
 as_owner=()
 [ "$(id -u)" -eq 0 ] && as_owner=(runuser -u postgres --)
 
