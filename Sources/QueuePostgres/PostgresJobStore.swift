@@ -440,9 +440,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
         let resultJSON = try encodeJSON(result)
         let tracksJSON = try encodeJSON(tracks)
-        return try await finish(lease) { clock in
+        return try await finish(lease) {
             """
-            WITH \(unescaped: clock), done AS (
+            WITH \(unescaped: self.clockCTE), done AS (
                 UPDATE jobctl.jobs SET status = 'completed', progress = 1, result = \(resultJSON), error_code = NULL, error_message = NULL,
                     error_retryable = NULL, finished_at = t.now, lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE,
                     updated_at = t.now
@@ -455,9 +455,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
         // A retryable failure of a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease) { clock in
+        try await finish(lease) {
             """
-            WITH \(unescaped: clock), done AS (
+            WITH \(unescaped: self.clockCTE), done AS (
                 UPDATE jobctl.jobs SET
                     status = CASE WHEN \(error.retryable) AND cancel_requested THEN 'cancelled'
                         WHEN \(error.retryable) AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
@@ -473,9 +473,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     }
 
     public func confirmCancelled(_ lease: Lease) async throws -> Bool {
-        try await finish(lease) { clock in
+        try await finish(lease) {
             """
-            WITH \(unescaped: clock), done AS (
+            WITH \(unescaped: self.clockCTE), done AS (
                 UPDATE jobctl.jobs SET status = 'cancelled', finished_at = t.now, lease_token = NULL, lease_expires_at = NULL,
                     cancel_requested = FALSE, updated_at = t.now
                 FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
@@ -487,9 +487,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     public func release(_ lease: Lease) async throws -> Bool {
         // Handing back a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease) { clock in
+        try await finish(lease) {
             """
-            WITH \(unescaped: clock), done AS (
+            WITH \(unescaped: self.clockCTE), done AS (
                 UPDATE jobctl.jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'unknown' END,
                     finished_at = CASE WHEN cancel_requested THEN t.now ELSE NULL END,
                     attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = t.now, progress = 0,
@@ -538,10 +538,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// Ends the current attempt with `statement` (the fenced UPDATE with `afterFinish`). A job
     /// that ended with a webhook gets its event in the same transaction; one without a webhook
     /// (or queued again) needs nothing else.
-    private func finish(_ lease: Lease, statement: @escaping @Sendable (_ clock: String) throws -> PostgresQuery) async throws -> Bool {
+    private func finish(_ lease: Lease, statement: @escaping @Sendable () throws -> PostgresQuery) async throws -> Bool {
         try await transaction { connection in
             var outcome: (status: String, hasWebhook: Bool, now: Int64)?
-            for try await (status, hasWebhook, now, _) in try await connection.query(statement(self.clockCTE), logger: self.logger)
+            for try await (status, hasWebhook, now, _) in try await connection.query(statement(), logger: self.logger)
                 .decode((String, Bool, Int64, Int64).self)
             {
                 outcome = (status, hasWebhook, now)

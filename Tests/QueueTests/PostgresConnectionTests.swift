@@ -56,27 +56,12 @@ struct PostgresConnectionTests {
         #expect(ContinuousClock.now - started < .seconds(10), "the server's refusal is final")
 
         // Nothing listening: the pool keeps trying for 15 s, then the command says why.
-        let port = try closedPort()
+        // (Port 1, tcpmux, is privileged and unused.)
         started = ContinuousClock.now
-        let refused = try await Jobctl.run(["list", "--db", "postgres://postgres@127.0.0.1:\(port)/jobs?sslmode=disable"])
+        let refused = try await Jobctl.run(["list", "--db", "postgres://postgres@127.0.0.1:1/jobs?sslmode=disable"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("cannot be reached: connection refused (is PostgreSQL running"), "\(refused.stderr)")
         #expect(ContinuousClock.now - started < .seconds(40))
         #expect(!refused.stderr.contains("Connection creation failed"), "the pool's own retries are not shown")
-    }
-
-    /// A loopback port nobody listens on.
-    func closedPort() throws -> Int {
-        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
