@@ -23,6 +23,13 @@ struct ExportJob: Sendable {
         try confinement.checkInput(job.input)
         try confinement.checkOutput(job.output)
         let uploadURL = RemoteMedia.isRemote(job.output) ? job.output : nil
+        if uploadURL == nil {
+            do throws(MediaError) {
+                try OutputDestination.check(job.output, input: job.input)
+            } catch {
+                throw JobFailure(error: JobError(code: error.code.rawValue, message: error.message, retryable: false))
+            }
+        }
         var outputPath = job.output
         if uploadURL != nil {
             do {

@@ -10,7 +10,9 @@ struct ExportCommand: AsyncParsableCommand {
         discussion: """
             The output is written to a hidden temporary file beside OUT and renamed into place \
             only when complete: a failed or interrupted export leaves nothing at OUT. An existing \
-            file at OUT is replaced atomically.
+            regular file at OUT is replaced atomically; anything else there (a device such as \
+            /dev/null, a FIFO, a directory, a symbolic link) and the input itself are refused \
+            with output_forbidden before any work starts.
 
             Ranges (relative to the input's first frame): START+DURATION (1s+3s), START-END \
             (1:00-1:30.5), or START alone (to the end). Times are seconds (90, 1.5, 1.5s), \
@@ -59,6 +61,8 @@ struct ExportCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
             let preset = try presets.catalog().preset(named: preset)
+            // Before anything is read: never a device, a FIFO, a link or the input itself.
+            try OutputDestination.check(output, input: input)
             let asset = try Asset(location: input)
             let session = ExportSession(asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange)
 

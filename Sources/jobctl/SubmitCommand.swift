@@ -127,6 +127,9 @@ struct SubmitCommand: AsyncParsableCommand {
             if SubmitCommand.isURL(input), let refusal = policy.staticRefusal(for: input) {
                 throw CommandFailure.usage("input_unreadable: \(JobRequest.displayURL(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
             }
+            // What this host can see now (the worker checks again): never a device, a FIFO, a
+            // link or the input itself at the output path.
+            if !SubmitCommand.isURL(output) { try OutputDestination.check(output, input: input) }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
                 if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }

@@ -38,7 +38,7 @@ struct ErrorTests {
         Case(name: "m4a of a video without sound", input: .fixture(.videoOnly), preset: "m4a", outputName: "out.m4a", code: .presetIncompatible, mentions: "no audio track"),
         Case(name: "ProRes + PCM copied into mp4", input: .fixture(.prores), preset: "passthrough", code: .presetIncompatible, mentions: "cannot be copied into mp4"),
         Case(name: "an output directory that does not exist", input: .fixture(.basic), outputName: "missing/dir/out.mp4", code: .outputUnwritable, mentions: "does not exist"),
-        Case(name: "an output path that is a directory", input: .fixture(.basic), outputName: ".", code: .outputUnwritable, mentions: "is a directory"),
+        Case(name: "an output path that is a directory", input: .fixture(.basic), outputName: ".", code: .outputForbidden, mentions: "is a directory"),
         Case(name: "media data replaced by noise", input: .fixture(.garbage), code: .decodeFailed, mentions: "too damaged"),
         Case(name: "a picture too small for HEVC", input: .fixture(.tiny), preset: "hevc-highest", code: .encodeFailed, mentions: "too small"),
     ]

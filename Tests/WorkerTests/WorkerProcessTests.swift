@@ -169,6 +169,34 @@ struct WorkerProcessTests {
         #expect(wait.status == 1 && wait.stderr.contains("input_not_found"))
     }
 
+    /// A destination that became a FIFO (or the input itself) after submit: the job fails with
+    /// output_forbidden, is not retried, and the FIFO is still a FIFO.
+    @Test func aWorkerNeverReplacesWhatIsNotARegularFile() async throws {
+        let queue = try Queue("forbidden-output")
+        defer { queue.directory.remove() }
+        let input = queue.directory.file("in.mp4")
+        try FileManager.default.copyItem(atPath: try await Fixtures.shared.path(.basic), toPath: input)
+        let fifo = queue.directory.file("pipe.mp4")
+        let piped = try await queue.submit(input, ["--preset", "low", "--range", "0+1s", "-o", fifo])
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let alias = queue.directory.file("alias.mp4")
+        let itself = try await queue.submit(input, ["--preset", "low", "--range", "0+1s", "-o", alias])
+        #expect(link(input, alias) == 0, "the output is now a hard link of the input")
+        let before = try Data(contentsOf: URL(fileURLWithPath: input))
+        let worker = try queue.worker("w", ["--once", "--retry-delay", "100ms"])
+        #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
+        for (id, says) in [(piped, "FIFO"), (itself, "is the input itself")] {
+            let job = try await queue.job(id)
+            #expect(job.status == .failed && job.error?.code == "output_forbidden" && job.error?.retryable == false && job.attempt == 1,
+                "\(job.error?.description ?? "no error")")
+            #expect(job.error?.message.contains(says) == true, "\(job.error?.message ?? "")")
+        }
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: input)) == before)
+        #expect(!queue.outputs().contains { $0.hasSuffix(".jobctl.tmp") }, "\(queue.outputs())")
+    }
+
     @Test func retryableFailuresBackOffThenFail() async throws {
         let queue = try Queue("retry")
         defer { queue.directory.remove() }

@@ -174,6 +174,7 @@ public final class ExportSession: @unchecked Sendable {
     }
 
     private func run() throws(MediaError) -> (ExportResult, PendingOutput) {
+        try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
         let reader = try AssetReader(asset: asset)

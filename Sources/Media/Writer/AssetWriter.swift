@@ -23,7 +23,8 @@ public final class AssetWriter: @unchecked Sendable {
     }
 
     /// Prepares a writer for `destination`. Fails with `output_unwritable` if its directory
-    /// does not exist or the destination is a directory.
+    /// does not exist, and with `output_forbidden` if something other than a regular file is
+    /// there (a device, a FIFO, a directory, a symbolic link: see `OutputDestination`).
     /// - Parameter temporaryTag: goes into the temporary file's name
     ///   (`.NAME.TAG.jobctl.tmp`) instead of a random token, so its owner can find leftovers.
     public init(destination: String, format: ContainerFormat, temporaryTag: String? = nil) throws(MediaError) {
@@ -35,9 +36,7 @@ public final class AssetWriter: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw MediaError(.outputUnwritable, "\(destination): the directory \(directory) does not exist")
         }
-        if FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw MediaError(.outputUnwritable, "\(destination) is a directory")
-        }
+        try OutputDestination.checkKind(destination)
         let token = temporaryTag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
         temporaryPath = AssetWriter.temporaryPath(for: destination, tag: token)
         do {
@@ -69,6 +68,7 @@ public final class AssetWriter: @unchecked Sendable {
     public func startWriting() throws(MediaError) {
         precondition(status == .unknown && !inputs.isEmpty)
         do {
+            try createTemporaryFile()
             try file.open(options: ["movflags": "+faststart"])
         } catch let error as FFError {
             file.abort()
@@ -81,6 +81,12 @@ public final class AssetWriter: @unchecked Sendable {
                 $0.error = mapped
             }
             throw mapped
+        } catch let error as MediaError {
+            state.withLock {
+                $0.status = .failed
+                $0.error = error
+            }
+            throw error
         } catch {
             throw MediaError(.internalError, "\(error)")
         }
@@ -122,8 +128,16 @@ public final class AssetWriter: @unchecked Sendable {
     }
 
     /// Renames the finished temporary file over the destination and flushes the directory.
+    /// What is at the destination is checked again first: only a regular file is ever replaced
+    /// (`output_forbidden` otherwise, and the finished file is deleted).
     public func commit() throws(MediaError) {
         precondition(status == .completed, "commit() after finishWritingWithoutCommit()")
+        do {
+            try OutputDestination.checkKind(destination)
+        } catch {
+            discard()
+            throw error
+        }
         guard rename(temporaryPath, destination) == 0 else {
             let error = AssetWriter.systemError(errno, path: destination)
             discard()
@@ -167,6 +181,22 @@ public final class AssetWriter: @unchecked Sendable {
         for input in inputs { input.setStatus(status) }
         file.abort()
         unlink(temporaryPath)
+    }
+
+    /// Creates the temporary file exclusively and without following a symbolic link, so a link
+    /// planted at its (predictable) name cannot redirect the write; FFmpeg then opens it.
+    private func createTemporaryFile() throws(MediaError) {
+        for _ in 0..<2 {
+            let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if descriptor >= 0 {
+                close(descriptor)
+                return
+            }
+            guard errno == EEXIST else { throw AssetWriter.systemError(errno, path: destination) }
+            // A leftover of an earlier attempt (or a planted link): removed, never followed.
+            unlink(temporaryPath)
+        }
+        throw MediaError(.outputUnwritable, "\(destination): its temporary file \(temporaryPath) keeps reappearing")
     }
 
     private func syncTemporaryFile() throws(MediaError) {

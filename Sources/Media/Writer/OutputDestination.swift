@@ -1,0 +1,70 @@
+import Foundation
+
+/// What may be at an output path (SPEC §4): nothing yet, or a regular file, which the finished
+/// output replaces atomically. Anything else that exists there — a device (`/dev/null`), a FIFO,
+/// a socket, a directory, a symbolic link — and the input itself are refused with
+/// `output_forbidden` before any work starts, and checked again just before the rename.
+///
+/// A symbolic link is refused rather than followed or replaced: following it would write
+/// wherever it points (outside a confined output directory, or over a device), and replacing
+/// it would silently turn a link into a file. Name the file itself.
+public enum OutputDestination {
+    /// Checks `path` as the destination of an export of `input` (a local path or an
+    /// `http(s)` URL; remote inputs cannot be the output). Does not check the directory.
+    public static func check(_ path: String, input: String?) throws(MediaError) {
+        try checkKind(path)
+        guard let input, !Asset.isRemote(input) else { return }
+        let inputPath = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
+        if isSameFile(inputPath, path) {
+            throw MediaError(.outputForbidden, "\(path) is the input itself: writing it would replace the source with its own transcode; choose another output")
+        }
+    }
+
+    /// `output_forbidden` if something other than a regular file exists at `path`.
+    public static func checkKind(_ path: String) throws(MediaError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }  // nothing there (or not reachable: the writer says why)
+        let kind = info.st_mode & S_IFMT
+        guard kind != S_IFREG else { return }
+        let what: String
+        switch kind {
+        case S_IFCHR: what = "a character device"
+        case S_IFBLK: what = "a block device"
+        case S_IFIFO: what = "a FIFO (named pipe)"
+        case S_IFSOCK: what = "a socket"
+        case S_IFDIR: what = "a directory"
+        case S_IFLNK:
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map { " to \($0)" } ?? ""
+            throw MediaError(.outputForbidden, "\(path) is a symbolic link\(target): jobctl replaces only regular files; name the file itself")
+        default: what = "not a regular file"
+        }
+        throw MediaError(.outputForbidden, "\(path) is \(what): jobctl replaces only regular files")
+    }
+
+    /// Whether `a` and `b` name the same file: the same device and inode (hard links and
+    /// symbolic links included), or, when they do not exist, the same path once `..`, `.` and
+    /// symbolic links in their directories are resolved.
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        if stat(a, &first) == 0 && stat(b, &second) == 0 {
+            return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+        }
+        return resolved(a) == resolved(b)
+    }
+
+    /// `realpath` of the path, or of its longest existing ancestor with the rest appended.
+    static func resolved(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        if let real = realpath(absolute, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let parent = (absolute as NSString).deletingLastPathComponent
+        guard parent != absolute, !parent.isEmpty else { return absolute }
+        let last = (absolute as NSString).lastPathComponent
+        if last == ".." { return (resolved(parent) as NSString).deletingLastPathComponent }
+        if last == "." { return resolved(parent) }
+        return (resolved(parent) as NSString).appendingPathComponent(last)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+@testable import Media
+import MediaTestKit
+import Testing
+
+/// The rename that makes an output visible replaces only a regular file, even if something
+/// else appeared at the destination while the export ran.
+@Suite("Commit only over regular files", .timeLimit(.minutes(2)))
+struct DestinationTests {
+    @Test func aFIFOThatAppearsDuringTheExportIsNotReplaced() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("commit-fifo") { directory in
+            let output = directory.file("out.mp4")
+            let session = ExportSession(
+                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
+                timeRange: try TimeRange(parsing: "0+1s")
+            )
+            let (_, pending) = try await session.exportDeferringCommit()
+            #expect(mkfifo(output, 0o644) == 0)
+            #expect(throws: MediaError.self) { try pending.commit() }
+            do { try pending.commit() } catch { Issue.record("a second commit is a no-op, got \(error)") }
+            var info = stat()
+            #expect(lstat(output, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
+            #expect(directory.contents() == ["out.mp4"], "the finished file is removed: \(directory.contents())")
+        }
+    }
+
+    @Test func theCommitErrorIsOutputForbidden() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("commit-dir") { directory in
+            let output = directory.file("out.mp4")
+            let session = ExportSession(
+                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
+                timeRange: try TimeRange(parsing: "0+1s")
+            )
+            let (_, pending) = try await session.exportDeferringCommit()
+            #expect(mkdir(output, 0o755) == 0)
+            do {
+                try pending.commit()
+                Issue.record("committed over a directory")
+            } catch let error as MediaError {
+                #expect(error.code == .outputForbidden && error.message.contains("is a directory"), "\(error)")
+            }
+        }
+    }
+
+    /// A symbolic link planted at the temporary file's name is removed, never written through.
+    @Test func aLinkAtTheTemporaryNameIsNotFollowed() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("tmp-link") { directory in
+            let output = directory.file("out.mp4")
+            let victim = directory.file("victim.txt")
+            try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+            let temporary = AssetWriter.temporaryPath(for: output, tag: "planted")
+            #expect(symlink(victim, temporary) == 0)
+            let session = ExportSession(
+                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
+                timeRange: try TimeRange(parsing: "0+1s"), temporaryTag: "planted"
+            )
+            _ = try await session.export()
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me")
+            #expect(try await FFProbe.probe(output).video?.codec_name == "h264")
+        }
+    }
+}
