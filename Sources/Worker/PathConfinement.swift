@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Queue
 
 /// `--input-root` / `--output-root` (SPEC §7): a worker reads and writes local files only under
@@ -36,21 +37,7 @@ struct PathConfinement: Sendable {
         }
     }
 
-    /// The path with `..`, `.` and every symlink resolved (`realpath`); for a path that does
-    /// not exist, its longest existing ancestor resolved and the rest appended.
-    static func resolved(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        if let real = realpath(absolute, nil) {
-            defer { free(real) }
-            return String(cString: real)
-        }
-        let parent = (absolute as NSString).deletingLastPathComponent
-        guard parent != absolute, !parent.isEmpty else { return absolute }
-        let last = (absolute as NSString).lastPathComponent
-        if last == ".." { return (resolved(parent) as NSString).deletingLastPathComponent }
-        if last == "." { return resolved(parent) }
-        return (resolved(parent) as NSString).appendingPathComponent(last)
-    }
+    static func resolved(_ path: String) -> String { OutputDestination.resolved(path) }
 
     private static func isInside(_ path: String, _ root: String) -> Bool {
         root == "/" || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")

@@ -7,15 +7,20 @@ import Testing
 /// else appeared at the destination while the export ran.
 @Suite("Commit only over regular files", .timeLimit(.minutes(2)))
 struct DestinationTests {
+    /// A one-second export of `input`, complete but not yet renamed to `output`.
+    static func finishedExport(of input: String, to output: String) async throws -> PendingOutput {
+        let session = ExportSession(
+            asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
+            timeRange: try TimeRange(parsing: "0+1s")
+        )
+        return try await session.exportDeferringCommit().1
+    }
+
     @Test func aFIFOThatAppearsDuringTheExportIsNotReplaced() async throws {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("commit-fifo") { directory in
             let output = directory.file("out.mp4")
-            let session = ExportSession(
-                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
-                timeRange: try TimeRange(parsing: "0+1s")
-            )
-            let (_, pending) = try await session.exportDeferringCommit()
+            let pending = try await Self.finishedExport(of: input, to: output)
             #expect(mkfifo(output, 0o644) == 0)
             #expect(throws: MediaError.self) { try pending.commit() }
             do { try pending.commit() } catch { Issue.record("a second commit is a no-op, got \(error)") }
@@ -29,11 +34,7 @@ struct DestinationTests {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("commit-dir") { directory in
             let output = directory.file("out.mp4")
-            let session = ExportSession(
-                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
-                timeRange: try TimeRange(parsing: "0+1s")
-            )
-            let (_, pending) = try await session.exportDeferringCommit()
+            let pending = try await Self.finishedExport(of: input, to: output)
             #expect(mkdir(output, 0o755) == 0)
             do {
                 try pending.commit()

@@ -53,8 +53,9 @@ public enum OutputDestination {
         return resolved(a) == resolved(b)
     }
 
-    /// `realpath` of the path, or of its longest existing ancestor with the rest appended.
-    static func resolved(_ path: String) -> String {
+    /// The path with `..`, `.` and every symbolic link resolved (`realpath`); for a path that
+    /// does not exist, its longest existing ancestor resolved and the rest appended.
+    public static func resolved(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         if let real = realpath(absolute, nil) {
             defer { free(real) }
