@@ -38,6 +38,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case subtitleSource      // an .srt file
     case subtitleOnly        // Matroska with only a subtitle track
     case playlist            // an HLS playlist pointing at a local file
+    // Fuzzing seeds: 2 s, 160x120, one per container (FuzzTests flips their bytes).
+    case seedMP4, seedMOV, seedMKV, seedTS, seedAVI, seedMP3
 
     public var description: String { rawValue }
 
@@ -59,6 +61,11 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .empty: "mov"
         case .subtitleSource: "srt"
         case .playlist: "m3u8"
+        case .seedMOV: "mov"
+        case .seedMKV: "mkv"
+        case .seedTS: "ts"
+        case .seedAVI: "avi"
+        case .seedMP3: "mp3"
         default: "mp4"
         }
     }
@@ -157,6 +164,12 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .ffmpegFrom(.subtitleSource, ["-i", "IN", "-c:s", "srt", "OUT"])
         case .playlist:
             return .playlist(.basic)
+        case .seedMP4, .seedMOV, .seedMKV, .seedTS:
+            return .ffmpeg(Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "12", "-c:a", "aac", "OUT"])
+        case .seedAVI:
+            return .ffmpeg(Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "mpeg4", "-c:a", "libmp3lame", "OUT"])
+        case .seedMP3:
+            return .ffmpeg(Self.tone(44100) + ["-t", "2", "-c:a", "libmp3lame", "OUT"])
         }
     }
 }

@@ -199,7 +199,8 @@ public final class HTTPSender: Sendable {
         }
         response.body = body
         guard code == CURLE_OK else {
-            response.statusCode = status > 0 ? status : nil
+            // Only a final status counts: `100 Continue` and then silence is a network failure.
+            response.statusCode = status >= 200 ? status : nil
             response.error = String(cString: curl_easy_strerror(code))
             response.certificateRejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
             return response

@@ -5,8 +5,8 @@ import Webhooks
 /// A tiny HTTP receiver in Python (the standard library only), on 127.0.0.1 with a port of the
 /// kernel's choosing. It prints the port, then one JSON line per request it received (before it
 /// answers), so a test knows exactly what arrived. Paths: `/slow` answers after 3 s,
-/// `/redirect` answers 301 to `/ok`, `/busy` answers 503 with `Retry-After: 7`, anything
-/// else 200 with `ok`.
+/// `/redirect` answers 301 to `/ok`, `/busy` answers 503 with `Retry-After: 7`,
+/// `/continue-then-hang` sends `100 Continue` and then nothing, anything else 200 with `ok`.
 final class Receiver: @unchecked Sendable {
     struct Request: Sendable {
         var method: String
@@ -36,6 +36,14 @@ final class Receiver: @unchecked Sendable {
                 pass
 
             def handle_any(self):
+                if self.path.split("?")[0] == "/continue-then-hang":
+                    # An interim 100 Continue, then nothing: no final status ever comes.
+                    sys.stdout.write(json.dumps({"method": self.command, "path": self.path, "headers": [], "body": ""}) + "\n")
+                    sys.stdout.flush()
+                    self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    self.wfile.flush()
+                    time.sleep(30)
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 record = {"method": self.command, "path": self.path,
@@ -326,6 +334,29 @@ struct HTTPSenderTests {
         #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900), "gave up after about 1 s: \(elapsed)")
         let received = await receiver.waitForRequests(1)
         #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
+    }
+
+    /// An upload whose server answers `100 Continue` and then hangs has no final status: a
+    /// network failure (retried by uploads), not "HTTP 100" (which was taken as final).
+    @Test("100 Continue and then silence: a stall, no status")
+    func interimStatusIsNotAnAnswer() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let file = NSTemporaryDirectory() + "jobctl-put-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 256 * 1024))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let sender = HTTPSender(policy: Self.open, stallLimit: (1024, .seconds(2)))
+        let started = ContinuousClock.now
+        let response = await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: sender.send(HTTPRequest(url: receiver.url("/continue-then-hang"), method: .put(file: file, contentType: "video/mp4"))))
+            }.start()
+        }
+        #expect(response.statusCode == nil, "an interim 100 is not a status: \(String(describing: response.statusCode))")
+        #expect(response.succeeded == false && response.refused == false && response.certificateRejected == false)
+        #expect(response.error != nil)
+        #expect(ContinuousClock.now - started < .seconds(15), "the stall limit ended it")
+        #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
     }
 
     @Test("only http and https: another scheme sends nothing")

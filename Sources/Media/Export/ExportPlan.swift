@@ -49,6 +49,7 @@ public struct ExportPlan: Sendable {
     }
 
     private static func videoTrack(_ track: AssetTrack, settings: Preset.Video, asset: Asset, format: ContainerFormat) throws(MediaError) -> Track {
+        try requireKnownCodec(track, asset: asset)
         if settings.codec == .copy {
             guard OutputFormatCapabilities.canHold(track, in: format) else {
                 throw MediaError(.presetIncompatible, "\(track.codec) video cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset")
@@ -73,6 +74,7 @@ public struct ExportPlan: Sendable {
     }
 
     private static func audioTrack(_ track: AssetTrack, settings: Preset.Audio, asset: Asset, format: ContainerFormat) throws(MediaError) -> Track {
+        try requireKnownCodec(track, asset: asset)
         if settings.codec == .copy {
             guard OutputFormatCapabilities.canHold(track, in: format) else {
                 throw MediaError(.presetIncompatible, "\(track.codec) audio cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset")
@@ -85,6 +87,12 @@ public struct ExportPlan: Sendable {
         let sampleRate = settings.sampleRate ?? nearestAACRate(track.sampleRate ?? 44100)
         let encoding = AssetWriterInput.AudioEncoding(sampleRate: sampleRate, channels: channels, bitrate: settings.bitrate, source: track)
         return Track(source: track, readerSettings: .audio(sampleRate: sampleRate, channels: channels), writerSettings: .audio(encoding))
+    }
+
+    /// A track whose codec FFmpeg could not even name: usually a damaged header.
+    private static func requireKnownCodec(_ track: AssetTrack, asset: Asset) throws(MediaError) {
+        guard track.codec == "none" else { return }
+        throw MediaError(.inputUnsupported, "\(track.mediaType) track \(track.index) of \(asset.displayName) has an unknown codec (is its header damaged?)")
     }
 
     private static func requireDecodable(_ track: AssetTrack, asset: Asset) throws(MediaError) {

@@ -15,6 +15,8 @@ struct FFError: Error, Sendable, CustomStringConvertible {
     }
 
     var isExit: Bool { code == cff_averror_exit() }
+    /// The output's file system or device failed (see `AVErr.outputIO`).
+    var isOutputIO: Bool { AVErr.outputIO.contains(code) }
 }
 
 /// Throws an `FFError` when `result` is negative; returns it otherwise.
@@ -38,6 +40,12 @@ enum AVErr {
     static let httpBadRequest = cff_averror_http_bad_request()
     static let httpOther4xx = cff_averror_http_other_4xx()
     static let httpServerError = cff_averror_http_server_error()
+    /// Failures of the output's file system or device (a full disk, a quota, an I/O error, a
+    /// read-only or vanished mount): the output side, worth another attempt later. Anything
+    /// else a muxer returns is about the packets it was given.
+    static let outputIO: Set<Int32> = Set(
+        [ENOSPC, EDQUOT, EIO, EFBIG, EROFS, EACCES, EPERM, ENOENT, ENXIO, EBADF, ESTALE, ENOTCONN].map(cff_averror_errno)
+    )
     /// Network failures worth another attempt later: the server or the path to it is down.
     static let transientNetwork: Set<Int32> = Set(
         [ECONNREFUSED, ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EPIPE, EIO, EAGAIN].map(cff_averror_errno)

@@ -60,13 +60,9 @@ final class InputFile {
         try check(avformat_open_input(&opened, url, nil, &options), "avformat_open_input")
         guard let opened else { throw FFError(code: AVErr.invalidData, operation: "avformat_open_input") }
         context = opened
-        do {
-            try check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
-        } catch {
-            var closing: UnsafeMutablePointer<AVFormatContext>? = context
-            avformat_close_input(&closing)
-            throw error
-        }
+        // Every stored property is set: from here a throw runs `deinit`, which closes the
+        // context (closing it here too freed it twice, a crash on a damaged file).
+        try check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
     }
 
     /// FFmpeg's guess of a local file's format from its first bytes (for messages).

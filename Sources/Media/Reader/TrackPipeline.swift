@@ -33,12 +33,17 @@ typealias SampleSink = (SampleBuffer) -> Bool
 /// more than half of those sent so far.
 struct DecodeErrorBudget {
     let trackIndex: Int
+    /// What failed on each packet, for the message: "decode" or "copy".
+    let action: String
     private(set) var packets = 0
     private(set) var errors = 0
     private var consecutive = 0
     private var lastError: String?
 
-    init(trackIndex: Int) { self.trackIndex = trackIndex }
+    init(trackIndex: Int, action: String = "decode") {
+        self.trackIndex = trackIndex
+        self.action = action
+    }
 
     mutating func succeeded() {
         packets += 1
@@ -58,7 +63,7 @@ struct DecodeErrorBudget {
     func exhausted() -> MediaError {
         MediaError(
             .decodeFailed,
-            "track \(trackIndex) is too damaged to decode: \(errors) of \(packets) packets failed (last: \(lastError ?? "unknown error"))"
+            "track \(trackIndex) is too damaged to \(action): \(errors) of \(packets) packets failed (last: \(lastError ?? "unknown error"))"
         )
     }
 }

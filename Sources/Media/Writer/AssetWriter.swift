@@ -73,7 +73,9 @@ public final class AssetWriter: @unchecked Sendable {
         } catch let error as FFError {
             file.abort()
             unlink(temporaryPath)
-            let mapped = error.operation.hasPrefix("avio_open")
+            // A full disk or an I/O error is the output's (retryable); a muxer refusing the
+            // streams is the preset's.
+            let mapped = error.operation.hasPrefix("avio_open") || error.isOutputIO
                 ? AssetWriter.writeError(error, path: destination)
                 : MediaError(.presetIncompatible, "the \(format.rawValue) container cannot hold these tracks: \(FFmpegLog.takeLastError() ?? error.description)")
             state.withLock {
@@ -112,8 +114,10 @@ public final class AssetWriter: @unchecked Sendable {
             for input in inputs where input.status == .reading { try input.markAsFinished() }
             do {
                 try file.finish()
-            } catch let error as FFError {
+            } catch let error as FFError where error.isOutputIO {
                 throw AssetWriter.writeError(error, path: destination)
+            } catch let error as FFError {
+                throw MediaError(.encodeFailed, "\(destination): finishing the file failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))", detail: error.description)
             } catch {
                 throw MediaError(.internalError, "\(error)")
             }
@@ -210,10 +214,13 @@ public final class AssetWriter: @unchecked Sendable {
         MediaError(.outputUnwritable, "\(path) cannot be written: \(String(cString: strerror(code)))")
     }
 
+    /// `output_unwritable` for a failure of the output's file system or device.
     static func writeError(_ error: FFError, path: String) -> MediaError {
         switch error.code {
         case AVErr.noSpace:
             return MediaError(.outputUnwritable, "\(path) cannot be written: no space left on the device", detail: error.description)
+        case cff_averror_errno(EDQUOT):
+            return MediaError(.outputUnwritable, "\(path) cannot be written: the disk quota is exhausted", detail: error.description)
         case AVErr.accessDenied:
             return MediaError(.outputUnwritable, "\(path) cannot be written: permission denied", detail: error.description)
         case AVErr.noEntry:

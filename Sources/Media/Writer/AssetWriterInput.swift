@@ -161,19 +161,38 @@ class Engine {
     func append(_ sample: SampleBuffer) throws(MediaError) {}
     func finish() throws(MediaError) {}
 
-    /// Writes `packet` (in `timeBase`) to this input's stream.
+    /// Writes `packet` (in `timeBase`) to this input's stream. A failure of the output's disk
+    /// is `output_unwritable`; the muxer refusing the packet itself goes to `refused(_:)`.
     func write(_ packet: UnsafeMutablePointer<AVPacket>, from timeBase: AVRational) throws(MediaError) {
         packet.pointee.stream_index = Int32(streamIndex)
         av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
+        adjust(packet)
         do {
             try file.write(packet)
+            accepted()
         } catch let error as FFError where error.isExit {
             throw writer?.error ?? MediaError.cancelled()
-        } catch let error as FFError {
+        } catch let error as FFError where error.isOutputIO {
             throw AssetWriter.writeError(error, path: writer?.destination ?? file.path)
+        } catch let error as FFError {
+            try refused(error)
         } catch {
             throw MediaError(.internalError, "writing a packet: \(error)")
         }
+    }
+
+    /// A last look at a packet in the output stream's time base, before the muxer.
+    func adjust(_ packet: UnsafeMutablePointer<AVPacket>) {}
+
+    func accepted() {}
+
+    /// The muxer refused a packet (invalid data, timestamps it cannot store). Encoded packets
+    /// are ours: `encode_failed`.
+    func refused(_ error: FFError) throws(MediaError) {
+        throw MediaError(
+            .encodeFailed, "track \(streamIndex): the \(codecName) packets cannot be written: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))",
+            detail: error.description
+        )
     }
 }
 
@@ -333,8 +352,14 @@ final class AudioEngine: EncodingEngine {
     }
 }
 
+/// Copies packets. A damaged input's packets can be unwritable (an ADTS header the muxer's
+/// bitstream filter cannot parse, timestamps out of order): timestamps are kept increasing as
+/// the `ffmpeg` CLI does, and a packet the muxer still refuses is dropped, counted against the
+/// same damage budget as undecodable packets (`decode_failed` once damage dominates).
 final class CopyEngine: Engine {
     private let sourceTimeBase: AVRational
+    private var lastDTS: Int64?
+    private var damage: DecodeErrorBudget
 
     init(track: AssetTrack, asset: Asset, file: OutputFile) throws(MediaError) {
         let source = asset.input.stream(track.index)
@@ -359,7 +384,25 @@ final class CopyEngine: Engine {
             copy.update(from: matrix, count: size)
         }
         if let language = track.language { av_dict_set(&stream.pointee.metadata, "language", language, 0) }
+        damage = DecodeErrorBudget(trackIndex: track.index, action: "copy")
         super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: track.codec)
+    }
+
+    /// mp4 and mov need strictly increasing decode timestamps, and a presentation time no
+    /// earlier than the decode time.
+    override func adjust(_ packet: UnsafeMutablePointer<AVPacket>) {
+        var dts = packet.pointee.dts
+        if dts == noPTS { dts = lastDTS.map { $0 + 1 } ?? (packet.pointee.pts != noPTS ? packet.pointee.pts : 0) }
+        if let lastDTS, dts <= lastDTS { dts = lastDTS + 1 }
+        packet.pointee.dts = dts
+        if packet.pointee.pts == noPTS || packet.pointee.pts < dts { packet.pointee.pts = dts }
+        lastDTS = dts
+    }
+
+    override func accepted() { damage.succeeded() }
+
+    override func refused(_ error: FFError) throws(MediaError) {
+        try damage.failed(error.code)
     }
 
     override func append(_ sample: SampleBuffer) throws(MediaError) {
