@@ -19,7 +19,8 @@ for unit in "jobctl-worker@.service" "jobctl-worker@1.service"; do
         echo "systemd-analyze verify $unit:"; echo "$output"; exit 1
     fi
 done
-echo "ok: systemd-analyze verify (template and instance)"
+grep -q '^MemoryMax=' "$here/systemd/jobctl-worker@.service" || { echo "the unit has no MemoryMax"; exit 1; }
+echo "ok: systemd-analyze verify (template and instance), MemoryMax set"
 
 python3 - "$here/compose.yaml" <<'PY'
 import sys, yaml
@@ -38,6 +39,7 @@ for name in workers:
     grace = service["stop_grace_period"]
     assert grace.endswith("s") and int(grace[:-1]) > 60, f"{name}: stop_grace_period {grace} must exceed the 60s drain"
     assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+    assert str(service.get("mem_limit", "")).endswith("g"), f"{name}: a memory cap (mem_limit) kills a runaway worker alone"
 assert services["postgres"]["healthcheck"]["test"], "postgres needs a healthcheck"
 print(f"ok: compose.yaml ({len(services)} services: {', '.join(services)})")
 PY

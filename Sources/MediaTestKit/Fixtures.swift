@@ -38,6 +38,14 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case subtitleSource      // an .srt file
     case subtitleOnly        // Matroska with only a subtitle track
     case playlist            // an HLS playlist pointing at a local file
+    // Limits (SPEC §7): small files that claim a lot.
+    case lateAudio           // Matroska: 2 s of video, its audio starting 1 hour later
+    case hugeDeclaredDuration  // the same with the audio 10,000,000 s later
+    case timestampJump       // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)
+    case hugePicture         // 8192x8192, two frames, about 200 KB
+    case growingPicture      // raw H.264: 160x120 for 1 s, then an 8192x8192 picture
+    case manyTracks          // Matroska with 70 short audio tracks
+    case understatedDuration // videoOnly (4 s) whose headers claim 1 s
     // Fuzzing seeds: 2 s, 160x120, one per container (FuzzTests flips their bytes).
     case seedMP4, seedMOV, seedMKV, seedTS, seedAVI, seedMP3
 
@@ -61,6 +69,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .empty: "mov"
         case .subtitleSource: "srt"
         case .playlist: "m3u8"
+        case .lateAudio, .hugeDeclaredDuration, .timestampJump, .manyTracks: "mkv"
+        case .growingPicture: "h264"
         case .seedMOV: "mov"
         case .seedMKV: "mkv"
         case .seedTS: "ts"
@@ -75,6 +85,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case ffmpeg([String])
         /// ffmpeg reading another fixture (`IN`).
         case ffmpegFrom(Fixture, [String])
+        /// ffmpeg writing to a pipe (a file whose header could not be finished).
+        case ffmpegStdout([String])
+        /// The fixtures' bytes one after the other.
+        case concatenation([Recipe])
         case text(String)
         case derived(Fixture, Transform)
         case playlist(Fixture)
@@ -85,6 +99,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case rotate(degrees: Int)
         case overwrite(from: Double, to: Double)
         case noiseInMediaData
+        /// Version-0 `mvhd`, `tkhd` and `mdhd` durations divided: the samples stay.
+        case divideDeclaredDurations(by: UInt32)
     }
 
     private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] { ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate)"] }
@@ -164,6 +180,24 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .ffmpegFrom(.subtitleSource, ["-i", "IN", "-c:s", "srt", "OUT"])
         case .playlist:
             return .playlist(.basic)
+        case .lateAudio, .hugeDeclaredDuration:
+            let offset = self == .lateAudio ? "3600" : "10000000"
+            return .ffmpeg(Self.video("160x120") + ["-itsoffset", offset] + Self.tone(44100)
+                + ["-t", "2", "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
+        case .timestampJump:
+            return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=8", "-vf", "setpts='if(gte(N,50),PTS+3600/TB,PTS)'",
+                "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT"])
+        case .hugePicture:
+            return .ffmpeg(["-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=2:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT"])
+        case .growingPicture:
+            return .concatenation([
+                .ffmpegStdout(Self.video("160x120") + ["-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1"]),
+                .ffmpegStdout(["-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=25:d=0.04", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1"]),
+            ])
+        case .manyTracks:
+            return .ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5:sample_rate=8000"] + (0..<70).flatMap { _ in ["-map", "0:a"] } + ["-c:a", "pcm_s16le", "OUT"])
+        case .understatedDuration:
+            return .derived(.videoOnly, .divideDeclaredDurations(by: 4))
         case .seedMP4, .seedMOV, .seedMKV, .seedTS:
             return .ffmpeg(Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "12", "-c:a", "aac", "OUT"])
         case .seedAVI:
@@ -197,12 +231,30 @@ public actor Fixtures {
         let path = "\(directory)/\(fixture.rawValue)-\(fingerprint(of: "\(recipe)")).\(fixture.fileExtension)"
         if FileManager.default.fileExists(atPath: path) { return path }
         let partial = "\(directory)/.\(fixture.rawValue)-\(UUID().uuidString).\(fixture.fileExtension)"
+        try await make(recipe, at: partial)
+        _ = rename(partial, path)
+        return path
+    }
+
+    private static func make(_ recipe: Fixture.Recipe, at partial: String) async throws {
         switch recipe {
         case .ffmpeg(let arguments):
             try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 })
         case .ffmpegFrom(let source, let arguments):
             let input = try await shared.path(source)
             try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 == "IN" ? input : $0 })
+        case .ffmpegStdout(let arguments):
+            let result = try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments)
+            try result.stdout.write(to: URL(fileURLWithPath: partial))
+        case .concatenation(let parts):
+            var data = Data()
+            for (index, part) in parts.enumerated() {
+                let piece = partial + ".part\(index)"
+                try await make(part, at: piece)
+                data.append(try Data(contentsOf: URL(fileURLWithPath: piece)))
+                try? FileManager.default.removeItem(atPath: piece)
+            }
+            try data.write(to: URL(fileURLWithPath: partial))
         case .text(let text):
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
         case .playlist(let target):
@@ -214,8 +266,6 @@ public actor Fixtures {
             apply(transform, to: &data)
             try data.write(to: URL(fileURLWithPath: partial))
         }
-        _ = rename(partial, path)
-        return path
     }
 
     private static func apply(_ transform: Fixture.Transform, to data: inout Data) {
@@ -240,6 +290,18 @@ public actor Fixtures {
         case .overwrite(let from, let to):
             var generator = Noise(seed: 42)
             for index in Int(Double(data.count) * from)..<Int(Double(data.count) * to) { data[index] = generator.next() }
+        case .divideDeclaredDurations(let divisor):
+            // (box, offset of the duration after the box type) for version-0 boxes.
+            for (box, offset) in [("mvhd", 20), ("tkhd", 24), ("mdhd", 20)] {
+                var from = data.startIndex
+                while let found = data.range(of: Data(box.utf8), in: from..<data.endIndex) {
+                    from = found.upperBound
+                    let at = found.lowerBound + offset
+                    guard data[found.upperBound] == 0, at + 4 <= data.count else { continue }
+                    let value = data[at..<at + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } / divisor
+                    withUnsafeBytes(of: value.bigEndian) { data.replaceSubrange(at..<at + 4, with: $0) }
+                }
+            }
         case .noiseInMediaData:
             guard let mdat = data.range(of: Data("mdat".utf8)) else { return }
             let size = data[mdat.lowerBound - 4..<mdat.lowerBound].reduce(0) { $0 << 8 | Int($1) }

@@ -42,7 +42,7 @@ struct ExportJob: Sendable {
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
             if RemoteMedia.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
-            return try Asset(location: job.input)
+            return try Asset(location: job.input, limits: options.limits)
         }
         let session = ExportSession(
             asset: asset, preset: preset, outputPath: outputPath, format: format, timeRange: range, temporaryTag: "\(job.id)-\(lease.attempt)"

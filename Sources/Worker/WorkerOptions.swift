@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Queue
 import Webhooks
 
@@ -32,6 +33,8 @@ public struct WorkerOptions: Sendable {
     public var inputRoot: String?
     /// Local outputs must resolve under this directory, else `output_forbidden`.
     public var outputRoot: String?
+    /// What one job may cost (`limit_exceeded` beyond).
+    public var limits: ResourceLimits
 
     public init(
         name: String, concurrency: Int = 1, lease: Duration = .seconds(30), drain: Duration = .seconds(30), once: Bool = false,
@@ -39,7 +42,7 @@ public struct WorkerOptions: Sendable {
         retryPolicy: RetryPolicy = .default, addressPolicy: AddressPolicy = AddressPolicy(),
         stagingDirectory: String = WorkerOptions.defaultStagingDirectory,
         uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)],
-        inputRoot: String? = nil, outputRoot: String? = nil
+        inputRoot: String? = nil, outputRoot: String? = nil, limits: ResourceLimits = .default
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
         self.name = name
@@ -55,6 +58,7 @@ public struct WorkerOptions: Sendable {
         self.uploadRetryDelays = uploadRetryDelays
         self.inputRoot = inputRoot
         self.outputRoot = outputRoot
+        self.limits = limits
     }
 
     /// `$TMPDIR/jobctl-staging` (`/tmp/jobctl-staging`).

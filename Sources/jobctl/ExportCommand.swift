@@ -44,6 +44,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(help: "Print the result as JSON (output, bytes, duration, actualRange, tracks) on stdout.")
     var json = false
 
+    @OptionGroup(title: "Limits") var limits: LimitOptions
     @OptionGroup var presets: PresetOptions
     @OptionGroup var global: GlobalOptions
 
@@ -63,7 +64,7 @@ struct ExportCommand: AsyncParsableCommand {
             let preset = try presets.catalog().preset(named: preset)
             // Before anything is read: never a device, a FIFO, a link or the input itself.
             try OutputDestination.check(output, input: input)
-            let asset = try Asset(location: input)
+            let asset = try Asset(location: input, limits: limits.limits())
             let session = ExportSession(asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange)
 
             // Ctrl-C or SIGTERM cancels the export (and removes its temporary file).

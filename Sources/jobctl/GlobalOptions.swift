@@ -58,3 +58,78 @@ struct PresetOptions: ParsableArguments {
 }
 
 extension ContainerFormat: ExpressibleByArgument {}
+
+/// Resource limits (SPEC §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
+struct LimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 4096x4096). Env: JOBCTL_MAX_PIXELS.", valueName: "pixels"
+    ))
+    var maxPixels: PixelCount?
+
+    @Option(help: ArgumentHelp("The longest output, e.g. 90m (default 12h). Env: JOBCTL_MAX_DURATION.", valueName: "duration"))
+    var maxDuration: DurationArgument?
+
+    @Option(help: ArgumentHelp("The most streams an input may have (default 64). Env: JOBCTL_MAX_TRACKS.", valueName: "n"))
+    var maxTracks: Int?
+
+    @Option(help: ArgumentHelp(
+        "The largest output file: bytes, or with K, M, G, T (default 64G). Env: JOBCTL_MAX_OUTPUT_SIZE.", valueName: "size"
+    ))
+    var maxOutputSize: ByteCount?
+
+    func validate() throws {
+        if let maxTracks, maxTracks < 1 { throw ValidationError("--max-tracks is at least 1") }
+        if let maxDuration, maxDuration.duration <= .zero { throw ValidationError("--max-duration must be more than 0") }
+    }
+
+    /// The limits in effect. A malformed environment variable is a usage error naming it.
+    func limits(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ResourceLimits {
+        func fromEnvironment<T>(_ name: String, _ parse: (String) -> T?) throws -> T? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            guard let value = parse(text) else { throw CommandFailure.usage("usage: \(name)='\(text)' is not valid (see jobctl export --help)") }
+            return value
+        }
+        var limits = ResourceLimits.default
+        if let pixels = try maxPixels ?? fromEnvironment("JOBCTL_MAX_PIXELS", PixelCount.init(argument:)) { limits.maxPixels = pixels.value }
+        if let duration = try maxDuration ?? fromEnvironment("JOBCTL_MAX_DURATION", DurationArgument.init(argument:)) {
+            limits.maxDuration = duration.duration.components.seconds * 1_000_000 + duration.duration.components.attoseconds / 1_000_000_000_000
+        }
+        if let tracks = try maxTracks ?? fromEnvironment("JOBCTL_MAX_TRACKS", { Int($0).flatMap { $0 > 0 ? $0 : nil } }) { limits.maxTracks = tracks }
+        if let bytes = try maxOutputSize ?? fromEnvironment("JOBCTL_MAX_OUTPUT_SIZE", ByteCount.init(argument:)) { limits.maxOutputBytes = bytes.value }
+        return limits
+    }
+}
+
+/// `4096x4096` or `16777216`.
+struct PixelCount: ExpressibleByArgument, Sendable {
+    var value: Int
+
+    init?(argument: String) {
+        let parts = argument.lowercased().split(separator: "x")
+        let numbers = parts.compactMap { Int($0) }
+        guard numbers.count == parts.count, (1...2).contains(numbers.count), numbers.allSatisfy({ $0 > 0 }) else { return nil }
+        let (product, overflow) = numbers.count == 2 ? numbers[0].multipliedReportingOverflow(by: numbers[1]) : (numbers[0], false)
+        guard !overflow else { return nil }
+        value = product
+    }
+}
+
+/// `1048576`, `500K`, `64M`, `2G`, `1T` (powers of 1024).
+struct ByteCount: ExpressibleByArgument, Sendable {
+    var value: Int64
+
+    init?(argument: String) {
+        let text = argument.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
+        let scales: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var number = Substring(text)
+        var scale: Int64 = 1
+        if let last = text.last, let unit = scales[last] {
+            number = text.dropLast()
+            scale = unit
+        }
+        guard let base = Int64(number), base > 0 else { return nil }
+        let (product, overflow) = base.multipliedReportingOverflow(by: scale)
+        guard !overflow else { return nil }
+        value = product
+    }
+}

@@ -24,6 +24,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @Option(name: .customLong("presets-file"), help: ArgumentHelp("A JSON file of custom presets.", valueName: "file"))
     var presetsFile: String?
 
+    @OptionGroup(title: "Limits") var limits: LimitOptions
     @OptionGroup var global: GlobalOptions
 
     struct Report: Encodable {
@@ -48,7 +49,7 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let asset = try Asset(location: input)
+            let asset = try Asset(location: input, limits: limits.limits())
             var report = Report(
                 input: input, container: asset.container, containerLongName: asset.containerLongName,
                 duration: asset.durationSeconds, startTime: Double(asset.startTime) / 1_000_000, bitrate: asset.bitrate,

@@ -68,6 +68,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var retryDelay = DurationArgument(.seconds(5))
 
+    @OptionGroup(title: "Limits (a job over one fails with limit_exceeded)") var limits: LimitOptions
     @OptionGroup var webhooks: WebhookOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
@@ -102,7 +103,7 @@ struct WorkerCommand: AsyncParsableCommand {
             options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration, cancellationCheckInterval: cancelPoll.duration,
                 retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600))),
                 addressPolicy: webhooks.policy, stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory,
-                inputRoot: inputRoot, outputRoot: outputRoot),
+                inputRoot: inputRoot, outputRoot: outputRoot, limits: try limits.limits()),
             identity: identity,
             logger: logger
         )

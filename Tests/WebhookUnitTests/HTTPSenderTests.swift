@@ -355,7 +355,7 @@ struct HTTPSenderTests {
         #expect(response.statusCode == nil, "an interim 100 is not a status: \(String(describing: response.statusCode))")
         #expect(response.succeeded == false && response.refused == false && response.certificateRejected == false)
         #expect(response.error != nil)
-        #expect(ContinuousClock.now - started < .seconds(15), "the stall limit ended it")
+        #expect(ContinuousClock.now - started < .seconds(25), "the stall limit ended it, not the server (silent for 30 s)")
         #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
     }
 

@@ -197,6 +197,24 @@ struct WorkerProcessTests {
         #expect(!queue.outputs().contains { $0.hasSuffix(".jobctl.tmp") }, "\(queue.outputs())")
     }
 
+    /// A job over a limit fails at once with limit_exceeded and is not retried: another
+    /// attempt would meet the same limit.
+    @Test func jobsOverALimitFailWithoutRetrying() async throws {
+        let queue = try Queue("limits")
+        defer { queue.directory.remove() }
+        let huge = try await queue.submit(try await Fixtures.shared.path(.hugePicture), ["--preset", "highest", "-o", queue.directory.file("huge.mp4")])
+        let late = try await queue.submit(try await Fixtures.shared.path(.lateAudio), ["--preset", "low", "-o", queue.directory.file("late.mp4")])
+        let long = try await queue.submit(try await Fixtures.shared.path(.basic), ["--preset", "low", "-o", queue.directory.file("long.mp4")])
+        let worker = try queue.worker("w", ["--once", "--retry-delay", "100ms", "--max-duration", "3s"])
+        #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
+        for (id, code, says) in [(huge, "limit_exceeded", "8192x8192"), (late, "limit_exceeded", "lasts 3600"), (long, "limit_exceeded", "over the limit of 3s")] {
+            let job = try await queue.job(id)
+            #expect(job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1, "\(job.error?.description ?? "no error")")
+            #expect(job.error?.message.contains(says) == true, "\(job.error?.message ?? "")")
+        }
+        #expect(queue.outputs().isEmpty, "\(queue.outputs())")
+    }
+
     @Test func retryableFailuresBackOffThenFail() async throws {
         let queue = try Queue("retry")
         defer { queue.directory.remove() }

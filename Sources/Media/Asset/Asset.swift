@@ -24,22 +24,32 @@ public final class Asset: @unchecked Sendable {
     public let fileSize: Int64?
     public let tracks: [AssetTrack]
 
+    /// What reading and exporting this asset may cost.
+    public let limits: ResourceLimits
+
     let input: InputFile
     let interrupt: CancellationFlag
     private let claimLock = NSLock()
     private var claimed = false
 
-    /// Opens `location`. Errors: `input_not_found`, `input_unreadable`, `input_unsupported`.
-    public init(location: String) throws(MediaError) {
+    /// Opens `location`. Errors: `input_not_found`, `input_unreadable`, `input_unsupported`,
+    /// and `limit_exceeded` for more streams than `limits` allow (probing decodes no picture
+    /// larger than they allow either).
+    public init(location: String, limits: ResourceLimits = .default) throws(MediaError) {
         FFmpegLog.install()
         self.location = location
+        self.limits = limits
         let url = try Asset.ffmpegURL(for: location)
         let interrupt = CancellationFlag()
         let input: InputFile
         do {
-            input = try InputFile(url: url, interrupt: interrupt)
+            input = try InputFile(url: url, interrupt: interrupt, limits: limits)
         } catch let error as FFError {
-            throw Asset.openError(error, location: location, detail: FFmpegLog.takeLastError())
+            let detail = FFmpegLog.takeLastError()
+            if let detail, detail.contains("max_streams") {
+                throw MediaError(.limitExceeded, "\(Asset.redacted(location)) has more than \(limits.maxTracks) streams, the limit (--max-tracks, JOBCTL_MAX_TRACKS)")
+            }
+            throw Asset.openError(error, location: location, detail: detail)
         } catch {
             throw MediaError(.internalError, "opening \(location): \(error)")
         }
@@ -49,6 +59,7 @@ public final class Asset: @unchecked Sendable {
         container = input.formatName
         containerLongName = input.formatLongName
         startTime = context.start_time != noPTS ? context.start_time : 0
+        if let tooMany = limits.tooManyTracks(input.streamCount, in: Asset.redacted(location)) { throw tooMany }
         tracks = (0..<input.streamCount).map { AssetTrack(stream: input.stream($0)) }
         if context.duration != noPTS && context.duration > 0 {
             duration = context.duration

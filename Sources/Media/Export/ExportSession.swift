@@ -173,13 +173,30 @@ public final class ExportSession: @unchecked Sendable {
         )
     }
 
+    /// What the headers say, against the asset's limits, before anything is decoded (the
+    /// reader and writer check again as they go).
+    private func checkLimits(_ plan: ExportPlan, range: ResolvedRange) throws(MediaError) {
+        let limits = asset.limits
+        if let error = limits.tooManyTracks(asset.tracks.count, in: asset.displayName) { throw error }
+        for track in plan.tracks {
+            guard case .video = track.readerSettings, let width = track.source.width, let height = track.source.height else { continue }
+            if let error = limits.pictureTooLarge(width: width, height: height, what: "video track \(track.source.index) of \(asset.displayName)") {
+                throw error
+            }
+        }
+        if let duration = range.expectedDuration, let error = limits.tooLong(duration, what: "the export of \(asset.displayName)\(timeRange == .all ? "" : " (range \(timeRange))")") {
+            throw error
+        }
+    }
+
     private func run() throws(MediaError) -> (ExportResult, PendingOutput) {
         try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
+        try checkLimits(plan, range: range)
         let reader = try AssetReader(asset: asset)
         reader.timeRange = timeRange
-        let writer = try AssetWriter(destination: outputPath, format: format, temporaryTag: temporaryTag)
+        let writer = try AssetWriter(destination: outputPath, format: format, temporaryTag: temporaryTag, limits: asset.limits)
         var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
         do throws(MediaError) {
             for track in plan.tracks {

@@ -4,7 +4,8 @@ import CFFmpeg
 final class CodecDecoder {
     let context: UnsafeMutablePointer<AVCodecContext>
 
-    init(stream: UnsafeMutablePointer<AVStream>) throws {
+    /// - Parameter maxPixels: pictures larger than this are refused before they are allocated.
+    init(stream: UnsafeMutablePointer<AVStream>, maxPixels: Int) throws {
         let parameters = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
             throw FFError(code: cff_averror_decoder_not_found(), operation: "avcodec_find_decoder")
@@ -15,6 +16,7 @@ final class CodecDecoder {
         context.pointee.pkt_timebase = stream.pointee.time_base
         // threads=auto, as the ffmpeg CLI does: the default of 1 disables frame threading (FFMPEG_NOTES #16).
         context.pointee.thread_count = 0
+        context.pointee.max_pixels = Int64(maxPixels)
         try check(avcodec_open2(context, codec, nil), "avcodec_open2(decoder \(String(cString: codec.pointee.name)))")
     }
 
@@ -28,6 +30,9 @@ final class CodecDecoder {
 
     /// Receives the next frame into `frame`. Returns FFmpeg's code (`EAGAIN`, `EOF` are control flow).
     func receive(_ frame: UnsafeMutablePointer<AVFrame>) -> Int32 { avcodec_receive_frame(context, frame) }
+
+    /// The picture size the stream's headers announce now (it can change mid-stream).
+    var pictureSize: (width: Int, height: Int) { (Int(context.pointee.width), Int(context.pointee.height)) }
 }
 
 /// An encoder (`AVCodecContext`) for one output stream.

@@ -37,7 +37,7 @@ final class InputFile {
     /// Kept alive for the interrupt callback's opaque pointer.
     private let interrupt: CancellationFlag
 
-    init(url: String, interrupt: CancellationFlag) throws {
+    init(url: String, interrupt: CancellationFlag, limits: ResourceLimits) throws {
         guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
         self.interrupt = interrupt
         allocated.pointee.interrupt_callback = AVIOInterruptCB(
@@ -50,6 +50,8 @@ final class InputFile {
         var options: OpaquePointer? = nil
         av_dict_set(&options, "protocol_whitelist", Self.protocolWhitelist, 0)
         av_dict_set(&options, "format_whitelist", Self.demuxerWhitelist, 0)
+        // A file declaring thousands of streams fails here, before each costs memory.
+        av_dict_set(&options, "max_streams", "\(limits.maxTracks)", 0)
         if url.hasPrefix("http://") || url.hasPrefix("https://") {
             for (key, value) in Self.httpOptions { av_dict_set(&options, key, value, 0) }
         }
@@ -62,7 +64,17 @@ final class InputFile {
         context = opened
         // Every stored property is set: from here a throw runs `deinit`, which closes the
         // context (closing it here too freed it twice, a crash on a damaged file).
-        try check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
+        // Probing decodes a few frames: none larger than the limit (the size still comes from
+        // the stream's headers, and the export refuses it with limit_exceeded).
+        let count = Int(opened.pointee.nb_streams)
+        let perStream = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: max(1, count))
+        perStream.initialize(repeating: nil, count: max(1, count))
+        defer {
+            for index in 0..<max(1, count) { av_dict_free(&perStream[index]) }
+            perStream.deallocate()
+        }
+        for index in 0..<count { av_dict_set(&perStream[index], "max_pixels", "\(limits.maxPixels)", 0) }
+        try check(avformat_find_stream_info(context, count > 0 ? perStream : nil), "avformat_find_stream_info")
     }
 
     /// FFmpeg's guess of a local file's format from its first bytes (for messages).

@@ -45,10 +45,11 @@ final class OutputFile {
         try check(avformat_write_header(context, &dictionary), "avformat_write_header")
     }
 
-    /// Writes a packet (taking over its payload), interleaving with the other tracks. After
-    /// `abort()` (a cancel from another thread) it throws `AVERROR_EXIT` instead of touching
-    /// the closed file.
-    func write(_ packet: UnsafeMutablePointer<AVPacket>) throws {
+    /// Writes a packet (taking over its payload), interleaving with the other tracks, and
+    /// returns the file's size so far. After `abort()` (a cancel from another thread) it throws
+    /// `AVERROR_EXIT` instead of touching the closed file.
+    @discardableResult
+    func write(_ packet: UnsafeMutablePointer<AVPacket>) throws -> Int64 {
         lock.lock()
         defer { lock.unlock() }
         guard isOpen else {
@@ -56,6 +57,7 @@ final class OutputFile {
             throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
         }
         try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
+        return avio_tell(context.pointee.pb)
     }
 
     /// Flushes the interleaving queue, writes the trailer (and, for `+faststart`, moves the index

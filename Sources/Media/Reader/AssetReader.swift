@@ -104,7 +104,7 @@ public final class AssetReader: @unchecked Sendable {
             $0.status = .reading
             $0.window = window
         }
-        let routes = Routes(input: input, outputs: outputs, end: window.end)
+        let routes = Routes(input: input, outputs: outputs, end: window.end, origin: window.start)
         for (output, pipeline) in zip(outputs, pipelines) {
             output.setStatus(.reading)
             let box = UncheckedBox(pipeline)
@@ -153,7 +153,7 @@ public final class AssetReader: @unchecked Sendable {
 
     private func makeDecoder(_ stream: UnsafeMutablePointer<AVStream>, track: AssetTrack) throws(MediaError) -> CodecDecoder {
         do {
-            return try CodecDecoder(stream: stream)
+            return try CodecDecoder(stream: stream, maxPixels: asset.limits.maxPixels)
         } catch {
             let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
             throw MediaError(.inputUnsupported, "track \(track.index) (\(track.codec)) cannot be decoded\(detail)", detail: "\(error)")
@@ -162,27 +162,46 @@ public final class AssetReader: @unchecked Sendable {
 
     // MARK: Demuxing
 
-    /// Which output each stream's packets go to, and where each stream's range ends.
+    /// Which output each stream's packets go to, where each stream's range ends, and how to
+    /// place its packets on the export's timeline.
     private struct Routes: @unchecked Sendable {
-        var byStream: [Int: (output: AssetReaderTrackOutput, end: Int64?)] = [:]
+        var byStream: [Int: (output: AssetReaderTrackOutput, end: Int64?, timeBase: AVRational)] = [:]
+        /// The window's start (absolute µs): time 0 of the timeline.
+        let origin: Int64
 
-        init(input: InputFile, outputs: [AssetReaderTrackOutput], end: Int64?) {
+        init(input: InputFile, outputs: [AssetReaderTrackOutput], end: Int64?, origin: Int64) {
+            self.origin = origin
             for output in outputs {
                 let timeBase = input.stream(output.track.index).pointee.time_base
-                byStream[output.track.index] = (output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) })
+                byStream[output.track.index] = (output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) }, timeBase)
             }
+        }
+
+        /// Where `packet` starts and ends on the timeline (µs from the window's start); `nil`
+        /// without a timestamp.
+        func span(of packet: Packet) -> (start: Int64, end: Int64)? {
+            guard let route = byStream[packet.streamIndex] else { return nil }
+            let timestamp = packet.pts != noPTS ? packet.pts : packet.dts
+            guard timestamp != noPTS else { return nil }
+            let start = av_rescale_q(timestamp, route.timeBase, microsecondBase) - origin
+            let duration = packet.duration > 0 ? av_rescale_q(packet.duration, route.timeBase, microsecondBase) : 0
+            return (start, start + duration)
         }
     }
 
     /// Reads packets until every track's range has ended or the input has; on its own thread.
+    /// Every packet passes the timeline guard first: filler stays bounded by where the media is.
     private func demux(_ routes: Routes) {
         let input = asset.input
         let scratch = Packet()
         var open = Set(routes.byStream.keys)
+        var rules = TimelineGuard<Packet>.Rules(maxDuration: asset.limits.maxDuration)
+        if let duration = asset.duration, !asset.durationIsEstimate { rules.declaredEnd = asset.startTime + duration - routes.origin }
+        var timeline = TimelineGuard<Packet>(streams: routes.byStream.keys, rules: rules)
         defer {
             for route in routes.byStream.values { route.output.packets.close() }
         }
-        while !open.isEmpty && terminalError == nil {
+        reading: while !open.isEmpty && terminalError == nil {
             let result = input.read(into: scratch.pointer)
             if result == AVErr.again { continue }
             if result < 0 {
@@ -193,7 +212,7 @@ public final class AssetReader: @unchecked Sendable {
                 } else if let logged {
                     state.withLock { $0.lastDemuxError = logged }
                 }
-                return
+                break reading
             }
             let index = scratch.streamIndex
             guard open.contains(index), let route = routes.byStream[index] else {
@@ -203,13 +222,30 @@ public final class AssetReader: @unchecked Sendable {
             if let end = route.end, scratch.decodeTimestamp != noPTS, scratch.decodeTimestamp >= end {
                 // Packets come in decode order: nothing after this one is shown before the end.
                 av_packet_unref(scratch.pointer)
-                route.output.packets.close()
                 open.remove(index)
+                // A parked track's queue stays open: the others may still release it.
+                if !timeline.isParked(index) { route.output.packets.close() }
                 continue
             }
-            if !route.output.packets.push(Packet.moving(from: scratch.pointer)) {
-                open.remove(index)  // the output needs no more
+            let packet = Packet.moving(from: scratch.pointer)
+            var routed = [(stream: index, item: packet)]
+            if let span = routes.span(of: packet) {
+                do {
+                    routed = try timeline.admit(packet, stream: index, start: span.start, end: span.end, bytes: Int(packet.pointer.pointee.size))
+                } catch {
+                    fail(error)
+                    return
+                }
             }
+            for (stream, item) in routed where !routes.byStream[stream]!.output.packets.push(item) {
+                open.remove(stream)  // the output needs no more
+            }
+        }
+        guard terminalError == nil else { return }
+        do {
+            try timeline.finish()
+        } catch {
+            fail(error)
         }
     }
 

@@ -95,6 +95,7 @@ final class DecodeLoop {
                 continue
             }
             if result < 0 && result != AVErr.eof {
+                try checkPictureSize()
                 if packet != nil { try budget.failed(result) }
             } else if packet != nil {
                 budget.succeeded()
@@ -102,6 +103,14 @@ final class DecodeLoop {
             _ = try drain(into: handle)
             return
         }
+    }
+
+    /// `limit_exceeded` when the stream now announces a picture over the decoder's
+    /// `max_pixels` (the decoder refused to allocate it: a size change mid-stream).
+    func checkPictureSize() throws(MediaError) {
+        let (width, height) = decoder.pictureSize
+        let limits = ResourceLimits(maxPixels: Int(decoder.context.pointee.max_pixels))
+        if let error = limits.pictureTooLarge(width: width, height: height, what: "a picture of track \(trackIndex)") { throw error }
     }
 
     /// At the end: `decode_failed` if packets were sent, some failed, and no frame came out.
@@ -115,6 +124,7 @@ final class DecodeLoop {
             let result = decoder.receive(scratch.pointer)
             if result == AVErr.again || result == AVErr.eof { return true }
             if result < 0 {
+                try checkPictureSize()
                 try budget.failed(result)
                 return true
             }
@@ -132,6 +142,7 @@ final class DecodeLoop {
 /// them from 0 with each frame's duration known (one frame is held back for that).
 final class VideoDecodePipeline: TrackPipeline {
     private let decoding: DecodeLoop
+    private let maxPixels: Int
     private let scaler: Scaler
     private let rotation: Int
     private let timeBase: AVRational
@@ -154,6 +165,7 @@ final class VideoDecodePipeline: TrackPipeline {
 
     init(decoder: CodecDecoder, stream: UnsafeMutablePointer<AVStream>, output: PictureSize, rotation: Int, window: ReadWindow, sink: @escaping SampleSink) {
         decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
+        maxPixels = Int(decoder.context.pointee.max_pixels)
         self.rotation = rotation
         // Scale to the pre-rotation size, then rotate: cheaper on the smaller picture.
         let turned = rotation % 180 != 0
@@ -197,6 +209,10 @@ final class VideoDecodePipeline: TrackPipeline {
     }
 
     private func handle(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
+        if Int(frame.pointee.width) * Int(frame.pointee.height) > maxPixels {
+            let limits = ResourceLimits(maxPixels: maxPixels)
+            if let error = limits.pictureTooLarge(width: Int(frame.pointee.width), height: Int(frame.pointee.height), what: "a picture of track \(decoding.trackIndex)") { throw error }
+        }
         var timestamp = frame.pointee.best_effort_timestamp
         if timestamp == noPTS { timestamp = lastTimestamp.map { $0 + defaultDuration } ?? startTimestamp }
         lastTimestamp = timestamp

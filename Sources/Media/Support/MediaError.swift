@@ -19,6 +19,8 @@ public struct MediaError: Error, Sendable, CustomStringConvertible, CustomDebugS
         public static let outputForbidden = Code(rawValue: "output_forbidden")
         public static let decodeFailed = Code(rawValue: "decode_failed")
         public static let encodeFailed = Code(rawValue: "encode_failed")
+        /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
+        public static let limitExceeded = Code(rawValue: "limit_exceeded")
         public static let internalError = Code(rawValue: "internal")
         /// Not an error code of SPEC §4: the export was cancelled (status `cancelled`).
         public static let cancelled = Code(rawValue: "cancelled")

@@ -13,6 +13,7 @@ public final class AssetWriter: @unchecked Sendable {
     public private(set) var inputs: [AssetWriterInput] = []
     /// The temporary file written until `finishWriting()`.
     public let temporaryPath: String
+    public let limits: ResourceLimits
 
     private let file: OutputFile
     private let state = Mutex(State())
@@ -27,9 +28,11 @@ public final class AssetWriter: @unchecked Sendable {
     /// there (a device, a FIFO, a directory, a symbolic link: see `OutputDestination`).
     /// - Parameter temporaryTag: goes into the temporary file's name
     ///   (`.NAME.TAG.jobctl.tmp`) instead of a random token, so its owner can find leftovers.
-    public init(destination: String, format: ContainerFormat, temporaryTag: String? = nil) throws(MediaError) {
+    /// - Parameter limits: `maxOutputBytes` is enforced as packets are written.
+    public init(destination: String, format: ContainerFormat, temporaryTag: String? = nil, limits: ResourceLimits = .default) throws(MediaError) {
         self.destination = destination
         self.format = format
+        self.limits = limits
         let url = URL(fileURLWithPath: destination)
         let directory = url.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false

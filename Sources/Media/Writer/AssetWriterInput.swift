@@ -167,8 +167,9 @@ class Engine {
         packet.pointee.stream_index = Int32(streamIndex)
         av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
         adjust(packet)
+        var size: Int64 = 0
         do {
-            try file.write(packet)
+            size = try file.write(packet)
             accepted()
         } catch let error as FFError where error.isExit {
             throw writer?.error ?? MediaError.cancelled()
@@ -179,6 +180,7 @@ class Engine {
         } catch {
             throw MediaError(.internalError, "writing a packet: \(error)")
         }
+        if let writer, size > writer.limits.maxOutputBytes { throw writer.limits.outputTooLarge(size, path: writer.destination) }
     }
 
     /// A last look at a packet in the output stream's time base, before the muxer.
