@@ -7,8 +7,11 @@ line in --log.
 
 Prints "listening PORT" once ready. Behaviours for tests: --fail-put-first N (answer 500 to the
 first N PUTs), --put-status CODE (answer every PUT with CODE), --redirect-get URL (answer every
-GET with 302 to URL), --tls-cert PEM (https with that certificate and key). A PUT is stored only when it succeeds, written to a temporary name first
-and renamed, so a file in --uploads is always a complete upload.
+GET with 302 to URL), --tls-cert PEM (https with that certificate and key), --put-rate BYTES
+(read PUT bodies at most this fast, like a slow link). A PUT is stored only when its whole body
+arrived, written to a temporary name first and renamed, so a file in --uploads is always a
+complete upload. Each PUT is logged twice: "PUT-START" when its headers arrive, "PUT" when it
+ends, both with the Jobctl-Attempt header the worker sends.
 """
 import argparse
 import json
@@ -33,6 +36,7 @@ def main():
     parser.add_argument("--put-status", type=int, default=0)
     parser.add_argument("--redirect-get")
     parser.add_argument("--tls-cert", help="serve https with this certificate (PEM, key included)")
+    parser.add_argument("--put-rate", type=int, default=0, help="read PUT bodies at most this many bytes per second")
     args = parser.parse_args()
     lock = threading.Lock()
     state = {"puts": 0}
@@ -115,6 +119,22 @@ def main():
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
 
+        def read_body(self, length):
+            """The body, or what arrived of it before the client went away."""
+            chunks, left = [], length
+            try:
+                while left > 0:
+                    chunk = self.rfile.read(min(left, 65536))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    left -= len(chunk)
+                    if args.put_rate:
+                        time.sleep(len(chunk) / args.put_rate)
+            except (ConnectionResetError, OSError):
+                self.close_connection = True
+            return b"".join(chunks)
+
         def do_PUT(self):
             with lock:
                 state["puts"] += 1
@@ -123,10 +143,12 @@ def main():
             if length < 0:
                 log({"method": "PUT", "path": self.path, "status": 411})
                 return self.reply(411, b"length required")
-            body = self.rfile.read(length)
+            attempt = self.headers.get("Jobctl-Attempt")
+            log({"method": "PUT-START", "path": self.path, "n": number, "declared": length, "attempt": attempt})
+            body = self.read_body(length)
             record = {
                 "method": "PUT", "path": self.path, "n": number, "bytes": len(body), "declared": length,
-                "contentType": self.headers.get("Content-Type"),
+                "contentType": self.headers.get("Content-Type"), "attempt": attempt,
             }
             if args.put_status:
                 record["status"] = args.put_status
@@ -141,14 +163,22 @@ def main():
                 record["status"] = 403
                 log(record)
                 return self.reply(403, b"outside")
+            if len(body) != length:
+                record["status"] = 400
+                log(record)
+                self.close_connection = True
+                try:
+                    return self.reply(400, b"incomplete")
+                except OSError:
+                    return
             os.makedirs(os.path.dirname(path), exist_ok=True)
             partial = path + ".partial"
             with open(partial, "wb") as out:
                 out.write(body)
             os.replace(partial, path)
-            record["status"] = 200 if len(body) == length else 400
+            record["status"] = 200
             log(record)
-            self.reply(record["status"], b"stored")
+            self.reply(200, b"stored")
 
     serve(Handler, args.port, tls_certificate=args.tls_cert)
 

@@ -51,49 +51,55 @@ enum RemoteMedia {
         }
     }
 
-    /// Uploads `file` to `url` with PUT, retrying network failures, 408, 429 and 5xx after each
-    /// of `retryDelays` (a `Retry-After` up to a minute is honoured). Other answers fail at once.
-    /// Returns the bytes sent; throws `output_forbidden` (the guard refused the address),
-    /// `output_unwritable`, or `MediaError.cancelled()` when `shouldStop` said so.
-    static func upload(
-        _ file: String, to url: String, contentType: String, sender: HTTPSender, retryDelays: [Duration],
-        shouldStop: @escaping @Sendable () -> Bool, log: (String) -> Void
-    ) throws -> Int64 {
+    /// What one PUT came to.
+    enum UploadOutcome: Sendable {
+        case uploaded(bytes: Int64)
+        /// Worth another try after `delay` (a network failure, 408, 429, 5xx); `what` for logs.
+        case retry(after: Duration, what: String)
+        case failed(JobFailure)
+        /// `shouldAbort` said stop (cancelled, or the lease may be lost).
+        case stopped
+    }
+
+    /// One PUT of `file` to `url`, with the headers that tell a storage proxy which attempt
+    /// wrote it. Blocking: call it from a thread of its own. `shouldAbort` is asked before
+    /// every chunk of the body and at least once a second.
+    static func put(
+        _ file: String, to url: String, contentType: String, attempt: Lease, sender: HTTPSender, shouldAbort: @escaping @Sendable () -> Bool
+    ) -> HTTPResponse {
+        let headers = [("Jobctl-Job", attempt.jobID.rawValue), ("Jobctl-Attempt", "\(attempt.attempt)")]
+        return sender.send(HTTPRequest(url: url, method: .put(file: file, contentType: contentType), headers: headers), shouldAbort: shouldAbort)
+    }
+
+    /// Classifies the answer to attempt number `tries` (from 0) of an upload: network
+    /// failures (no final status), 408, 429 and 5xx are retried after each of `retryDelays` (a
+    /// `Retry-After` up to a minute is honoured), then fail with the retryable
+    /// `output_unwritable`; other answers fail at once (`output_forbidden` when the guard
+    /// refused the address).
+    static func outcome(of response: HTTPResponse, url: String, tries: Int, retryDelays: [Duration]) -> UploadOutcome {
         let shown = JobRequest.displayURL(url)
-        var attempt = 0
-        while true {
-            if shouldStop() { throw MediaError.cancelled() }
-            let response = sender.send(HTTPRequest(url: url, method: .put(file: file, contentType: contentType)), shouldAbort: shouldStop)
-            if response.aborted || shouldStop() { throw MediaError.cancelled() }
-            if response.succeeded { return response.uploaded }
-            if response.refused {
-                throw JobFailure(error: JobError(
-                    code: "output_forbidden",
-                    message: "\(shown): \(response.error ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
-                    retryable: false
-                ))
-            }
-            let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.error ?? "no response")
-            let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.certificateRejected
-            guard worthRetrying else {
-                // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
-                // Another attempt would encode again to get the same answer.
-                throw JobFailure(error: JobError(code: "output_unwritable", message: "uploading to \(shown) failed (\(what))", retryable: false))
-            }
-            guard attempt < retryDelays.count else {
-                throw JobFailure(error: JobError(
-                    code: "output_unwritable", message: "uploading to \(shown) failed \(attempt + 1) times (last: \(what))", retryable: true
-                ))
-            }
-            let delay = max(retryDelays[attempt], min(response.retryAfter ?? .zero, .seconds(60)))
-            log("Upload failed (\(what)); retrying in \(delay)")
-            attempt += 1
-            let deadline = ContinuousClock.now + delay
-            while ContinuousClock.now < deadline {
-                if shouldStop() { throw MediaError.cancelled() }
-                Thread.sleep(forTimeInterval: min(0.1, max(0, Double((deadline - ContinuousClock.now).milliseconds) / 1000)))
-            }
+        if response.aborted { return .stopped }
+        if response.succeeded { return .uploaded(bytes: response.uploaded) }
+        if response.refused {
+            return .failed(JobFailure(error: JobError(
+                code: "output_forbidden",
+                message: "\(shown): \(response.error ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
+                retryable: false
+            )))
         }
+        let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.error ?? "no response")
+        let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.certificateRejected
+        guard worthRetrying else {
+            // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
+            // Another attempt would encode again to get the same answer.
+            return .failed(JobFailure(error: JobError(code: "output_unwritable", message: "uploading to \(shown) failed (\(what))", retryable: false)))
+        }
+        guard tries < retryDelays.count else {
+            return .failed(JobFailure(error: JobError(
+                code: "output_unwritable", message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))", retryable: true
+            )))
+        }
+        return .retry(after: max(retryDelays[tries], min(response.retryAfter ?? .zero, .seconds(60))), what: what)
     }
 
     /// The local file an export to `url` is written to before its upload:
@@ -110,12 +116,5 @@ enum RemoteMedia {
         case .mov: return "video/quicktime"
         case .m4a: return "audio/mp4"
         }
-    }
-}
-
-extension Duration {
-    fileprivate var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -138,12 +138,14 @@ public final class Worker: Service {
                     if let deadline = drainDeadline, ContinuousClock.now >= deadline { running.handBackAll() }
                 } else if busy < options.concurrency && ContinuousClock.now >= claimAgainAt {
                     do {
+                        // Leases count from before the request: the local deadline errs early.
+                        let requested = ContinuousClock.now
                         let claimed = try await store.claim(as: identity, limit: options.concurrency - busy, lease: options.lease)
                         claimBackoff = .zero
                         for job in claimed {
                             busy += 1
                             group.addTask { [self] in
-                                await execute(job, running: running)
+                                await execute(job, leaseFrom: requested, running: running)
                                 signals.jobFinished()
                             }
                         }
@@ -168,7 +170,7 @@ public final class Worker: Service {
 
     // MARK: Running one job
 
-    private func execute(_ claimed: ClaimedJob, running: RunningJobs) async {
+    private func execute(_ claimed: ClaimedJob, leaseFrom requested: ContinuousClock.Instant, running: RunningJobs) async {
         let logger = jobLogger(claimed)
         if claimed.job.kind == .noop {
             do {
@@ -180,7 +182,7 @@ public final class Worker: Service {
         }
         logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"])
         WorkerMetrics.claimed(runAt: claimed.job.runAt)
-        let execution = Execution(claimed)
+        let execution = Execution(claimed, lease: options.lease, renewedAt: requested)
         running.add(execution)
         defer { running.remove(execution) }
 
@@ -226,6 +228,7 @@ public final class Worker: Service {
                     nextHeartbeat = .now + options.heartbeatInterval
                     nextCancellationCheck = .now + options.cancellationCheckInterval
                     let export = execution.export
+                    let sent = ContinuousClock.now
                     let state = try await store.heartbeat(
                         lease, progress: export?.session.progress ?? 0, tracks: export?.tracks ?? [], extendBy: options.lease
                     )
@@ -235,6 +238,7 @@ public final class Worker: Service {
                         logger.warning("Lease lost: abandoning the attempt")
                         execution.stop(.leaseLost)
                     case .held(let cancelRequested):
+                        execution.renewed(at: sent)
                         if cancelRequested { execution.stop(.cancelRequested) }
                     }
                 } else if ContinuousClock.now >= nextCancellationCheck {
@@ -258,19 +262,9 @@ public final class Worker: Service {
             case .success(let (exported, pending)):
                 var result = exported
                 let tracks = export?.tracks ?? []
-                switch try await store.heartbeat(lease, progress: 1, tracks: tracks, extendBy: options.lease) {
-                case .lost:
-                    execution.beginReporting()
-                    pending.discard()
-                    logger.warning("Lease lost before committing: output discarded")
-                    execution.ended(.leaseLost)
-                    return
-                case .held(let cancelRequested):
-                    if cancelRequested { execution.stop(.cancelRequested) }
-                }
                 if let uploadURL = export?.uploadURL {
                     do {
-                        result.bytes = try await upload(pending, to: uploadURL, format: export?.session.format ?? .mp4, execution: execution, logger: logger)
+                        result.bytes = try await upload(pending, to: uploadURL, format: export?.session.format ?? .mp4, execution: execution, tracks: tracks, logger: logger)
                         WorkerMetrics.uploaded(bytes: result.bytes)
                         result.output = JobRequest.displayURL(uploadURL)
                     } catch {
@@ -279,11 +273,22 @@ public final class Worker: Service {
                         return
                     }
                     pending.discard()
-                } else if execution.stopReason == .cancelRequested {
-                    pending.discard()
-                    await settle(execution, outcome: .failure(MediaError.cancelled()), logger: logger)
-                    return
                 } else {
+                    Failpoints.hit("before-rename", logger: logger)
+                    // Fenced: only the lease's holder renames, checked against the store just
+                    // before (and against the local deadline, in case this thread was frozen).
+                    guard try await fence(execution, tracks: tracks), !execution.leaseMayBeLost else {
+                        execution.beginReporting()
+                        pending.discard()
+                        logger.warning("Lease lost before committing: output discarded")
+                        execution.ended(.leaseLost)
+                        return
+                    }
+                    if execution.stopReason == .cancelRequested {
+                        pending.discard()
+                        await settle(execution, outcome: .failure(MediaError.cancelled()), logger: logger)
+                        return
+                    }
                     do {
                         try pending.commit()
                     } catch {
@@ -329,17 +334,60 @@ public final class Worker: Service {
         }
     }
 
-    /// PUTs a finished output on a thread of its own; stops when the attempt is stopped.
-    private func upload(_ pending: PendingOutput, to url: String, format: ContainerFormat, execution: Execution, logger: Logger) async throws -> Int64 {
-        let (sender, delays) = (sender, options.uploadRetryDelays)
+    /// Checks against the store, just before an output becomes visible (a rename, each PUT),
+    /// that this worker still holds the attempt, and renews the lease. `false`: it does not (the
+    /// attempt is stopped as lease-lost). A cancellation requested meanwhile stops the attempt.
+    private func fence(_ execution: Execution, tracks: [JobTrack]) async throws -> Bool {
+        let sent = ContinuousClock.now
+        switch try await store.heartbeat(execution.claimed.lease, progress: 1, tracks: tracks, extendBy: options.lease) {
+        case .lost:
+            execution.stop(.leaseLost)
+            return false
+        case .held(let cancelRequested):
+            execution.renewed(at: sent)
+            if cancelRequested { execution.stop(.cancelRequested) }
+            return true
+        }
+    }
+
+    /// PUTs a finished output, retrying within the attempt. Every PUT is preceded by a fenced
+    /// check against the store, and runs on a thread of its own that stops sending within a
+    /// second of the attempt being stopped — cancelled, the lease found lost, or the lease's
+    /// local deadline passed without a renewal (a worker frozen mid-upload).
+    private func upload(_ pending: PendingOutput, to url: String, format: ContainerFormat, execution: Execution, tracks: [JobTrack], logger: Logger) async throws -> Int64 {
+        let (sender, delays, lease) = (sender, options.uploadRetryDelays, execution.claimed.lease)
         let file = pending.temporaryPath
         logger.info("Uploading the output", metadata: ["job.output": "\(JobRequest.displayURL(url))"])
-        return try await onDedicatedThread("jobctl.upload") {
-            try RemoteMedia.upload(
-                file, to: url, contentType: RemoteMedia.contentType(of: format), sender: sender, retryDelays: delays,
-                shouldStop: { execution.stopReason != nil },
-                log: { message in logger.warning("\(message)") }
-            )
+        var tries = 0
+        while true {
+            Failpoints.hit("before-upload", logger: logger)
+            guard try await fence(execution, tracks: tracks), !execution.leaseMayBeLost else {
+                logger.warning("Lease lost before uploading: output discarded")
+                throw MediaError.cancelled()
+            }
+            if execution.stopReason != nil { throw MediaError.cancelled() }
+            let response = try await onDedicatedThread("jobctl.upload") {
+                RemoteMedia.put(file, to: url, contentType: RemoteMedia.contentType(of: format), attempt: lease, sender: sender) {
+                    execution.shouldStopTransfer
+                }
+            }
+            switch RemoteMedia.outcome(of: response, url: url, tries: tries, retryDelays: delays) {
+            case .uploaded(let bytes):
+                return bytes
+            case .failed(let failure):
+                throw failure
+            case .stopped:
+                if execution.stopReason == .leaseLost { logger.warning("Lease lost during the upload: transfer stopped") }
+                throw MediaError.cancelled()
+            case .retry(let delay, let what):
+                logger.warning("Upload failed; retrying", metadata: ["error": "\(what)", "retry.in": "\(delay)"])
+                tries += 1
+                let deadline = ContinuousClock.now + delay
+                while ContinuousClock.now < deadline {
+                    if execution.shouldStopTransfer { throw MediaError.cancelled() }
+                    try? await Task.sleep(for: min(.milliseconds(100), deadline - .now))
+                }
+            }
         }
     }
 
@@ -368,9 +416,36 @@ enum StopReason: Sendable {
 final class Execution: Sendable {
     let claimed: ClaimedJob
     let claimedAt = ContinuousClock.now
+    let lease: Duration
     private let state = Mutex<(export: ExportJob?, reason: StopReason?, reporting: Bool)>((nil, nil, false))
+    /// When the lease may have expired, by this host's clock: a renewal's request time plus the
+    /// lease, less a margin. The store decides expiry by its own clock, which starts counting
+    /// after the request was sent, so this errs early.
+    private let deadline: Mutex<ContinuousClock.Instant>
 
-    init(_ claimed: ClaimedJob) { self.claimed = claimed }
+    init(_ claimed: ClaimedJob, lease: Duration, renewedAt: ContinuousClock.Instant) {
+        self.claimed = claimed
+        self.lease = lease
+        deadline = Mutex(renewedAt + lease - Execution.margin(lease))
+    }
+
+    private static func margin(_ lease: Duration) -> Duration { min(lease / 10, .seconds(1)) }
+
+    /// A renewal sent at `sent` succeeded.
+    func renewed(at sent: ContinuousClock.Instant) {
+        deadline.withLock { $0 = max($0, sent + lease - Execution.margin(lease)) }
+    }
+
+    /// Whether the lease may have expired without a renewal (this process was frozen, or the
+    /// store has not answered): nothing may be made visible on its strength any more.
+    var leaseMayBeLost: Bool { ContinuousClock.now >= deadline.withLock { $0 } }
+
+    /// What a transfer asks before each chunk: stop if the attempt was stopped, or if the lease
+    /// may be lost (which stops the attempt).
+    var shouldStopTransfer: Bool {
+        if leaseMayBeLost { stop(.leaseLost) }
+        return stopReason != nil
+    }
 
     /// Counts the attempt's outcome and its duration since the claim.
     func ended(_ outcome: WorkerMetrics.Outcome) {

@@ -1,0 +1,23 @@
+import Foundation
+import Logging
+
+/// Named places where a test can freeze a worker as a debugger or the kernel would: with
+/// `JOBCTL_FAILPOINTS=before-upload,before-rename` in its environment, the worker stops itself
+/// (SIGSTOP) the first time it reaches each, until a SIGCONT. That is how the tests reproduce
+/// "a worker frozen just before its PUT, whose lease expires meanwhile" deterministically. A
+/// process nobody sets this for never stops.
+enum Failpoints {
+    private static let enabled: Set<Substring> = Set(
+        (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces)[...] }
+    )
+    private static let reached = NSLock()
+    nonisolated(unsafe) private static var done: Set<String> = []
+
+    static func hit(_ name: String, logger: Logger) {
+        guard enabled.contains(name[...]) else { return }
+        let first = reached.withLock { done.insert(name).inserted }
+        guard first else { return }
+        logger.warning("Failpoint reached: stopping until SIGCONT", metadata: ["failpoint": "\(name)"])
+        raise(SIGSTOP)
+    }
+}
