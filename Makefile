@@ -4,8 +4,8 @@
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
             libavfilter-dev libsqlite3-dev libcurl4-openssl-dev python3
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a
-# self-signed certificate), and python3-yaml and systemd-analyze to check deploy/.
-TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd
+# self-signed certificate), python3-yaml and systemd-analyze to check deploy/, and the sqlite3 CLI (damaging a database on purpose).
+TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl

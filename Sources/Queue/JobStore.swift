@@ -104,6 +104,9 @@ public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         case conflict(JobStatus)
         /// The database cannot be opened or used.
         case unavailable
+        /// The database file is damaged (SQLite: a malformed page, not a database at all).
+        /// Retrying cannot help: stop, keep a copy, recover (docs/operations.md).
+        case corrupt
     }
 
     public var kind: Kind
@@ -115,6 +118,16 @@ public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var description: String { message }
+
+    /// The error line's code (`error: CODE: message`).
+    public var code: String {
+        switch kind {
+        case .notFound: "not_found"
+        case .conflict: "conflict"
+        case .unavailable: "database_unavailable"
+        case .corrupt: "database_corrupt"
+        }
+    }
 }
 
 /// The job table, whatever database holds it. SQLite (`QueueSQLite`) now, PostgreSQL later:

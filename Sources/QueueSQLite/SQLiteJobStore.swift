@@ -30,6 +30,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             return true
         }
         configuration.label = "jobctl"
+        try SQLiteJobStore.requireSingleName(path)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
@@ -37,7 +38,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
-            throw JobStoreError(.unavailable, "cannot open the job database \(path): \(SQLiteJobStore.describe(error))")
+            throw SQLiteJobStore.storeError(error, path: path, doing: "cannot open the job database \(path)")
         }
         commits = GroupCommit(pool: pool)
         try SQLiteJobStore.migrate(pool, path: path)
@@ -66,7 +67,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         } catch let error as JobStoreError {
             throw error
         } catch {
-            throw JobStoreError(.unavailable, "cannot migrate the job database \(path): \(describe(error))")
+            throw storeError(error, path: path, doing: "cannot migrate the job database \(path)")
         }
     }
 
@@ -623,7 +624,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         } catch let error as JobStoreError {
             throw error
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(path) failed: \(SQLiteJobStore.describe(error))")
+            throw SQLiteJobStore.storeError(error, path: path, doing: "the job database \(path) failed")
         }
     }
 
@@ -633,8 +634,40 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         } catch let error as JobStoreError {
             throw error
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(path) failed: \(SQLiteJobStore.describe(error))")
+            throw SQLiteJobStore.storeError(error, path: path, doing: "the job database \(path) failed")
         }
+    }
+
+    /// A database error as the store reports it: a damaged file is `corrupt` (no retry can
+    /// help), anything else `unavailable`.
+    static func storeError(_ error: any Error, path: String, doing what: String) -> JobStoreError {
+        if let error = error as? DatabaseError, [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode) {
+            return JobStoreError(
+                .corrupt,
+                "the job database \(path) is damaged (\(describe(error))): stop every worker using it, keep a copy, and rebuild it with `sqlite3 \(path) .dump | sqlite3 NEW.sqlite` (docs/operations.md, \"A damaged SQLite database\")"
+            )
+        }
+        if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_CANTOPEN {
+            let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            let reason = !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
+                ? "the directory \(directory) does not exist"
+                : FileManager.default.isWritableFile(atPath: directory) ? describe(error) : "\(directory) is not writable by this user (SQLite needs to create its -wal and -shm files there)"
+            return JobStoreError(.unavailable, "\(what): \(reason)")
+        }
+        return JobStoreError(.unavailable, "\(what): \(describe(error))")
+    }
+
+    /// SQLite keeps its write-ahead log beside the *name* a database is opened by: two hard
+    /// links are two logs for one file, and writes through one are lost to the other (20 of 40
+    /// jobs vanished in a test with two workers). Refuse a file with more than one link.
+    static func requireSingleName(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_nlink > 1 else { return }
+        throw JobStoreError(
+            .unavailable,
+            "the job database \(path) has \(info.st_nlink) hard links: SQLite must be reached through one path on one host (its write-ahead log follows the name); remove the other links, or use PostgreSQL to share a queue between hosts"
+        )
     }
 
     private static func describe(_ error: any Error) -> String {

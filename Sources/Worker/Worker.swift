@@ -24,6 +24,9 @@ public final class Worker: Service {
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let running = RunningJobs()
+    /// Why the job database cannot be used at all (a damaged file), for /healthz; and the error
+    /// that ends `--once`.
+    private let databaseFault = Mutex<JobStoreError?>(nil)
     /// Reads remote inputs' first byte and uploads remote outputs, under the address guard.
     private let sender: HTTPSender
 
@@ -48,7 +51,12 @@ public final class Worker: Service {
         }
         try? await store.workerStopped(identity)
         logger.info("Worker stopped")
+        // `--once` on a damaged database ends at once, with the error (exit 1).
+        if options.once, let fault = databaseFault.withLock({ $0 }) { throw fault }
     }
+
+    /// The damage that makes the job database unusable, if any (the health check reports it).
+    public var databaseProblem: JobStoreError? { databaseFault.withLock { $0 } }
 
     private var stagingSweep: StagingSweep {
         StagingSweep(directory: options.stagingDirectory, store: store, logger: logger)
@@ -142,6 +150,7 @@ public final class Worker: Service {
                         let requested = ContinuousClock.now
                         let claimed = try await store.claim(as: identity, limit: options.concurrency - busy, lease: options.lease)
                         claimBackoff = .zero
+                        databaseFault.withLock { $0 = nil }
                         for job in claimed {
                             busy += 1
                             group.addTask { [self] in
@@ -150,6 +159,13 @@ public final class Worker: Service {
                             }
                         }
                         if claimed.isEmpty && busy == 0 && options.once { break }
+                    } catch let error as JobStoreError where error.kind == .corrupt {
+                        // Damage does not heal: say how to recover; `--once` ends here.
+                        databaseFault.withLock { $0 = error }
+                        logger.critical("The job database is damaged", metadata: ["error.code": "\(error.code)", "error": "\(error.message)"])
+                        if options.once { break }
+                        claimBackoff = .seconds(10)
+                        claimAgainAt = .now + claimBackoff
                     } catch {
                         // The database is unreachable or busy beyond its timeout: back off, keep running jobs.
                         claimBackoff = min(max(claimBackoff * 2, .milliseconds(500)), .seconds(10))

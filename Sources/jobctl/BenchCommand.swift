@@ -116,7 +116,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
             var runs: [Double] = []
             for _ in 0..<max(1, repeats) {
                 let (seconds, completed) = try await throughput(workers: count, in: try await fresh())
-                guard completed == jobs else { throw CommandFailure.usage("only \(completed) of \(jobs) jobs completed") }
+                guard completed == jobs else { throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed") }
                 runs.append(seconds)
             }
             let median = runs.sorted()[runs.count / 2]
@@ -226,7 +226,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             line.append(byte)
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: "")) else {
-            throw CommandFailure.usage("the receiver did not start (\(receiver))")
+            throw CommandFailure.failed(code: "internal", "the receiver did not start (\(receiver))")
         }
 
         let database = directory + "/jobs.sqlite"
@@ -247,7 +247,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         while count < jobs {
             try await Task.sleep(for: .milliseconds(100))
             count = ((try? Data(contentsOf: URL(fileURLWithPath: log))) ?? Data()).reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-            if Date().timeIntervalSince(start) > 300 { throw CommandFailure.usage("only \(count) of \(jobs) webhooks arrived in 5 min") }
+            if Date().timeIntervalSince(start) > 300 { throw CommandFailure.failed(code: "internal", "only \(count) of \(jobs) webhooks arrived in 5 min") }
         }
         let received = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }

@@ -8,8 +8,12 @@ import Queue
 enum CommandFailure: Error {
     /// The operation failed: exit 1 (64 for errors in the arguments, 130 when interrupted).
     case media(MediaError)
-    /// A usage or configuration error: exit 64.
+    /// A usage or configuration error (`error: usage: …`): exit 64.
     case usage(String)
+    /// An argument refused for a reason with its own code (`webhook_forbidden`): exit 64.
+    case refused(code: String, String)
+    /// The operation failed with `code`: exit 1.
+    case failed(code: String, String)
 
     static let usageExitCode: Int32 = 64
     static let interruptedExitCode: Int32 = 130
@@ -22,8 +26,14 @@ enum CommandFailure: Error {
             if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
             return error.code == .presetUnknown ? ExitCode(CommandFailure.usageExitCode) : .failure
         case .usage(let message):
-            Terminal.printError("error: \(message)")
+            Terminal.printError("error: usage: \(message)")
             return ExitCode(CommandFailure.usageExitCode)
+        case .refused(let code, let message):
+            Terminal.printError("error: \(code): \(message)")
+            return ExitCode(CommandFailure.usageExitCode)
+        case .failed(let code, let message):
+            Terminal.printError("error: \(code): \(message)")
+            return .failure
         }
     }
 }
@@ -37,7 +47,7 @@ func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
     } catch let error as CommandFailure {
         throw error.report()
     } catch let error as JobStoreError {
-        Terminal.printError("error: \(error.message)")
+        Terminal.printError("error: \(error.code): \(error.message)")
         throw ExitCode.failure
     }
 }

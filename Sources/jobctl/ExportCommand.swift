@@ -9,7 +9,8 @@ struct ExportCommand: AsyncParsableCommand {
         abstract: "Export a file with a preset and an optional time range, in this process (no queue).",
         discussion: """
             The output is written to a hidden temporary file beside OUT and renamed into place \
-            only when complete: a failed or interrupted export leaves nothing at OUT. An existing \
+            only when complete: a failed or interrupted export (Ctrl-C, SIGTERM, SIGHUP) leaves \
+            nothing at OUT. An existing \
             regular file at OUT is replaced atomically; anything else there (a device such as \
             /dev/null, a FIFO, a directory, a symbolic link) and the input itself are refused \
             with output_forbidden before any work starts.
@@ -65,10 +66,18 @@ struct ExportCommand: AsyncParsableCommand {
             // Before anything is read: never a device, a FIFO, a link or the input itself.
             try OutputDestination.check(output, input: input)
             let asset = try Asset(location: input, limits: limits.limits())
-            let session = ExportSession(asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange)
+            // The temporary file names this process, so a later export to the same place can
+            // tell a dead export's leftover (SIGKILL, a power cut) from a live one's.
+            let pid = ProcessInfo.processInfo.processIdentifier
+            ExportCommand.removeLeftovers(of: output)
+            let session = ExportSession(
+                asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange,
+                temporaryTag: "export-\(pid)-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+            )
 
-            // Ctrl-C or SIGTERM cancels the export (and removes its temporary file).
-            let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            // Ctrl-C, SIGTERM or SIGHUP (a closed terminal) cancels the export and removes its
+            // temporary file.
+            let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { session.cancel() }
@@ -97,6 +106,23 @@ struct ExportCommand: AsyncParsableCommand {
             } else {
                 printSummary(result, asset: asset)
             }
+        }
+    }
+
+    /// Removes `.NAME.export-PID-*.jobctl.tmp` beside `output` left by exports that died
+    /// (their process is gone) at least 10 minutes ago. A live export's file, or another
+    /// host's on a shared directory (its PID means nothing here, but it is being written), stays.
+    static func removeLeftovers(of output: String) {
+        let directory = (output as NSString).deletingLastPathComponent.isEmpty ? "." : (output as NSString).deletingLastPathComponent
+        let prefix = "." + (output as NSString).lastPathComponent + ".export-"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".jobctl.tmp") {
+            let path = (directory as NSString).appendingPathComponent(entry)
+            guard let pid = Int32(entry.dropFirst(prefix.count).prefix { $0 != "-" }), kill(pid, 0) != 0, errno == ESRCH,
+                let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+                modified.timeIntervalSinceNow < -600
+            else { continue }
+            try? FileManager.default.removeItem(atPath: path)
         }
     }
 

@@ -86,7 +86,7 @@ struct LimitOptions: ParsableArguments {
     func limits(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ResourceLimits {
         func fromEnvironment<T>(_ name: String, _ parse: (String) -> T?) throws -> T? {
             guard let text = environment[name], !text.isEmpty else { return nil }
-            guard let value = parse(text) else { throw CommandFailure.usage("usage: \(name)='\(text)' is not valid (see jobctl export --help)") }
+            guard let value = parse(text) else { throw CommandFailure.usage("\(name)='\(text)' is not valid (see jobctl export --help)") }
             return value
         }
         var limits = ResourceLimits.default

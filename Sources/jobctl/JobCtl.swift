@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct JobCtl: AsyncParsableCommand {
@@ -23,4 +24,47 @@ struct JobCtl: AsyncParsableCommand {
     )
 
     static let version = "0.1.0"
+
+    /// ArgumentParser's `main`, with every error on one line `error: CODE: message` (usage
+    /// errors: `error: usage: …`, exit 64), and arguments that are not UTF-8 refused before
+    /// parsing (Swift would replace their bytes with U+FFFD, naming a file that does not exist).
+    static func main() async {
+        if let problem = invalidArgument() {
+            Terminal.printError("error: usage: \(problem)")
+            Glibc.exit(CommandFailure.usageExitCode)
+        }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            // Help, --version, and our own exits (the error line is already printed).
+            if code == .success || error is ExitCode { exit(withError: error) }
+            let text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            if code.rawValue == CommandFailure.usageExitCode {
+                let command = arguments.first { !$0.hasPrefix("-") }.flatMap { name in configuration.subcommands.first { $0._commandName == name }?._commandName }
+                let help = command.map { "jobctl \($0) --help" } ?? "jobctl --help"
+                Terminal.printError("error: usage: \(text.joined(separator: "; ")) (see \(help))")
+            } else {
+                Terminal.printError("error: internal: \(text.joined(separator: "; "))")
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
+
+    /// Why an argument cannot be used, if one is not valid UTF-8.
+    static func invalidArgument() -> String? {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index], String(validatingCString: pointer) == nil else { continue }
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+            let shown = bytes.map { (32..<127).contains($0) ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0) }.joined()
+            return "argument \(index) ('\(shown)') is not valid UTF-8: jobctl takes file names and URLs as UTF-8 text; rename the file (e.g. with convmv)"
+        }
+        return nil
+    }
 }

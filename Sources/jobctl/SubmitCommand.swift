@@ -119,13 +119,13 @@ struct SubmitCommand: AsyncParsableCommand {
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
             if let webhook, let refusal = policy.staticRefusal(for: webhook) {
-                throw CommandFailure.usage("webhook_forbidden: \(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+                throw CommandFailure.refused(code: "webhook_forbidden", "\(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
             }
             if SubmitCommand.isURL(output), let refusal = policy.staticRefusal(for: output) {
-                throw CommandFailure.usage("output_forbidden: \(JobRequest.displayURL(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
+                throw CommandFailure.refused(code: "output_forbidden", "\(JobRequest.displayURL(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
             }
             if SubmitCommand.isURL(input), let refusal = policy.staticRefusal(for: input) {
-                throw CommandFailure.usage("input_unreadable: \(JobRequest.displayURL(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
+                throw CommandFailure.refused(code: "input_unreadable", "\(JobRequest.displayURL(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
             }
             // What this host can see now (the worker checks again): never a device, a FIFO, a
             // link or the input itself at the output path.

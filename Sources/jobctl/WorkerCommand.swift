@@ -10,15 +10,15 @@ import Worker
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
-        abstract: "Run jobs from the queue until SIGTERM or SIGINT.",
+        abstract: "Run jobs from the queue until SIGTERM, SIGINT or SIGHUP.",
         discussion: """
             Claims up to --concurrency jobs at a time and runs them; start as many worker \
             processes as you like on the same database (one transcode saturates about 2 cores). \
             A running job renews its lease every third of --lease; if the worker dies, another \
             one takes the job over once the lease expires.
 
-            On SIGTERM or SIGINT the worker stops claiming, lets running jobs finish for --drain, \
-            then hands the rest back to the queue (another worker resumes them) and exits 0.
+            On SIGTERM, SIGINT or SIGHUP the worker stops claiming, lets running jobs finish for \
+            --drain, then hands the rest back to the queue (another worker resumes them) and exits 0.
             """
     )
 
@@ -28,7 +28,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How long a claim holds without renewal.", valueName: "duration"))
     var lease = DurationArgument(.seconds(30))
 
-    @Option(help: ArgumentHelp("On SIGTERM/SIGINT, how long running jobs may finish before they are handed back.", valueName: "duration"))
+    @Option(help: ArgumentHelp("On SIGTERM/SIGINT/SIGHUP, how long running jobs may finish before they are handed back.", valueName: "duration"))
     var drain = DurationArgument(.seconds(30))
 
     @Option(help: "This worker's name in the job table (default HOST-PID).")
@@ -123,13 +123,19 @@ struct WorkerCommand: AsyncParsableCommand {
                 let (running, draining) = worker.state
                 var details = ["worker": identity.name, "database": database.reachable ? "ok" : "unreachable", "running": "\(running)", "draining": "\(draining)"]
                 if let error = database.error { details["databaseError"] = error }
-                return (database.reachable && !draining, details)
+                if let damage = worker.databaseProblem {
+                    details["database"] = "damaged"
+                    details["databaseError"] = "\(damage.code): \(damage.message)"
+                }
+                return (database.reachable && !draining && worker.databaseProblem == nil, details)
             }
             services.insert(.init(service: gauges), at: 0)
             services.insert(.init(service: server), at: 0)
         }
         let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // SIGHUP (a closed terminal or SSH session) drains like SIGTERM rather than killing
+            // the worker mid-job.
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger)
         )
         try await group.run()
     }

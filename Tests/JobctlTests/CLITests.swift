@@ -98,9 +98,9 @@ struct CLITests {
         Failure(arguments: ["export", "INPUT", "--preset", "low"], status: 64, line: "Missing expected argument '--output <out>'"),
         Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--format", "avi"], status: 64, line: "avi"),
         Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "https://bucket.example/a.mp4"], status: 64, line: "export writes a local file"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"], status: 64, line: "error: presets file /nonexistent.json"),
+        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"], status: 64, line: "error: usage: presets file /nonexistent.json: does not exist"),
         Failure(arguments: ["probe", "/nonexistent/in.mov"], status: 1, line: "error: input_not_found:"),
-        Failure(arguments: ["frobnicate"], status: 64, line: "Unexpected argument"),
+        Failure(arguments: ["frobnicate"], status: 64, line: "error: usage: Unexpected argument 'frobnicate'"),
     ]
 
     @Test(arguments: failures)
@@ -111,6 +111,7 @@ struct CLITests {
             let result = try await Jobctl.run(arguments)
             #expect(result.status == test.status, "\(test): exit \(result.status), stderr \(result.stderr)")
             #expect(result.stderr.contains(test.line), "\(test): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("error: ") && result.stderr.split(separator: "\n").count == 1, "one line `error: CODE: message`: \(result.stderr)")
             #expect(result.stdout.isEmpty)
             #expect(directory.contents().isEmpty)
         }

@@ -64,7 +64,7 @@ struct TimeRangeTests {
             #expect {
                 try TimeRange(parsing: outside).resolved(assetDuration: asset, assetName: "talk.mov")
             } throws: { error in
-                (error as? MediaError)?.code == .rangeOutOfBounds && "\(error)".contains("talk.mov lasts 10s")
+                (error as? MediaError)?.code == .rangeOutOfBounds && "\(error)".contains("talk.mov lasts 10.000s")
             }
         }
     }

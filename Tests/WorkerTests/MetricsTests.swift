@@ -25,12 +25,7 @@ struct MetricsTests {
             log: directory.file("worker.log")
         )
         defer { worker.signal(SIGKILL) }
-        var port: Int?
-        #expect(try await eventually(within: .seconds(30)) {
-            port = worker.log.firstMatch(of: /"metrics\.port":"(\d+)"/).flatMap { Int($0.1) }
-            return port != nil
-        }, "no metrics port in the log: \(worker.log)")
-        let base = "http://127.0.0.1:\(try #require(port))"
+        let base = "http://127.0.0.1:\(try await Self.port(of: worker))"
 
         var metrics = ""
         #expect(try await eventually(within: .seconds(30)) {
@@ -58,6 +53,16 @@ struct MetricsTests {
         let completed = try #require(lines.first { $0["message"] as? String == "Job completed" })
         #expect(completed["job.id"] is String && completed["worker"] as? String == "metered" && completed["level"] as? String == "info")
         #expect(lines.contains { $0["message"] as? String == "Job failed" && $0["error.code"] as? String == "input_not_found" })
+    }
+
+    /// The port a worker started with `--metrics-port 0 --log-format json` logged.
+    static func port(of worker: JobctlProcess) async throws -> Int {
+        var port: Int?
+        _ = await eventually(within: .seconds(30)) {
+            port = worker.log.firstMatch(of: /"metrics\.port":"(\d+)"/).flatMap { Int($0.1) }
+            return port != nil
+        }
+        return try #require(port, "no metrics port in the log: \(worker.log)")
     }
 
     static func get(_ url: String) async throws -> (status: Int, body: String) {

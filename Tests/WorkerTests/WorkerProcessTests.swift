@@ -63,7 +63,9 @@ struct WorkerProcessTests {
             let job = try await queue.job(id)
             #expect(job.status == .completed, "\(id): \(job.status) \(job.error?.description ?? "")")
             #expect(job.attempt == 1, "\(id) ran \(job.attempt) times")
-            #expect(logs.components(separatedBy: "job.id=\(id)").count - 1 == 2, "\(id): claimed and completed once in the logs")
+            let lines = logs.split(separator: "\n").filter { $0.contains("job.id=\(id)") }
+            #expect(lines.filter { $0.contains("Job claimed") }.count == 1 && lines.filter { $0.contains("Job completed") }.count == 1,
+                "\(id): claimed and completed once in the logs: \(lines)")
             if index % 6 == 0 {
                 #expect(try await FFProbe.decodeErrors(job.output) == "")
             }

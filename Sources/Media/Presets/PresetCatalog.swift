@@ -14,12 +14,17 @@ public struct PresetCatalog: Sendable {
     public init(customFile path: String?) throws(PresetFileError) {
         self = .builtIn
         guard let path else { return }
-        let data: Data
+        let data = try PresetCatalog.contents(of: path)
+        let json: Any
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
-            throw PresetFileError(path: path, reason: "cannot be read (\(error.localizedDescription))")
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            throw PresetFileError(path: path, reason: "is not valid JSON\(detail.map { " (\($0))" } ?? "")")
         }
+        // Each key's type, with the preset, the key and the value named, before the decoder
+        // (whose messages say "not valid JSON" for 20.5 where a whole number belongs).
+        if let problem = PresetShape.problem(in: json) { throw PresetFileError(path: path, reason: problem) }
         let custom: [Preset]
         do {
             custom = try JSONDecoder().decode([Preset].self, from: data)
@@ -45,6 +50,23 @@ public struct PresetCatalog: Sendable {
         }
     }
 
+    /// The file's bytes, or why it cannot be a presets file.
+    private static func contents(of path: String) throws(PresetFileError) -> Data {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let reason = errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+            throw PresetFileError(path: path, reason: reason)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw PresetFileError(path: path, reason: info.st_mode & S_IFMT == S_IFDIR ? "is a directory, not a JSON file" : "is not a regular file")
+        }
+        guard info.st_size <= 1 << 20 else { throw PresetFileError(path: path, reason: "is \(info.st_size) bytes; a presets file is at most 1 MB") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PresetFileError(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        return data
+    }
+
     private static func `where`(_ context: DecodingError.Context) -> String {
         let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
         return path.isEmpty ? "top level" : path
@@ -54,6 +76,83 @@ public struct PresetCatalog: Sendable {
     public func preset(named name: String) throws(MediaError) -> Preset {
         if let preset = presets.first(where: { $0.name == name }) { return preset }
         throw MediaError(.presetUnknown, "no preset named '\(name)' (known: \(presets.map(\.name).joined(separator: ", ")))")
+    }
+}
+
+/// The shape a presets file must have: a list of objects whose keys are known and whose
+/// values have the right type. Ranges are checked later (`Preset.validationProblem`).
+enum PresetShape {
+    indirect enum Kind {
+        case string, wholeNumber
+        case oneOf([String])
+        /// Keys and their kinds; the required ones.
+        case object([String: Kind], required: [String])
+    }
+
+    static let video: Kind = .object([
+        "codec": .oneOf(VideoCodec.allCases.map(\.rawValue)), "maxWidth": .wholeNumber, "maxHeight": .wholeNumber, "bitrate": .wholeNumber,
+        "crf": .wholeNumber, "encoderPreset": .string,
+    ], required: ["codec"])
+    static let audio: Kind = .object([
+        "codec": .oneOf(AudioCodec.allCases.map(\.rawValue)), "channels": .wholeNumber, "sampleRate": .wholeNumber, "bitrate": .wholeNumber,
+    ], required: ["codec"])
+    /// `ffmpeg` is what `presets --json` prints; it is ignored, so that output can be edited.
+    static let preset: Kind = .object([
+        "name": .string, "summary": .string, "format": .oneOf(ContainerFormat.allCases.map(\.rawValue)), "video": video, "audio": audio,
+        "ffmpeg": .string,
+    ], required: ["name", "summary", "format"])
+
+    static func problem(in json: Any) -> String? {
+        guard let list = json as? [Any] else { return "is not a JSON list of presets ([{\"name\": …}, …])" }
+        for (index, element) in list.enumerated() {
+            guard let object = element as? [String: Any] else { return "entry \(index + 1) is not an object" }
+            let label = (object["name"] as? String).map { "preset '\($0)'" } ?? "preset \(index + 1)"
+            if let problem = problem(in: object, kind: preset, name: "") { return "\(label): \(problem)" }
+        }
+        return nil
+    }
+
+    /// The first problem of `value` as a `kind` called `name` ("" for a preset itself).
+    private static func problem(in value: Any, kind: Kind, name: String) -> String? {
+        if value is NSNull { return nil }
+        switch kind {
+        case .string:
+            guard value is String else { return "\(name) must be a string, not \(show(value))" }
+        case .wholeNumber:
+            guard isWholeNumber(value) else { return "\(name) must be a whole number, not \(show(value))" }
+        case .oneOf(let choices):
+            guard let text = value as? String, choices.contains(text) else { return "\(name) is one of \(choices.joined(separator: ", ")), not \(show(value))" }
+        case .object(let keys, let required):
+            guard let object = value as? [String: Any] else { return "\(name) must be an object, not \(show(value))" }
+            let prefix = name.isEmpty ? "" : name + "."
+            if let missing = required.first(where: { object[$0] == nil || object[$0] is NSNull }) { return "\(prefix + missing) is missing" }
+            for key in object.keys.sorted() {
+                guard let inner = keys[key] else {
+                    return "unknown key '\(prefix + key)' (known: \(keys.keys.sorted().map { prefix + $0 }.joined(separator: ", ")))"
+                }
+                if let problem = problem(in: object[key]!, kind: inner, name: prefix + key) { return problem }
+            }
+        }
+        return nil
+    }
+
+    /// An integer that fits in an `Int` exactly (not 20.5, not 99999999999999999999, not `true`).
+    private static func isWholeNumber(_ value: Any) -> Bool {
+        guard let number = value as? NSNumber, String(describing: type(of: value)) != "__NSCFBoolean", !(value is NSDecimalNumber) else { return false }
+        let double = number.doubleValue
+        return double.isFinite && double == double.rounded() && abs(double) < 9_007_199_254_740_992
+    }
+
+    private static func show(_ value: Any) -> String {
+        switch value {
+        case let text as String: "\"\(text)\""
+        case let number as NSNumber where String(describing: type(of: value)) == "__NSCFBoolean": number.boolValue ? "true" : "false"
+        case let number as NSDecimalNumber: number.stringValue
+        case let number as NSNumber: number.stringValue
+        case is [Any]: "a list"
+        case is [String: Any]: "an object"
+        default: "\(value)"
+        }
     }
 }
 
@@ -74,24 +173,24 @@ extension Preset {
         if let video {
             if (video.maxWidth == nil) != (video.maxHeight == nil) { return "maxWidth and maxHeight go together" }
             if let width = video.maxWidth, let height = video.maxHeight, width < 2 || height < 2 || width > 16384 || height > 16384 {
-                return "the box must be between 2x2 and 16384x16384"
+                return "the box (maxWidth x maxHeight) must be between 2x2 and 16384x16384, not \(width)x\(height)"
             }
             if video.bitrate != nil && video.crf != nil { return "use either bitrate or crf, not both" }
-            if let bitrate = video.bitrate, bitrate < 10_000 { return "video bitrate is in bits per second (at least 10000)" }
-            if let crf = video.crf, !(0...51).contains(crf) { return "crf is between 0 and 51" }
+            if let bitrate = video.bitrate, bitrate < 10_000 || bitrate > 1_000_000_000 { return "video.bitrate is in bits per second, 10000 to 1000000000, not \(bitrate)" }
+            if let crf = video.crf, !(0...51).contains(crf) { return "video.crf is between 0 and 51, not \(crf)" }
             if let speed = video.encoderPreset, !Preset.encoderSpeeds.contains(speed) {
-                return "encoderPreset is one of \(Preset.encoderSpeeds.joined(separator: ", "))"
+                return "video.encoderPreset is one of \(Preset.encoderSpeeds.joined(separator: ", ")), not '\(speed)'"
             }
             if video.codec == .copy && (video.box != nil || video.bitrate != nil || video.crf != nil) {
                 return "copied video cannot be scaled or re-encoded"
             }
         }
         if let audio {
-            if let channels = audio.channels, !(1...8).contains(channels) { return "audio channels are between 1 and 8" }
+            if let channels = audio.channels, !(1...8).contains(channels) { return "audio.channels is between 1 and 8, not \(channels)" }
             if let rate = audio.sampleRate, !Preset.aacSampleRates.contains(rate) {
-                return "sampleRate is one of \(Preset.aacSampleRates.map(String.init).joined(separator: ", "))"
+                return "audio.sampleRate is one of \(Preset.aacSampleRates.map(String.init).joined(separator: ", ")), not \(rate)"
             }
-            if let bitrate = audio.bitrate, !(8_000...512_000).contains(bitrate) { return "audio bitrate is between 8000 and 512000" }
+            if let bitrate = audio.bitrate, !(8_000...512_000).contains(bitrate) { return "audio.bitrate is between 8000 and 512000, not \(bitrate)" }
             if audio.codec == .copy && (audio.channels != nil || audio.sampleRate != nil || audio.bitrate != nil) {
                 return "copied audio cannot be resampled or re-encoded"
             }

@@ -28,6 +28,16 @@ public struct TimeRange: Sendable, Hashable, CustomStringConvertible {
         return "\(startText)+\(TimeRange.format(duration))"
     }
 
+    /// At least milliseconds, so a comparison shows its precision (`10.000s`, `10.0081s`).
+    static func formatPrecisely(_ microseconds: Int64) -> String {
+        let sign = microseconds < 0 ? "-" : ""
+        let magnitude = microseconds.magnitude
+        var digits = String(magnitude % 1_000_000)
+        digits = String(repeating: "0", count: 6 - digits.count) + digits
+        while digits.count > 3 && digits.hasSuffix("0") { digits.removeLast() }
+        return "\(sign)\(magnitude / 1_000_000).\(digits)s"
+    }
+
     static func format(_ microseconds: Int64) -> String {
         let seconds = microseconds / 1_000_000
         let fraction = microseconds % 1_000_000
@@ -165,7 +175,7 @@ extension TimeRange {
         guard start < assetDuration else {
             throw MediaError(
                 .rangeOutOfBounds,
-                "the range starts at \(TimeRange.format(start)) but \(assetName) lasts \(TimeRange.format(assetDuration))"
+                "the range starts at \(TimeRange.formatPrecisely(start)) but \(assetName) lasts \(TimeRange.formatPrecisely(assetDuration))"
             )
         }
         if let end, end < assetDuration {
