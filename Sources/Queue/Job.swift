@@ -124,7 +124,7 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(tracks, forKey: .tracks)
         try container.encode(result, forKey: .result)
         try container.encode(error, forKey: .error)
-        try container.encode(webhook.map(JobRequest.redactingCredentials), forKey: .webhook)
+        try container.encode(webhook.map(JobRequest.displayURL), forKey: .webhook)
         try container.encode(metadata, forKey: .metadata)
         try container.encode(idempotencyKey, forKey: .idempotencyKey)
         try container.encode(worker, forKey: .worker)

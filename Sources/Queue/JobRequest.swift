@@ -34,9 +34,10 @@ public struct JobRequest: Sendable, Hashable {
         self.webhook = webhook
     }
 
-    /// How an input or output is shown (job JSON, webhooks, logs): an `http(s)` URL without
-    /// credentials, query or fragment (a pre-signed URL's query is its signature); a path as it
-    /// is. The full URL stays in the job table for the worker.
+    /// How an input, output or webhook URL is shown (job JSON, webhook bodies, the delivery
+    /// log, logs, error messages): an `http(s)` URL without credentials, query or fragment (a
+    /// pre-signed URL's query is its signature, a webhook's often a token); a path as it is.
+    /// The full URL stays in the job table for the worker and the dispatcher.
     public static func displayURL(_ location: String) -> String {
         let lower = location.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), var components = URLComponents(string: location) else { return location }

@@ -23,16 +23,21 @@ public struct AddressPolicy: Sendable, Hashable {
     }
 
     /// The checks `submit` can make without resolving names: the scheme, credentials aside, an
-    /// IP literal in a forbidden range, and `localhost`. The real check happens on connect.
+    /// IP literal in a forbidden range — in any form the C resolver accepts (`0x7f000001`,
+    /// `2130706433`, `127.1`, `0177.0.0.1`, an IPv6 zone), and IPv4 embedded in IPv6 — and
+    /// `localhost` (with or without its final dot). The real check happens on connect.
     public func staticRefusal(for text: String) -> String? {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
             return "only http and https URLs are allowed"
         }
         guard let host = url.host?.lowercased(), !host.isEmpty else { return "the URL has no host" }
         guard !allowPrivate else { return nil }
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if bare == "localhost" || bare.hasSuffix(".localhost") { return "\(host) is this machine" }
-        if let address = IPAddress(bare), let range = address.restrictedRange { return "\(host) is \(range)" }
+        let name = IPAddress.canonicalHost(host)
+        if name == "localhost" || name.hasSuffix(".localhost") { return "\(host) is this machine" }
+        if let address = IPAddress(resolverLiteral: name), let range = address.restrictedRange {
+            let shown = address.description == name ? host : "\(host) (\(address))"
+            return "\(shown) is \(range)"
+        }
         return nil
     }
 }
@@ -54,6 +59,32 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             return
         }
         return nil
+    }
+
+    /// Any literal the C resolver takes for an address, as libcurl and FFmpeg would connect to
+    /// it: IPv6 (`::127.0.0.1`), and IPv4 in every form `inet_aton` accepts — decimal, octal
+    /// and hex parts, and fewer than four of them (`2130706433`, `0177.0.0.1`, `0x7f.1`,
+    /// `127.1`, `0`).
+    public init?(resolverLiteral text: String) {
+        if let parsed = IPAddress(text) {
+            self = parsed
+            return
+        }
+        var v4 = in_addr()
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "." || $0 == "x" || $0 == "X") }),
+            inet_aton(text, &v4) != 0
+        else { return nil }
+        self = .v4(UInt32(bigEndian: v4.s_addr))
+    }
+
+    /// A URL's host as the resolver sees it: brackets and an IPv6 zone (`%25lo`) removed, final
+    /// dots dropped (`localhost.` is `localhost`), lowercased.
+    public static func canonicalHost(_ host: String) -> String {
+        var bare = host.lowercased()
+        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+        if let zone = bare.firstIndex(of: "%"), bare.contains(":") { bare = String(bare[..<zone]) }
+        while bare.hasSuffix(".") { bare.removeLast() }
+        return bare
     }
 
     /// From a `sockaddr` (what curl is about to connect to).
@@ -96,13 +127,27 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             if within(0xF000_0000, 4) { return "a reserved address" }
             return nil
         case .v6(let bytes):
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-                let v4 = bytes[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                return IPAddress.v4(v4).restrictedRange
+            func v4(at offset: Int) -> IPAddress { .v4(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) }
+            func embedded(_ address: IPAddress, _ kind: String) -> String? {
+                address.restrictedRange.map { "\(kind) of \(address), \($0)" }
             }
             if bytes[0..<15].allSatisfy({ $0 == 0 }) { return bytes[15] == 1 ? "a loopback address" : "an unspecified address" }
+            // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks).
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && ((bytes[10] == 0xFF && bytes[11] == 0xFF) || (bytes[10] == 0 && bytes[11] == 0)) {
+                return v4(at: 12).restrictedRange
+            }
+            // NAT64 64:ff9b::/96 (a translator reaches the IPv4 inside); the local-use 64:ff9b:1::/48 whole.
+            if bytes[0..<4] == [0x00, 0x64, 0xFF, 0x9B] {
+                if bytes[4..<12].allSatisfy({ $0 == 0 }) { return embedded(v4(at: 12), "the NAT64 form") }
+                if bytes[4] == 0 && bytes[5] == 1 { return "a local-use NAT64 address" }
+            }
+            // 6to4 2002::/16 carries an IPv4 in its next 32 bits.
+            if bytes[0] == 0x20 && bytes[1] == 0x02 { return embedded(v4(at: 2), "the 6to4 form") }
+            // Teredo 2001::/32 tunnels to an (obfuscated) IPv4: nothing a webhook needs.
+            if bytes[0..<4] == [0x20, 0x01, 0x00, 0x00] { return "a Teredo tunnel address" }
             if bytes[0] & 0xFE == 0xFC { return "a private address" }  // fc00::/7, AWS's fd00:ec2::254 metadata too
             if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return "a link-local address" }
+            if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0xC0 { return "a site-local address" }
             if bytes[0] == 0xFF { return "a multicast address" }
             return nil
         }

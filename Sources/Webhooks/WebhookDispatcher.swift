@@ -161,7 +161,7 @@ public final class WebhookDispatcher: Service {
         }
         var metadata: Logger.Metadata = [
             "webhook.id": "\(delivery.id)", "job.id": "\(delivery.jobID)", "webhook.attempt": "\(attempt.attempt)",
-            "webhook.latency_ms": "\(attempt.latency)", "webhook.url": "\(JobRequest.redactingCredentials(delivery.url))",
+            "webhook.latency_ms": "\(attempt.latency)", "webhook.url": "\(JobRequest.displayURL(delivery.url))",
         ]
         if let status = response.statusCode { metadata["http.status"] = "\(status)" }
         if let error = attempt.error { metadata["error"] = "\(error)" }

@@ -86,7 +86,7 @@ struct SubmitCommand: AsyncParsableCommand {
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let webhook {
             guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
-                throw ValidationError("--webhook must be an http(s) URL, not '\(JobRequest.redactingCredentials(webhook))'")
+                throw ValidationError("--webhook must be an http(s) URL, not '\(JobRequest.displayURL(webhook))'")
             }
         }
         for (flag, location) in [("INPUT", input), ("--output", output ?? "")] where location.contains("://") {
@@ -119,7 +119,7 @@ struct SubmitCommand: AsyncParsableCommand {
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
             if let webhook, let refusal = policy.staticRefusal(for: webhook) {
-                throw CommandFailure.refused(code: "webhook_forbidden", "\(JobRequest.redactingCredentials(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+                throw CommandFailure.refused(code: "webhook_forbidden", "\(JobRequest.displayURL(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
             }
             if SubmitCommand.isURL(output), let refusal = policy.staticRefusal(for: output) {
                 throw CommandFailure.refused(code: "output_forbidden", "\(JobRequest.displayURL(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")

@@ -40,7 +40,7 @@ struct WebhooksCommand: AsyncParsableCommand {
                 if json { return try JobFormatting.printJSON(deliveries) }
                 if deliveries.isEmpty { Terminal.printError("no webhook deliveries") }
                 for delivery in deliveries {
-                    print("\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(JobRequest.redactingCredentials(delivery.url))")
+                    print("\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(JobRequest.displayURL(delivery.url))")
                     for attempt in delivery.log {
                         let outcome = attempt.statusCode.map { "HTTP \($0)" } ?? "no response"
                         print("    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms" + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))")
@@ -64,7 +64,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             _ = global.bootstrapLogging()
             try await reportingFailures {
                 let delivery = try await WebhooksCommand.withOutbox(database) { try await $0.redeliver(id) }
-                print("\(delivery.id): queued for delivery to \(JobRequest.redactingCredentials(delivery.url))")
+                print("\(delivery.id): queued for delivery to \(JobRequest.displayURL(delivery.url))")
             }
         }
     }

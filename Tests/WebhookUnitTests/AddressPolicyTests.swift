@@ -10,9 +10,44 @@ struct AddressPolicyTests {
         ("172.31.255.255", "private"), ("192.168.1.1", "private"), ("169.254.169.254", "metadata"), ("169.254.1.1", "link-local"),
         ("100.64.0.1", "carrier-grade NAT"), ("0.0.0.0", "unspecified"), ("224.0.0.1", "multicast"), ("::1", "loopback"),
         ("fc00::1", "private"), ("fd00:ec2::254", "private"), ("fe80::1", "link-local"), ("::ffff:127.0.0.1", "loopback"),
-        ("::ffff:10.0.0.1", "private"),
+        ("::ffff:10.0.0.1", "private"), ("::127.0.0.1", "loopback"), ("::10.0.0.1", "private"),
+        ("64:ff9b::7f00:1", "NAT64 form of 127.0.0.1, a loopback"), ("64:ff9b::a9fe:a9fe", "metadata"), ("64:ff9b:1::1", "local-use NAT64"),
+        ("2002:7f00:1::", "6to4 form of 127.0.0.1"), ("2002:a00:1::1", "6to4 form of 10.0.0.1, a private"), ("2001:0:4136:e378::1", "Teredo"),
+        ("fec0::1", "site-local"),
     ]
-    static let allowed = ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700:4700::1111", "172.15.255.255", "192.169.0.1", "100.128.0.1"]
+    static let allowed = [
+        "8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700:4700::1111", "172.15.255.255", "192.169.0.1", "100.128.0.1",
+        "64:ff9b::808:808", "2002:808:808::1", "2001:db9::1",
+    ]
+
+    /// Every literal the C resolver takes for 127.0.0.1 (libcurl and FFmpeg would connect to it)
+    /// is seen as such at submit, not only when connecting.
+    static let loopbackSpellings = [
+        "0x7f000001", "2130706433", "127.1", "0177.0.0.1", "0x7f.1", "127.000.000.001", "0x7F.0.0.1", "017700000001", "127.0.1",
+    ]
+
+    @Test("every form of an IPv4 literal", arguments: loopbackSpellings)
+    func resolverLiterals(_ text: String) throws {
+        let address = try #require(IPAddress(resolverLiteral: text), "\(text) is an address to the resolver")
+        #expect(address == IPAddress("127.0.0.1"), "\(text) is \(address)")
+        let why = AddressPolicy().staticRefusal(for: "https://\(text):8443/hook?token=1")
+        #expect(why?.contains("(127.0.0.1) is a loopback address") == true, "\(text): \(why ?? "allowed")")
+    }
+
+    @Test("hosts as the resolver sees them")
+    func canonicalHosts() {
+        let policy = AddressPolicy()
+        let refused: [(String, String)] = [
+            ("http://localhost./x", "this machine"), ("http://LOCALHOST../x", "this machine"), ("http://0/x", "unspecified"),
+            ("http://[fe80::1%25lo]/x", "link-local"), ("http://[fe80::1%25eth0]:80/x", "link-local"), ("http://[::127.0.0.1]/x", "loopback"),
+            ("http://[64:ff9b::7f00:1]/x", "NAT64"), ("http://[2002:7f00:1::]/x", "6to4"), ("http://[::ffff:7f00:1]/x", "loopback"),
+        ]
+        for (url, word) in refused {
+            #expect(policy.staticRefusal(for: url)?.contains(word) == true, "\(url): \(policy.staticRefusal(for: url) ?? "allowed")")
+        }
+        #expect(IPAddress(resolverLiteral: "example.com") == nil && IPAddress(resolverLiteral: "cafe.example") == nil)
+        #expect(policy.staticRefusal(for: "http://cafe.example/x") == nil && policy.staticRefusal(for: "http://0x7f.example/x") == nil)
+    }
 
     @Test("refused by default", arguments: refused.map(\.0))
     func refusedByDefault(_ text: String) throws {

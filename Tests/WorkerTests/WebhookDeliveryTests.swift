@@ -120,8 +120,9 @@ struct WebhookDeliveryTests {
         let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
         defer { receiver.stop() }
         let input = try await Fixtures.shared.path(.basic)
-        // Credentials in the URL are sent as basic auth and shown nowhere.
-        let withCredentials = receiver.url().replacingOccurrences(of: "http://", with: "http://hook-user:hunter2@")
+        // Credentials in the URL are sent as basic auth, a query string (often a token) is sent
+        // as it is; neither is shown anywhere.
+        let withCredentials = receiver.url().replacingOccurrences(of: "http://", with: "http://hook-user:hunter2@") + "?token=s3cret-token"
         let completed = try await setup.submit(input, ["--preset", "low", "--range", "0+1s", "-o", setup.directory.file("ok.mp4"), "--webhook", withCredentials])
         let failed = try await setup.submit(setup.directory.file("missing.mov"), ["--preset", "low", "--webhook", receiver.url()])
         let cancelled = try await setup.submit(input, ["--preset", "low", "--webhook", receiver.url(), "-o", setup.directory.file("c.mp4")])
@@ -150,6 +151,13 @@ struct WebhookDeliveryTests {
         #expect(deliveries.first?["status"] as? String == "delivered" && deliveries.first?["id"] as? String == byJob[completed.rawValue]?["id"] as? String)
         #expect(!show.stdoutText.contains("hunter2") && !worker.log.contains("hunter2") && !body.contains("hunter2"), "credentials leaked")
         #expect(show.stdoutText.contains(receiver.url()))
+        #expect((byJob[completed.rawValue]?["path"] as? String)?.hasSuffix("?token=s3cret-token") == true, "the receiver gets the query")
+        #expect(data["webhook"] as? String == receiver.url(), "the body shows the URL without its query")
+        var shown = [show.stdoutText, worker.log, body]
+        for arguments in [["show", completed.rawValue], ["webhooks", "list"], ["webhooks", "list", "--json"], ["list", "--json"]] {
+            shown.append(try await Jobctl.run(arguments + ["--db", setup.db]).stdoutText)
+        }
+        #expect(!shown.contains { $0.contains("s3cret-token") || $0.contains("hunter2") }, "the webhook's token leaked: \(shown.filter { $0.contains("s3cret") })")
     }
 
     @Test func failuresAreRetriedWithTheSameWebhookID() async throws {
