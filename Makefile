@@ -53,9 +53,11 @@ demo: build
 	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); b=json.loads(r["body"]); print("POST", r["path"], "webhook-id", r["id"], "signature", "valid" if r["valid"] else "INVALID"); d=b["data"]; print(json.dumps({"type": b["type"], "timestamp": b["timestamp"], "data": {"id": d["id"], "status": d["status"], "output": d["output"], "result": {k: d["result"][k] for k in ("bytes", "duration", "actualRange")}, "…": "the whole job JSON"}}, indent=2))' $(DEMO)/webhooks.jsonl
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle), with a throwaway
-# PostgreSQL cluster on loopback started for the run and stopped afterwards.
+# PostgreSQL cluster on loopback started for the run and stopped afterwards. The fixtures are
+# generated first, so no test's time limit pays for encoding them.
 test: test-deps
 	$(SWIFT) build --build-tests
+	.build/debug/jobctl-fixtures
 	scripts/test-postgres.sh run $(SWIFT) test
 
 # Benchmarks (docs/benchmarks.md): jobctl export vs the ffmpeg CLI, release build in its own folder.

@@ -96,6 +96,8 @@ let package = Package(
         ),
         // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
         .target(name: "MediaTestKit"),
+        // Generates every fixture before a test run (make test), outside any test's time limit.
+        .executableTarget(name: "jobctl-fixtures", dependencies: ["MediaTestKit"]),
         .executableTarget(
             name: "jobctl",
             dependencies: [
