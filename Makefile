@@ -54,11 +54,14 @@ demo: build
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle), with a throwaway
 # PostgreSQL cluster on loopback started for the run and stopped afterwards. The fixtures are
-# generated first, so no test's time limit pays for encoding them.
+# generated first, so no test's time limit pays for encoding them. Swift Testing would start
+# every test at once; on 2 cores under load that starves tests of their deadlines, so at most
+# TEST_PARALLELISM run together (most tests wait on worker processes, ffmpeg or PostgreSQL).
+TEST_PARALLELISM ?= 3
 test: test-deps
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
-	scripts/test-postgres.sh run $(SWIFT) test
+	scripts/test-postgres.sh run $(SWIFT) test --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 # Benchmarks (docs/benchmarks.md): jobctl export vs the ffmpeg CLI, release build in its own folder.
 bench: test-deps

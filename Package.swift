@@ -94,8 +94,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // posix_spawn for the test helpers (Foundation's Process.run() crashes intermittently on Linux).
+        .target(name: "CSpawn"),
         // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
-        .target(name: "MediaTestKit"),
+        .target(name: "MediaTestKit", dependencies: ["CSpawn"]),
         // Generates every fixture before a test run (make test), outside any test's time limit.
         .executableTarget(name: "jobctl-fixtures", dependencies: ["MediaTestKit"]),
         .executableTarget(
@@ -111,7 +113,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit", "MediaTestKit"]),
         .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -25,32 +25,22 @@ public enum Jobctl {
 /// Its stderr (the log) goes to a file the test can read.
 public final class JobctlProcess: Sendable {
     public let logPath: String
-    private let process: Process
-    private let exit = ExitRecord()
+    private let child: ChildProcess
 
     public init(_ arguments: [String], log logPath: String, environment: [String: String] = [:]) throws {
         self.logPath = logPath
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Jobctl.path)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        self.process = process
-        process.terminationHandler = { [exit] process in
-            exit.value.withLock { $0 = (process.terminationStatus, .now) }
-        }
-        try process.run()
+        let log = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(log) }
+        child = try ChildProcess(Jobctl.path, arguments, environment: environment, error: log)
     }
 
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { child.pid }
 
-    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { child.signal(number) }
 
-    /// The exit status and when it happened (noted by the termination handler), once exited.
-    public var exited: (status: Int32, at: ContinuousClock.Instant)? { exit.value.withLock { $0 } }
+    /// The exit status (128 + n for signal n) and when it was noticed, once exited.
+    public var exited: (status: Int32, at: ContinuousClock.Instant)? { child.exit }
 
     /// Waits up to `timeout` for the process to exit; SIGKILLs it if it does not.
     @discardableResult
@@ -63,11 +53,7 @@ public final class JobctlProcess: Sendable {
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-
-    private final class ExitRecord: Sendable {
-        let value = Mutex<(status: Int32, at: ContinuousClock.Instant)?>(nil)
-    }
+    deinit { child.signal(SIGKILL) }
 }
 
 /// Polls `condition` every 50 ms until it holds or `timeout` passes.

@@ -14,50 +14,30 @@ public struct ProcessFailure: Error, CustomStringConvertible {
     public var description: String { "\(command) exited \(result.status): \(result.stderr.suffix(2000))" }
 }
 
-/// Runs programs for tests without blocking the Swift concurrency pool: the wait happens in
-/// the termination handler, the pipes are drained on their own queues.
+/// Runs programs for tests without blocking the Swift concurrency pool: the child is reaped
+/// and its pipes drained on threads of their own.
 public enum ProcessRunner {
-    /// Runs `executable` (a path, or a name looked up in PATH) and returns its status and output.
+    /// Runs `executable` (a path, or a name looked up in PATH) and returns its status (128 + n
+    /// when signal n ended it) and output.
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: String? = nil
     ) async throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try resolve(executable))
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = try ChildPipe()
+        let errors = try ChildPipe()
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(executable, arguments, environment: environment, currentDirectory: currentDirectory, output: output.write, error: errors.write)
+        } catch {
+            for descriptor in [output.read, output.write, errors.read, errors.write] { close(descriptor) }
+            throw error
         }
-        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-
-        let collected = Collected()
-        let group = DispatchGroup()
-        for (pipe, isError) in [(output, false), (errors, true)] {
-            group.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.store(data, isError: isError)
-                group.leave()
-            }
-        }
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { process in
-                group.notify(queue: .global()) {
-                    continuation.resume(returning: ProcessResult(
-                        status: process.terminationStatus, stdout: collected.stdout, stderr: String(decoding: collected.stderr, as: UTF8.self)
-                    ))
-                }
-            }
-            do {
-                try process.run()
-            } catch {
-                continuation.resume(throwing: error)
-            }
-        }
+        close(output.write)
+        close(errors.write)
+        async let stdout = output.readAll()
+        async let stderr = errors.readAll()
+        let (out, err) = await (stdout, stderr)
+        let status = await child.wait()
+        return ProcessResult(status: status, stdout: out, stderr: String(decoding: err, as: UTF8.self))
     }
 
     /// Like `run`, but throws unless the process exits 0.
@@ -78,18 +58,6 @@ public enum ProcessRunner {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         throw ProcessFailure(command: executable, result: ProcessResult(status: 127, stdout: Data(), stderr: "\(executable) is not in PATH"))
-    }
-
-    private final class Collected: @unchecked Sendable {
-        private let lock = NSLock()
-        private(set) var stdout = Data()
-        private(set) var stderr = Data()
-
-        func store(_ data: Data, isError: Bool) {
-            lock.lock()
-            defer { lock.unlock() }
-            if isError { stderr = data } else { stdout = data }
-        }
     }
 }
 

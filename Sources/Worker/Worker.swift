@@ -293,11 +293,10 @@ public final class Worker: Service {
                     Failpoints.hit("before-rename", logger: logger)
                     // Fenced: only the lease's holder renames, checked against the store just
                     // before (and against the local deadline, in case this thread was frozen).
-                    guard try await fence(execution, tracks: tracks), !execution.leaseMayBeLost else {
-                        execution.beginReporting()
+                    guard await fence(execution, tracks: tracks, logger: logger) else {
                         pending.discard()
-                        logger.warning("Lease lost before committing: output discarded")
-                        execution.ended(.leaseLost)
+                        logger.warning(execution.stopReason == .leaseLost ? "Lease lost before committing: output discarded" : "Lease renewed too late to commit: output discarded, job handed back")
+                        await settle(execution, outcome: .failure(MediaError.cancelled()), logger: logger)
                         return
                     }
                     if execution.stopReason == .cancelRequested {
@@ -351,18 +350,39 @@ public final class Worker: Service {
     }
 
     /// Checks against the store, just before an output becomes visible (a rename, each PUT),
-    /// that this worker still holds the attempt, and renews the lease. `false`: it does not (the
-    /// attempt is stopped as lease-lost). A cancellation requested meanwhile stops the attempt.
-    private func fence(_ execution: Execution, tracks: [JobTrack]) async throws -> Bool {
-        let sent = ContinuousClock.now
-        switch try await store.heartbeat(execution.claimed.lease, progress: 1, tracks: tracks, extendBy: options.lease) {
-        case .lost:
-            execution.stop(.leaseLost)
-            return false
-        case .held(let cancelRequested):
-            execution.renewed(at: sent)
-            if cancelRequested { execution.stop(.cancelRequested) }
-            return true
+    /// that this worker still holds the attempt, and renews the lease. `true`: go ahead. `false`:
+    /// the attempt is stopped — `leaseLost` when the store says so, or when the store did not
+    /// answer before the lease's local deadline (nothing may be shown on its strength; the lease
+    /// will expire and the job run again), `handBack` when the answer came too late to trust
+    /// (the worker then releases the job rather than let it wait out its lease). A store error
+    /// is retried meanwhile: a database blip never costs an attempt. A cancellation requested
+    /// meanwhile stops the attempt too.
+    private func fence(_ execution: Execution, tracks: [JobTrack], logger: Logger) async -> Bool {
+        while true {
+            let sent = ContinuousClock.now
+            do {
+                switch try await store.heartbeat(execution.claimed.lease, progress: 1, tracks: tracks, extendBy: options.lease) {
+                case .lost:
+                    execution.stop(.leaseLost)
+                    return false
+                case .held(let cancelRequested):
+                    execution.renewed(at: sent)
+                    if cancelRequested { execution.stop(.cancelRequested) }
+                    guard !execution.leaseMayBeLost else {
+                        execution.stop(.handBack)
+                        return false
+                    }
+                    return execution.stopReason != .leaseLost
+                }
+            } catch {
+                guard !execution.leaseMayBeLost else {
+                    logger.warning("The job database did not answer before the lease's deadline", metadata: ["error": "\(error)"])
+                    execution.stop(.leaseLost)
+                    return false
+                }
+                logger.warning("Checking the lease failed; trying again", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(250))
+            }
         }
     }
 
@@ -377,11 +397,10 @@ public final class Worker: Service {
         var tries = 0
         while true {
             Failpoints.hit("before-upload", logger: logger)
-            guard try await fence(execution, tracks: tracks), !execution.leaseMayBeLost else {
-                logger.warning("Lease lost before uploading: output discarded")
+            guard await fence(execution, tracks: tracks, logger: logger), execution.stopReason == nil else {
+                if execution.stopReason != .cancelRequested { logger.warning("Lease lost before uploading: output discarded") }
                 throw MediaError.cancelled()
             }
-            if execution.stopReason != nil { throw MediaError.cancelled() }
             let response = try await onDedicatedThread("jobctl.upload") {
                 RemoteMedia.put(file, to: url, contentType: RemoteMedia.contentType(of: format), attempt: lease, sender: sender) {
                     execution.shouldStopTransfer

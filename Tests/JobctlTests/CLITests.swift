@@ -143,28 +143,21 @@ struct CLITests {
     @Test func interruptCancelsAndLeavesNothing() async throws {
         let input = try await Fixtures.shared.path(.long)
         try await withTemporaryDirectory("sigint") { directory in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Jobctl.path)
-            process.arguments = ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
-            process.standardError = Pipe()
-            process.standardOutput = Pipe()
-            // Noted by the process's own termination handler, not by polling from a busy test scheduler.
-            let exitedAt = Mutex<ContinuousClock.Instant?>(nil)
-            process.terminationHandler = { _ in exitedAt.withLock { $0 = .now } }
-            try process.run()
+            // Its exit is noted by its own reaper thread, not by polling from a busy test scheduler.
+            let process = try ChildProcess(Jobctl.path, ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")])
             let deadline = ContinuousClock.now + .seconds(30)
             while !directory.contents().contains(where: { $0.hasSuffix(".tmp") }) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             try await Task.sleep(for: .milliseconds(300))
             let interruptedAt = ContinuousClock.now
-            kill(process.processIdentifier, SIGINT)
-            while exitedAt.withLock({ $0 == nil }) && ContinuousClock.now < interruptedAt + .seconds(30) {
+            process.signal(SIGINT)
+            while process.exit == nil && ContinuousClock.now < interruptedAt + .seconds(30) {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let exited = try #require(exitedAt.withLock { $0 }, "jobctl did not exit")
-            #expect(exited - interruptedAt < .seconds(2), "exit took \(exited - interruptedAt)")
-            #expect(process.terminationStatus == 130)
+            let exited = try #require(process.exit, "jobctl did not exit")
+            #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
+            #expect(exited.status == 130)
             #expect(directory.contents().isEmpty, "left \(directory.contents())")
         }
     }

@@ -7,13 +7,17 @@ import Testing
 /// else appeared at the destination while the export ran.
 @Suite("Commit only over regular files", .timeLimit(.minutes(2)))
 struct DestinationTests {
+    /// A `low` export session of `input` over `range`.
+    static func session(_ input: String, to output: String, range: String = "0+1s", tag: String? = nil) throws -> ExportSession {
+        ExportSession(
+            asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
+            timeRange: try TimeRange(parsing: range), temporaryTag: tag
+        )
+    }
+
     /// A one-second export of `input`, complete but not yet renamed to `output`.
     static func finishedExport(of input: String, to output: String) async throws -> PendingOutput {
-        let session = ExportSession(
-            asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
-            timeRange: try TimeRange(parsing: "0+1s")
-        )
-        return try await session.exportDeferringCommit().1
+        try await session(input, to: output).exportDeferringCommit().1
     }
 
     @Test func aFIFOThatAppearsDuringTheExportIsNotReplaced() async throws {
@@ -45,6 +49,32 @@ struct DestinationTests {
         }
     }
 
+    /// The temporary name swapped for a link while the export writes (someone with write access
+    /// to the directory): FFmpeg keeps writing the file jobctl created, the victim is untouched,
+    /// and nothing is renamed into place.
+    @Test func aTemporaryFileSwappedForALinkMidExportIsNotWrittenThrough() async throws {
+        let input = try await Fixtures.shared.path(.long)
+        try await withTemporaryDirectory("tmp-swap") { directory in
+            let output = directory.file("out.mp4")
+            let victim = directory.file("victim.txt")
+            try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+            let session = try Self.session(input, to: output, range: "0+8s", tag: "swap")
+            let temporary = AssetWriter.temporaryPath(for: output, tag: "swap")
+            let export = Task { try await session.export() }
+            #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: temporary) })
+            #expect(rename(temporary, directory.file("moved-away")) == 0 && symlink(victim, temporary) == 0)
+            do {
+                _ = try await export.value
+                Issue.record("the swapped file was renamed into place")
+            } catch let error as MediaError {
+                #expect(error.code == .outputForbidden && error.message.contains("was replaced"), "\(error)")
+            }
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me", "FFmpeg wrote through the link")
+            #expect(!FileManager.default.fileExists(atPath: output))
+            #expect(try await FFProbe.probe(directory.file("moved-away")).video?.codec_name == "h264", "the real file was written whole")
+        }
+    }
+
     /// A symbolic link planted at the temporary file's name is removed, never written through.
     @Test func aLinkAtTheTemporaryNameIsNotFollowed() async throws {
         let input = try await Fixtures.shared.path(.basic)
@@ -54,10 +84,7 @@ struct DestinationTests {
             try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
             let temporary = AssetWriter.temporaryPath(for: output, tag: "planted")
             #expect(symlink(victim, temporary) == 0)
-            let session = ExportSession(
-                asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
-                timeRange: try TimeRange(parsing: "0+1s"), temporaryTag: "planted"
-            )
+            let session = try Self.session(input, to: output, tag: "planted")
             _ = try await session.export()
             #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me")
             #expect(try await FFProbe.probe(output).video?.codec_name == "h264")

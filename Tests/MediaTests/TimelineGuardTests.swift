@@ -54,13 +54,44 @@ struct TimelineGuardTests {
         try timeline.finish()
     }
 
-    /// Both tracks start late (a data stream set the file's start earlier): each counts the
-    /// other's parked start as media, so neither waits for ever.
-    @Test func tracksThatAreLateTogetherStartTogether() throws {
+    /// Both tracks start a little late (a data stream set the file's start earlier): fine. Both
+    /// hours late: refused like one late track, not hours of filler for both.
+    @Test func tracksThatAreLateTogether() throws {
         var timeline = Guard(streams: [0, 1])
         let routed = try Self.feed(&timeline, [(0, 30, 0.04), (1, 30.02, 0.02), (0, 30.04, 0.04)])
-        #expect(routed == ["1@30.02", "0@30.0", "0@30.04"])
+        #expect(routed == ["0@30.0", "1@30.02", "0@30.04"])
         try timeline.finish()
+
+        var late = Guard(streams: [0, 1])
+        #expect(try Self.feed(&late, [(0, 42_600, 0.04), (1, 42_600.02, 0.02), (0, 42_600.04, 0.04)]).isEmpty)
+        #expect { try late.finish() } throws: { ($0 as! MediaError).message.contains("more than 300s after the start") }
+    }
+
+    /// A timestamp too large for the timeline (it overflowed when rescaled) is as far away as
+    /// it gets: a jump, never a trap.
+    @Test func timestampsThatDoNotFitAreFarAway() throws {
+        #expect(Guard.span(start: Int64.min, duration: 40_000, origin: 1_000).start == Int64.max)
+        #expect(Guard.span(start: Int64.max - 10, duration: Int64.max, origin: -5).end == Int64.max)
+        #expect(Guard.span(start: Int64.min + 1, duration: 0, origin: 1_000).start == Int64.min)
+        let plain = Guard.span(start: 5_000_000, duration: 40_000, origin: 1_000_000)
+        #expect(plain.start == 4_000_000 && plain.end == 4_040_000)
+        var timeline = Guard(streams: [0], rules: .init(maxDuration: 60 * Self.second))
+        _ = try Self.feed(&timeline, [(0, 0, 0.04)])
+        let far = Guard.span(start: Int64.min, duration: 0, origin: 0)
+        #expect(try timeline.admit("far", stream: 0, start: far.start, end: far.end, bytes: 1).isEmpty, "dropped, not routed")
+    }
+
+    /// Many late tracks share one parking budget.
+    @Test func parkingIsBoundedForTheWholeExport() throws {
+        var timeline = Guard(streams: [0, 1, 2, 3], rules: .init(parkingPackets: 10))
+        _ = try Self.feed(&timeline, [(0, 0, 1)])
+        var late: [(Int, Double, Double)] = []
+        for n in 0..<10 {
+            let stream = 1 + n % 3
+            late.append((stream, 1000 * Double(stream) + Double(n), 0.02))
+        }
+        #expect(try Self.feed(&timeline, late).isEmpty)
+        #expect { try Self.feed(&timeline, [(3, 5000, 0.02)]) } throws: { ($0 as! MediaError).code == .decodeFailed }
     }
 
     @Test func theOnlyTrackMayStartUpToTheJumpLimitLate() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+@testable import Queue
 import Testing
 
 /// The job JSON of SPEC §4 (`show --json`, the webhook's `data`).
@@ -110,8 +110,9 @@ struct JobJSONTests {
         #expect(track["codec"] is NSNull, "a track without a codec: codec null; got \(track)")
     }
 
-    @Test("the webhook URL is written without credentials", arguments: [
-        ("https://user:pass@app.example/hooks/export?x=1", "https://app.example/hooks/export?x=1"),
+    @Test("the webhook URL is written without credentials or query", arguments: [
+        ("https://user:pass@app.example/hooks/export?x=1", "https://app.example/hooks/export"),
+        ("https://app.example/hooks/export?token=s3cret#part", "https://app.example/hooks/export"),
         ("https://token@app.example/hooks/export", "https://app.example/hooks/export"),
         ("http://user:p%40ss@127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook"),
         ("https://app.example/hooks/export", "https://app.example/hooks/export"),
@@ -126,7 +127,16 @@ struct JobJSONTests {
         #expect(!text.contains("pass") && !text.contains("token") && !text.contains("user"), "credentials in \(text)")
         let plain = String(decoding: try JSONEncoder().encode(job), as: UTF8.self)
         #expect(!plain.contains("pass") && !plain.contains("token"), "any encoder: no credentials")
-        #expect(JobRequest.redactingCredentials(url) == expected)
+        #expect(JobRequest.displayURL(url) == expected)
+    }
+
+    /// Redaction fails closed: what `URLComponents` cannot parse is cut by the characters.
+    @Test("blunt redaction of unparsable URLs")
+    func bluntRedaction() {
+        #expect(JobRequest.bluntlyRedacted("https://u:p@h.example/a b?token=x#f") == "https://h.example/a b")
+        #expect(JobRequest.bluntlyRedacted("https://h.example/p@th?X-Signature=1") == "https://h.example/p@th")
+        #expect(JobRequest.bluntlyRedacted("https://u@h.example?x=1") == "https://h.example")
+        #expect(JobRequest.bluntlyRedacted("https://u:p@h.example/a?x=1", keepingQuery: true) == "https://h.example/a?x=1")
     }
 
     /// Stores build dates from Unix milliseconds (`Date(timeIntervalSince1970: ms / 1000)`); the

@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestKit
 import Testing
 import Webhooks
 
@@ -84,22 +85,20 @@ final class Receiver: @unchecked Sendable {
         server.serve_forever()
         """#
 
-    private let process = Process()
+    private let child: ChildProcess
     /// The receiver's stdin: it exits when this closes (when the test process ends, at the latest).
-    private let input = Pipe()
+    private let input: ChildPipe
     private let lock = NSLock()
     private var lines: [String] = []
     private(set) var port = 0
 
     init() throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Receiver.script]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let handle = output.fileHandleForReading
+        input = try ChildPipe()
+        let output = try ChildPipe()
+        child = try ChildProcess("python3", ["-c", Receiver.script], input: input.read, output: output.write)
+        close(input.read)
+        close(output.write)
+        let handle = FileHandle(fileDescriptor: output.read, closeOnDealloc: true)
         let thread = Thread { [self] in
             var pending = Data()
             while true {
@@ -120,7 +119,7 @@ final class Receiver: @unchecked Sendable {
                 self.port = port
                 return
             }
-            guard process.isRunning else { break }
+            guard child.exit == nil else { break }
             Thread.sleep(forTimeInterval: 0.01)
         }
         stop()
@@ -158,14 +157,13 @@ final class Receiver: @unchecked Sendable {
         return requests
     }
 
-    /// Kills the receiver. Not `terminate()` + `waitUntilExit()`: the child may have inherited
-    /// a blocked SIGTERM, and `waitUntilExit` spins off the main thread on Linux.
+    /// Kills the receiver and waits (briefly) until it is gone.
     func stop() {
-        guard process.isRunning else { return }
-        try? input.fileHandleForWriting.close()
-        kill(process.processIdentifier, SIGKILL)
+        guard child.exit == nil else { return }
+        close(input.write)
+        child.signal(SIGKILL)
         let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        while child.exit == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
     }
 
     deinit { stop() }

@@ -6,7 +6,7 @@ import Testing
 
 /// A worker that lost its lease never uploads or renames (SPEC §4, §5). Worker A is frozen
 /// (SIGSTOP, as a debugger or an overloaded host would) just before its PUT, mid-PUT, or just
-/// before its rename; its 1 s lease runs out; worker B takes the job over and completes it;
+/// before its rename; its 2 s lease runs out; worker B takes the job over and completes it;
 /// then A is resumed. The media server logs which attempt sent each PUT (`Jobctl-Attempt`).
 @Suite("Fencing a frozen worker", .serialized, .timeLimit(.minutes(6)))
 struct FencingTests {
@@ -20,7 +20,7 @@ struct FencingTests {
 
     static func worker(_ setup: Setup, _ name: String, failpoints: String? = nil, once: Bool) throws -> JobctlProcess {
         try JobctlProcess(
-            ["worker", "--db", setup.db, "--name", name, "--lease", "1s", "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks"]
+            ["worker", "--db", setup.db, "--name", name, "--lease", "2s", "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks"]
                 + (once ? ["--once"] : []),
             log: setup.directory.file("\(name).log"), environment: failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:]
         )
@@ -61,7 +61,8 @@ struct FencingTests {
     }
 
     /// Frozen while its body is on the wire: on resuming it stops sending within a second (its
-    /// lease's local deadline has passed), so the server never gets A's complete body.
+    /// lease's local deadline has passed; the test allows scheduling slack), so the server never
+    /// gets A's complete body.
     @Test func aWorkerFrozenMidPUTAbortsItWhenResumed() async throws {
         // 30 MB read at 4 MB/s: far more than the socket buffers hold, so A cannot have sent it all.
         let setup = try await Setup("fence-mid-put", ["--put-rate", "4000000"])
@@ -84,7 +85,8 @@ struct FencingTests {
             setup.server.records().contains { $0["method"] as? String == "PUT" && $0["attempt"] as? String == "1" }
         } ? setup.server.records().first { $0["method"] as? String == "PUT" && $0["attempt"] as? String == "1" } : nil, "the server never saw A's PUT end")
         #expect(ended["status"] as? Int == 400 && (ended["bytes"] as? Int ?? 0) < (ended["declared"] as? Int ?? 0), "A's body was complete: \(ended)")
-        #expect((ended["at"] as? Double ?? .infinity) - resumed < 1.5, "A stopped sending \((ended["at"] as? Double ?? .infinity) - resumed) s after resuming")
+        // Within a second of resuming, plus scheduling slack on a busy 2-core machine.
+        #expect((ended["at"] as? Double ?? .infinity) - resumed < 2.5, "A stopped sending \((ended["at"] as? Double ?? .infinity) - resumed) s after resuming")
         #expect(a.log.contains("Lease lost during the upload"), "\(a.log)")
         let stored = (try FileManager.default.attributesOfItem(atPath: setup.uploads + path)[.size] as? NSNumber)?.intValue
         #expect(stored == job.result?["bytes"]?.doubleValue.map(Int.init), "the stored file is B's")

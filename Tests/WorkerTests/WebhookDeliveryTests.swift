@@ -10,23 +10,19 @@ import Testing
 final class HelperServer: Sendable {
     let port: Int
     let log: String
-    private let process: Process
+    private let child: ChildProcess
 
     init(script: String, _ directory: TemporaryDirectory, name: String, port: Int = 0, _ arguments: [String]) async throws {
         log = directory.file("\(name).jsonl")
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scripts/\(script)").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", path, "--port", "\(port)", "--log", log] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let line = try await onThread { String(decoding: output.fileHandleForReading.availableLine(), as: UTF8.self) }
+        let output = try ChildPipe()
+        child = try ChildProcess("python3", [path, "--port", "\(port)", "--log", log] + arguments, output: output.write)
+        close(output.write)
+        let reader = FileHandle(fileDescriptor: output.read, closeOnDealloc: true)
+        let line = try await onThread { String(decoding: reader.availableLine(), as: UTF8.self) }
         guard let port = Int(line.replacingOccurrences(of: "listening ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            kill(process.processIdentifier, SIGKILL)
+            child.signal(SIGKILL)
             throw HelperServerError(script: script, line: line)
         }
         self.port = port
@@ -40,13 +36,11 @@ final class HelperServer: Sendable {
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
-    /// SIGKILL: a test runner may pass SIGTERM on as ignored.
     func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        child.signal(SIGKILL)
     }
 
-    deinit { kill(process.processIdentifier, SIGKILL) }
+    deinit { child.signal(SIGKILL) }
 }
 
 /// A webhook receiver (scripts/webhook-receiver.py): verifies signatures with Python's hmac,

@@ -79,12 +79,25 @@ public final class Asset: @unchecked Sendable {
     /// A URL as messages show it: without credentials, query or fragment (a pre-signed URL's
     /// query is its signature). Paths are unchanged.
     static func redacted(_ location: String) -> String {
-        guard isRemote(location), var components = URLComponents(string: location) else { return location }
+        guard isRemote(location) else { return location }
+        guard var components = URLComponents(string: location) else { return bluntlyRedacted(location) }
         components.user = nil
         components.password = nil
         components.query = nil
         components.fragment = nil
-        return components.string ?? location
+        return components.string ?? bluntlyRedacted(location)
+    }
+
+    /// What `URLComponents` cannot parse, redacted by the characters: fails closed.
+    private static func bluntlyRedacted(_ location: String) -> String {
+        var text = Substring(location)
+        if let cut = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<cut] }
+        guard let scheme = text.range(of: "://") else { return String(text) }
+        let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
+        if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
+            text = text[..<scheme.upperBound] + text[text.index(after: at)...]
+        }
+        return String(text)
     }
 
     /// Duration in seconds.

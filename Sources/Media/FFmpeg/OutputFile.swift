@@ -36,8 +36,15 @@ final class OutputFile {
     func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> { context.pointee.streams[index]! }
 
     /// Opens the file and writes the header. Stream time bases may change here (FFMPEG_NOTES #18).
-    func open(options: [String: String]) throws {
-        try check(avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open(\(path))")
+    /// - Parameter location: what FFmpeg opens, and reopens to move the index to the front
+    ///   (`+faststart`); by default `path`.
+    func open(at location: String? = nil, options: [String: String]) throws {
+        let location = location ?? path
+        if location != path {
+            av_freep(&context.pointee.url)
+            context.pointee.url = av_strdup(location)
+        }
+        try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
         isOpen = true
         var dictionary: OpaquePointer? = nil
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }

@@ -183,9 +183,11 @@ public final class AssetReader: @unchecked Sendable {
             guard let route = byStream[packet.streamIndex] else { return nil }
             let timestamp = packet.pts != noPTS ? packet.pts : packet.dts
             guard timestamp != noPTS else { return nil }
-            let start = av_rescale_q(timestamp, route.timeBase, microsecondBase) - origin
-            let duration = packet.duration > 0 ? av_rescale_q(packet.duration, route.timeBase, microsecondBase) : 0
-            return (start, start + duration)
+            return TimelineGuard<Packet>.span(
+                start: av_rescale_q(timestamp, route.timeBase, microsecondBase),
+                duration: packet.duration > 0 ? av_rescale_q(packet.duration, route.timeBase, microsecondBase) : 0,
+                origin: origin
+            )
         }
     }
 
@@ -230,6 +232,7 @@ public final class AssetReader: @unchecked Sendable {
             let packet = Packet.moving(from: scratch.pointer)
             var routed = [(stream: index, item: packet)]
             if let span = routes.span(of: packet) {
+                // (Only packets without any timestamp pass unplaced.)
                 do {
                     routed = try timeline.admit(packet, stream: index, start: span.start, end: span.end, bytes: Int(packet.pointer.pointee.size))
                 } catch {

@@ -10,8 +10,8 @@
 ///   so when a carried track's first packet is more than `slack` past where the other carried
 ///   tracks' media has got to, it is parked until they catch up. If they never do (they end
 ///   first, or the parking fills up), the track starts after the others' media ends: the
-///   export fails with `decode_failed` instead of filling the gap. The only carried track
-///   may start at most `maxJump` after the window's start.
+///   export fails with `decode_failed` instead of filling the gap. Before any track has
+///   started, a track may start at most `maxJump` after the window's start.
 /// - **A jump past all media is damage.** A packet more than `maxJump` past the furthest media
 ///   of every carried track, or past the container's declared duration by more than
 ///   `contiguity` beyond that media, carries a corrupted timestamp: it is dropped, and
@@ -39,7 +39,7 @@ struct TimelineGuard<Item> {
         var jumpBudget = 100
         /// The ceiling of the timeline (`--max-duration`); `nil`: none.
         var maxDuration: Int64?
-        /// How much of a late track may wait for the others.
+        /// How much of the late tracks, all together, may wait for the others.
         var parkingPackets = 4096
         var parkingBytes = 64 << 20
     }
@@ -50,6 +50,8 @@ struct TimelineGuard<Item> {
     private var started: Set<Int> = []
     private var jumps: [Int: (count: Int, first: Int64)] = [:]
     private var parked: [Int: (first: Int64, items: [Item], end: Int64, bytes: Int)] = [:]
+    private var parkedPackets = 0
+    private var parkedBytes = 0
 
     /// - Parameter streams: the carried streams whose packets pass through the guard.
     init(streams: some Sequence<Int>, rules: Rules = Rules()) {
@@ -67,14 +69,13 @@ struct TimelineGuard<Item> {
             waiting.end = max(waiting.end, end)
             waiting.bytes += bytes
             parked[stream] = waiting
-            if waiting.items.count > rules.parkingPackets || waiting.bytes > rules.parkingBytes {
-                throw lateStart(stream, at: waiting.first)
-            }
+            try park(bytes, for: stream, at: waiting.first)
             return []
         }
         if !started.contains(stream) {
             if start > startLimit(stream) {
                 parked[stream] = (start, [item], end, bytes)
+                try park(bytes, for: stream, at: start)
                 return []
             }
             started.insert(stream)
@@ -94,6 +95,18 @@ struct TimelineGuard<Item> {
         return [(stream, item)] + (try release())
     }
 
+    /// A packet's place on the timeline from its rescaled start and duration (µs, absolute).
+    /// `av_rescale_q` answers `INT64_MIN` when the result does not fit, and a hostile file's
+    /// timestamps can be anything: nothing here may overflow (a trap would end the worker, not
+    /// the job), and a timestamp too large to place counts as infinitely far.
+    static func span(start: Int64, duration: Int64, origin: Int64) -> (start: Int64, end: Int64) {
+        // Too far to count: as far away as it gets (a jump, or a late start, for the rules).
+        guard start != Int64.min else { return (Int64.max, Int64.max) }
+        let (relative, overflow) = start.subtractingReportingOverflow(origin)
+        let placed = overflow ? (origin > 0 ? Int64.min : Int64.max) : relative
+        return (placed, placed.saturatingAdd(duration == Int64.min ? 0 : max(0, duration)))
+    }
+
     /// The input ended: a track still parked starts after every other track's media.
     func finish() throws(MediaError) {
         if let (stream, waiting) = parked.min(by: { $0.key < $1.key }) { throw lateStart(stream, at: waiting.first) }
@@ -104,18 +117,26 @@ struct TimelineGuard<Item> {
 
     // MARK: -
 
-    /// The furthest media of the other carried tracks, a parked track counting from where its
-    /// media starts; `nil` when `stream` is the only carried track.
+    /// The furthest media of the other carried tracks that have started; `nil` when none has
+    /// (then there is no media yet to measure a late start against).
     private func othersFrontier(_ stream: Int) -> Int64? {
-        let others = frontier.keys.filter { $0 != stream }
+        let others = started.filter { $0 != stream }
         guard !others.isEmpty else { return nil }
-        return others.map { parked[$0].map(\.first) ?? frontier[$0]! }.max()
+        return others.map { frontier[$0]! }.max()
     }
 
-    /// How late `stream` may start: `slack` past the other tracks' media, or, for the only
-    /// carried track, `maxJump` past the window's start (its filler has nothing else to match).
+    /// How late `stream` may start: `slack` past the media of the tracks that started, or,
+    /// before any has, `maxJump` past the window's start (so tracks that are all late together
+    /// are refused as one late track would be).
     private func startLimit(_ stream: Int) -> Int64 {
-        othersFrontier(stream).map { $0 + rules.slack } ?? rules.maxJump
+        othersFrontier(stream).map { $0.saturatingAdd(rules.slack) } ?? rules.maxJump
+    }
+
+    /// Counts a parked packet against the export's one parking budget (all tracks together).
+    private mutating func park(_ bytes: Int, for stream: Int, at start: Int64) throws(MediaError) {
+        parkedPackets += 1
+        parkedBytes += bytes
+        if parkedPackets > rules.parkingPackets || parkedBytes > rules.parkingBytes { throw lateStart(stream, at: start) }
     }
 
     private var globalFrontier: Int64 { frontier.values.max() ?? 0 }
@@ -123,9 +144,9 @@ struct TimelineGuard<Item> {
     /// Where a started track's next packet may begin: up to `maxJump` past every track's
     /// media, and past the declared duration (if any) only contiguously.
     private var jumpLimit: Int64 {
-        let gap = globalFrontier + rules.maxJump
+        let gap = globalFrontier.saturatingAdd(rules.maxJump)
         guard let declaredEnd = rules.declaredEnd else { return gap }
-        return min(gap, max(globalFrontier, declaredEnd) + rules.contiguity)
+        return min(gap, max(globalFrontier, declaredEnd).saturatingAdd(rules.contiguity))
     }
 
     private mutating func advance(_ stream: Int, to end: Int64) throws(MediaError) {
@@ -147,6 +168,8 @@ struct TimelineGuard<Item> {
             for (stream, waiting) in parked.sorted(by: { $0.key < $1.key }) {
                 guard othersFrontier(stream) != nil, waiting.first <= startLimit(stream) else { continue }
                 parked[stream] = nil
+                parkedPackets -= waiting.items.count
+                parkedBytes -= waiting.bytes
                 started.insert(stream)
                 for item in waiting.items { released.append((stream, item)) }
                 // Its own media now counts for the others.
@@ -164,10 +187,18 @@ struct TimelineGuard<Item> {
                 "track \(stream) starts at \(TimeRange.format(start)), more than \(TimeRange.format(rules.maxJump)) after the start of the file: its timestamps are damaged"
             )
         }
-        let others = frontier.filter { $0.key != stream && parked[$0.key] == nil }.values.max() ?? 0
+        let others = othersFrontier(stream) ?? 0
         return MediaError(
             .decodeFailed,
             "track \(stream) starts at \(TimeRange.format(start)), after the other tracks' media ends (\(TimeRange.format(others))): its timestamps are damaged"
         )
+    }
+}
+
+extension Int64 {
+    /// `self + other`, stopping at the ends instead of trapping.
+    func saturatingAdd(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
     }
 }

@@ -21,6 +21,9 @@ public final class AssetWriter: @unchecked Sendable {
     private struct State {
         var status: Status = .unknown
         var error: MediaError?
+        /// The temporary file, opened by us (`O_EXCL | O_NOFOLLOW`) and kept open: FFmpeg writes
+        /// it through `/proc/self/fd/N`, so a name swapped for a link is never written through.
+        var descriptor: Int32 = -1
     }
 
     /// Prepares a writer for `destination`. Fails with `output_unwritable` if its directory
@@ -71,11 +74,15 @@ public final class AssetWriter: @unchecked Sendable {
     public func startWriting() throws(MediaError) {
         precondition(status == .unknown && !inputs.isEmpty)
         do {
-            try createTemporaryFile()
-            try file.open(options: ["movflags": "+faststart"])
+            let descriptor = try createTemporaryFile()
+            state.withLock { $0.descriptor = descriptor }
+            // The inode we created, whatever its name points to by the time FFmpeg opens it.
+            let pinned = "/proc/self/fd/\(descriptor)"
+            try file.open(at: FileManager.default.fileExists(atPath: pinned) ? pinned : temporaryPath, options: ["movflags": "+faststart"])
         } catch let error as FFError {
             file.abort()
             unlink(temporaryPath)
+            closeDescriptor()
             // A full disk or an I/O error is the output's (retryable); a muxer refusing the
             // streams is the preset's.
             let mapped = error.operation.hasPrefix("avio_open") || error.isOutputIO
@@ -130,21 +137,24 @@ public final class AssetWriter: @unchecked Sendable {
             throw error
         }
         state.withLock { $0.status = .completed }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: temporaryPath)
-        return (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        var info = stat()
+        return fstat(state.withLock { $0.descriptor }, &info) == 0 ? Int64(info.st_size) : 0
     }
 
     /// Renames the finished temporary file over the destination and flushes the directory.
     /// What is at the destination is checked again first: only a regular file is ever replaced
-    /// (`output_forbidden` otherwise, and the finished file is deleted).
+    /// (`output_forbidden` otherwise, and the finished file is deleted); and the temporary name
+    /// must still be the file this writer wrote.
     public func commit() throws(MediaError) {
         precondition(status == .completed, "commit() after finishWritingWithoutCommit()")
         do {
             try OutputDestination.checkKind(destination)
+            try checkTemporaryFileIsOurs()
         } catch {
             discard()
             throw error
         }
+        defer { closeDescriptor() }
         guard rename(temporaryPath, destination) == 0 else {
             let error = AssetWriter.systemError(errno, path: destination)
             discard()
@@ -160,6 +170,30 @@ public final class AssetWriter: @unchecked Sendable {
     /// Deletes the finished temporary file instead of committing it.
     public func discard() {
         unlink(temporaryPath)
+        closeDescriptor()
+    }
+
+    deinit { closeDescriptor() }
+
+    private func closeDescriptor() {
+        let descriptor = state.withLock { state -> Int32 in
+            defer { state.descriptor = -1 }
+            return state.descriptor
+        }
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// `output_forbidden` unless the temporary name is still a regular file, the very one
+    /// this writer created (someone with write access to the directory could swap it).
+    private func checkTemporaryFileIsOurs() throws(MediaError) {
+        let descriptor = state.withLock { $0.descriptor }
+        var named = stat()
+        var ours = stat()
+        guard descriptor >= 0, fstat(descriptor, &ours) == 0, lstat(temporaryPath, &named) == 0,
+            named.st_mode & S_IFMT == S_IFREG, named.st_dev == ours.st_dev, named.st_ino == ours.st_ino
+        else {
+            throw MediaError(.outputForbidden, "\(destination): its temporary file \(temporaryPath) was replaced while it was written; nothing was renamed")
+        }
     }
 
     /// Stops writing and deletes the temporary file. Safe from any thread, any number of times.
@@ -188,17 +222,16 @@ public final class AssetWriter: @unchecked Sendable {
         for input in inputs { input.setStatus(status) }
         file.abort()
         unlink(temporaryPath)
+        closeDescriptor()
     }
 
     /// Creates the temporary file exclusively and without following a symbolic link, so a link
-    /// planted at its (predictable) name cannot redirect the write; FFmpeg then opens it.
-    private func createTemporaryFile() throws(MediaError) {
+    /// planted at its (predictable) name cannot redirect the write; returns its descriptor,
+    /// which stays open until the file is renamed or deleted.
+    private func createTemporaryFile() throws(MediaError) -> Int32 {
         for _ in 0..<2 {
-            let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if descriptor >= 0 {
-                close(descriptor)
-                return
-            }
+            let descriptor = open(temporaryPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if descriptor >= 0 { return descriptor }
             guard errno == EEXIST else { throw AssetWriter.systemError(errno, path: destination) }
             // A leftover of an earlier attempt (or a planted link): removed, never followed.
             unlink(temporaryPath)
@@ -206,10 +239,10 @@ public final class AssetWriter: @unchecked Sendable {
         throw MediaError(.outputUnwritable, "\(destination): its temporary file \(temporaryPath) keeps reappearing")
     }
 
+    /// Flushes the file this writer created to disk (through its own descriptor, not the name).
     private func syncTemporaryFile() throws(MediaError) {
-        let descriptor = open(temporaryPath, O_RDONLY)
-        guard descriptor >= 0 else { throw AssetWriter.systemError(errno, path: destination) }
-        defer { close(descriptor) }
+        let descriptor = state.withLock { $0.descriptor }
+        guard descriptor >= 0 else { throw MediaError(.internalError, "\(destination): the temporary file is not open") }
         if fsync(descriptor) != 0 { throw AssetWriter.systemError(errno, path: destination) }
     }
 
