@@ -1,6 +1,6 @@
 # jobctl — the two commands of the README are `make demo` and `make test`.
 
-# SPEC §1: the system libraries jobctl builds against (and python3 for the demo's webhook receiver).
+# docs/spec.md §1: the system libraries jobctl builds against (and python3 for the demo's webhook receiver).
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
             libavfilter-dev libsqlite3-dev libcurl4-openssl-dev python3
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a

@@ -1,9 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Linux only: the code uses Glibc, inotify (SQLite change notifications), /proc/self/fd (writing
+// outputs through a held descriptor), private mount namespaces in tests, and FFmpeg 5.1 as
+// Debian bookworm ships it. No `platforms:` entry claims otherwise; the Linux-specific files stop
+// a build elsewhere with an `#error` that says so.
 let package = Package(
     name: "jobctl",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "jobctl", targets: ["jobctl"]),
         .library(name: "Media", targets: ["Media"]),
@@ -104,6 +107,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "Observability",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -171,7 +171,7 @@ def run_case(case: str, presets: dict[str, dict], jobctl: Path, input_path: Path
 
 
 def duration_warnings(result: CaseResult) -> list[str]:
-    # passthrough with a range: jobctl starts at the keyframe at or before START (SPEC §2), while
+    # passthrough with a range: jobctl starts at the keyframe at or before START (docs/spec.md §2), while
     # `ffmpeg -ss -c copy` copies the same packets and hides the lead-in with an edit list.
     if result.case.startswith("passthrough@"):
         return []
@@ -251,7 +251,7 @@ def report(args: argparse.Namespace, info: dict[str, str], input_path: Path, res
     parts += [results_table(results), ""]
     if any(r.case.startswith("passthrough@") for r in results):
         parts += ["Passthrough durations differ by design: both tools copy the same packets from the keyframe "
-                  "before START; jobctl's output starts at that keyframe (SPEC §2), ffmpeg's hides the lead-in "
+                  "before START; jobctl's output starts at that keyframe (docs/spec.md §2), ffmpeg's hides the lead-in "
                   "with an edit list.", ""]
     if warnings:
         parts += ["**WARNINGS:**", ""] + [f"- {w}" for w in warnings] + [""]

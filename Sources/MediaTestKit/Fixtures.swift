@@ -3,7 +3,7 @@ import Foundation
 /// Test inputs, generated with the ffmpeg CLI (never committed): small (a few seconds,
 /// 320x240) files covering real-world shapes, plus deliberately bad ones.
 public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
-    // Real-world shapes (SPEC issue 2, item 5).
+    // Real-world shapes (issue 2, item 5).
     case basic               // mp4, H.264 High with B-frames, AAC stereo 48 kHz, moov at the end
     case faststart           // the same with the index at the front
     case vfr                 // variable frame rate: 25 fps for 2 s, then 50 fps
@@ -38,7 +38,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case subtitleSource      // an .srt file
     case subtitleOnly        // Matroska with only a subtitle track
     case playlist            // an HLS playlist pointing at a local file
-    // Limits (SPEC §7): small files that claim a lot.
+    // Limits (docs/spec.md §7): small files that claim a lot.
     case lateAudio           // Matroska: 2 s of video, its audio starting 1 hour later
     case hugeDeclaredDuration  // the same with the audio 10,000,000 s later
     case timestampJump       // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a job does. The table, the JSON and the worker dispatch on it (SPEC §4).
+/// What a job does. The table, the JSON and the worker dispatch on it (docs/spec.md §4).
 public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// An `AVAssetExportSession`: an input, a preset, a range, an output.
     case export
@@ -8,7 +8,7 @@ public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
     case noop
 }
 
-/// A job as `show --json` prints it and a webhook carries it (SPEC §4).
+/// A job as `show --json` prints it and a webhook carries it (docs/spec.md §4).
 public struct Job: Sendable, Hashable, Codable {
     public var id: JobID
     public var kind: JobKind
@@ -105,7 +105,7 @@ public struct Job: Sendable, Hashable, Codable {
     public var displayOutput: String { JobRequest.displayURL(output) }
 
     /// `range`, `result`, `error`, `webhook` and friends are written as `null` when absent, so
-    /// the JSON always has every field (SPEC §4).
+    /// the JSON always has every field (docs/spec.md §4).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -136,7 +136,7 @@ public struct Job: Sendable, Hashable, Codable {
     }
 }
 
-/// One track of a running or finished job: its status and counters (SPEC §4).
+/// One track of a running or finished job: its status and counters (docs/spec.md §4).
 public struct JobTrack: Sendable, Hashable, Codable {
     /// The track's index in the output.
     public var index: Int
@@ -171,7 +171,7 @@ public struct JobTrack: Sendable, Hashable, Codable {
     }
 }
 
-/// Why an attempt failed (SPEC §4): a code from the contract, a message a person can act on,
+/// Why an attempt failed (docs/spec.md §4): a code from the contract, a message a person can act on,
 /// and whether another attempt could succeed.
 public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     public var code: String
@@ -187,7 +187,7 @@ public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConverti
     public var description: String { "\(code): \(message)" }
 
     /// Input, range and preset errors are not retried; output, network, lease and internal
-    /// errors are (SPEC §4).
+    /// errors are (docs/spec.md §4).
     public static func isRetryable(_ code: String) -> Bool {
         retryableCodes.contains(code)
     }

@@ -1,4 +1,4 @@
-/// A job's status (SPEC §4): the AVAssetReader status enum. The same cases as
+/// A job's status (docs/spec.md §4): the AVAssetReader status enum. The same cases as
 /// `Media.Status` (a reader's, a writer's, a track's status) on purpose: the queue does not
 /// depend on the media module, so stores and tools built on it never link FFmpeg.
 public enum JobStatus: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -39,7 +39,7 @@ public enum JobEvent: Sendable, Hashable {
     case retry
 }
 
-/// The job state machine of SPEC §4, as a pure function: which status an event leads to, or
+/// The job state machine of docs/spec.md §4, as a pure function: which status an event leads to, or
 /// `nil` when the event is not allowed. Stores implement these transitions in SQL and are
 /// tested against this table (the conformance suite); nothing else changes a job's status.
 ///

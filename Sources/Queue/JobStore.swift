@@ -130,8 +130,8 @@ public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 }
 
-/// The job table, whatever database holds it. SQLite (`QueueSQLite`) now, PostgreSQL later:
-/// both pass the same conformance suite (`QueueTestKit`).
+/// The job table, whatever database holds it: SQLite (`QueueSQLite`) on one host, PostgreSQL
+/// (`QueuePostgres`) for a fleet; both pass the same conformance suite (`QueueTestKit`).
 ///
 /// Times come from the store's clock (injectable in tests); leases are durations from "now".
 public protocol JobStore: Sendable {

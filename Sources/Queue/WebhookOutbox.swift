@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where a webhook event stands (SPEC §6).
+/// Where a webhook event stands (docs/spec.md §6).
 public enum DeliveryStatus: String, Sendable, Hashable, Codable, CaseIterable {
     /// Waiting for its first or next attempt.
     case pending
@@ -133,7 +133,7 @@ public protocol WebhookOutbox: JobStore {
     func redeliver(_ id: String) async throws -> WebhookDelivery
 }
 
-/// The body of a webhook POST (SPEC §6): `{"type": …, "timestamp": …, "data": <job JSON>}`.
+/// The body of a webhook POST (docs/spec.md §6): `{"type": …, "timestamp": …, "data": <job JSON>}`.
 public struct WebhookPayload: Sendable, Encodable {
     public var type: String
     public var timestamp: Date

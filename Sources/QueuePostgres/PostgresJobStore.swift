@@ -6,7 +6,7 @@ import Queue
 import QueueMigrations
 import Synchronization
 
-/// The job table in PostgreSQL, shared by a fleet of workers on many hosts (SPEC §5).
+/// The job table in PostgreSQL, shared by a fleet of workers on many hosts (docs/spec.md §5).
 ///
 /// The same semantics as `SQLiteJobStore`, the same conformance suites. Claims take rows with
 /// `FOR UPDATE SKIP LOCKED` inside `UPDATE … RETURNING`, so concurrent claimers never wait for
@@ -141,7 +141,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// `require` (TLS or nothing) encrypt without checking the certificate, as libpq does, so a
     /// server with a self-signed certificate (Debian's default) works; `verify-ca` checks the
     /// certificate against `sslrootcert` (else the system's roots); `verify-full` the host name too.
-    static func configuration(from url: String) throws -> PostgresClient.Configuration {
+    package static func configuration(from url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
             let host = components.host, !host.isEmpty
         else {
@@ -286,14 +286,6 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             var jobs: [Job] = []
             for try await row in rows { jobs.append(try Self.job(row.makeRandomAccess(), tracks: [])) }
             return try await self.attachTracks(jobs, connection)
-        }
-    }
-
-    /// Empties the job tables (and with them the webhook outbox and the workers): for
-    /// `jobctl bench queue --db`, which insists on a dedicated database. Nothing else calls it.
-    public func deleteAllJobsForBenchmark() async throws {
-        _ = try await withConnection { connection in
-            try await connection.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: self.logger)
         }
     }
 
@@ -885,7 +877,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             "SELECT status FROM jobctl.jobs WHERE id = \(id.rawValue) \(unescaped: lock ? "FOR UPDATE" : "")", logger: logger
         )
         for try await raw in rows.decode(String.self) {
-            if let status = JobStatus(rawValue: raw) { return status }
+            return try StoredValue.decode(raw, column: "status", row: "job \(id)")
         }
         throw JobStoreError(.notFound, "no job \(id)")
     }
@@ -915,7 +907,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             """, logger: logger
         ).decode((String, Int, Int, String, String, String?, Int64, Int64).self) {
             tracks[JobID(id), default: []].append(JobTrack(
-                index: index, sourceIndex: source, mediaType: media, status: JobStatus(rawValue: status) ?? .unknown,
+                index: index, sourceIndex: source, mediaType: media, status: try StoredValue.decode(status, column: "track status", row: "job \(id)"),
                 codec: codec, read: read, written: written
             ))
         }
@@ -932,10 +924,11 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         let rangeDuration = try row[9].decode(Double?.self)
         let errorMessage = try row[16].decode(String?.self)
         let errorRetryable = try row[17].decode(Bool?.self)
+        let id = try row[0].decode(String.self)
         return Job(
-            id: JobID(try row[0].decode(String.self)),
-            kind: JobKind(rawValue: try row[1].decode(String.self)) ?? .export,
-            status: JobStatus(rawValue: try row[2].decode(String.self)) ?? .unknown,
+            id: JobID(id),
+            kind: try StoredValue.decode(try row[1].decode(String.self), column: "kind", row: "job \(id)"),
+            status: try StoredValue.decode(try row[2].decode(String.self), column: "status", row: "job \(id)"),
             input: try row[3].decode(String.self),
             output: try row[4].decode(String.self),
             preset: try row[5].decode(String.self),
@@ -962,9 +955,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     }
 
     private static func delivery(_ row: PostgresRandomAccessRow, log: [DeliveryAttempt]) throws -> WebhookDelivery {
-        WebhookDelivery(
-            id: try row[0].decode(String.self), jobID: JobID(try row[1].decode(String.self)), type: try row[2].decode(String.self),
-            url: try row[3].decode(String.self), status: DeliveryStatus(rawValue: try row[4].decode(String.self)) ?? .pending,
+        let id = try row[0].decode(String.self)
+        return WebhookDelivery(
+            id: id, jobID: JobID(try row[1].decode(String.self)), type: try row[2].decode(String.self),
+            url: try row[3].decode(String.self), status: try StoredValue.decode(try row[4].decode(String.self), column: "status", row: "webhook delivery \(id)"),
             attempts: try row[5].decode(Int.self), nextAttemptAt: try row[6].decode(Int64?.self).map(Date.init(milliseconds:)),
             createdAt: Date(milliseconds: try row[7].decode(Int64.self)), deliveredAt: try row[8].decode(Int64?.self).map(Date.init(milliseconds:)),
             lastStatusCode: try row[9].decode(Int?.self), lastError: try row[10].decode(String?.self), log: log

@@ -1,3 +1,7 @@
+#if !os(Linux)
+#error("jobctl runs on Linux only: this file needs inotify")
+#endif
+
 import Foundation
 import Glibc
 import Synchronization
@@ -42,15 +46,20 @@ final class ChangeWatcher: Sendable {
 
     deinit { stop() }
 
-    /// Whether any `struct inotify_event` in the buffer names one of `names`.
-    private static func mentions(_ names: Set<String>, in buffer: [UInt8], count: Int) -> Bool {
-        var offset = 0
-        while offset + 16 <= count {
-            let length = Int(buffer[offset + 12]) | Int(buffer[offset + 13]) << 8 | Int(buffer[offset + 14]) << 16 | Int(buffer[offset + 15]) << 24
-            let nameBytes = buffer[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 }
-            if names.contains(String(decoding: nameBytes, as: UTF8.self)) { return true }
-            offset += 16 + length
+    /// Whether any `struct inotify_event` in the buffer names one of `names`. Each event is the
+    /// fixed header (`wd`, `mask`, `cookie`, `len`) followed by `len` bytes of NUL-padded name.
+    static func mentions(_ names: Set<String>, in buffer: [UInt8], count: Int) -> Bool {
+        let header = MemoryLayout<inotify_event>.size
+        let lengthOffset = MemoryLayout<inotify_event>.offset(of: \inotify_event.len)!
+        return buffer.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset + header <= count {
+                let length = Int(bytes.loadUnaligned(fromByteOffset: offset + lengthOffset, as: UInt32.self))
+                let name = bytes[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
+                if names.contains(String(decoding: name, as: UTF8.self)) { return true }
+                offset += header + length
+            }
+            return false
         }
-        return false
     }
 }

@@ -493,7 +493,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     private static func delivery(_ row: Row, log: [DeliveryAttempt]) throws -> WebhookDelivery {
         WebhookDelivery(
             id: row[0], jobID: JobID(row[1] as String), type: row[2], url: row[3],
-            status: DeliveryStatus(rawValue: row[4]) ?? .pending, attempts: row[5],
+            status: try StoredValue.decode(row[4] as String, column: "status", row: "webhook delivery \(row[0] as String)"), attempts: row[5],
             nextAttemptAt: (row[6] as Int64?).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row[7]),
             deliveredAt: (row[8] as Int64?).map(Date.init(milliseconds:)), lastStatusCode: row[9], lastError: row[10], log: log
         )
@@ -533,10 +533,10 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     // MARK: Rows
 
     private static func status(of id: JobID, _ db: Database) throws -> JobStatus {
-        guard let raw = try String.fetchOne(db.cachedStatement(sql: "SELECT status FROM jobs WHERE id = ?"), arguments: [id.rawValue]),
-            let status = JobStatus(rawValue: raw)
-        else { throw JobStoreError(.notFound, "no job \(id)") }
-        return status
+        guard let raw = try String.fetchOne(db.cachedStatement(sql: "SELECT status FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else {
+            throw JobStoreError(.notFound, "no job \(id)")
+        }
+        return try StoredValue.decode(raw, column: "status", row: "job \(id)")
     }
 
     private static func job(_ id: JobID, _ db: Database) throws -> Job {
@@ -553,7 +553,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         let tracks = try Row.fetchAll(statement, arguments: [row[Column.id] as String]).map { track in
             JobTrack(
                 index: track[0], sourceIndex: track[1], mediaType: track[2],
-                status: JobStatus(rawValue: track[3]) ?? .unknown, codec: track[4], read: track[5], written: track[6]
+                status: try StoredValue.decode(track[3] as String, column: "track status", row: "job \(row[Column.id] as String)"), codec: track[4], read: track[5], written: track[6]
             )
         }
         return try job(row, tracks: tracks)
@@ -579,8 +579,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         let rangeStart: Double? = row[Column.rangeStart]
         return Job(
             id: JobID(row[Column.id] as String),
-            kind: JobKind(rawValue: row[Column.kind]) ?? .export,
-            status: JobStatus(rawValue: row[Column.status]) ?? .unknown,
+            kind: try StoredValue.decode(row[Column.kind] as String, column: "kind", row: "job \(row[Column.id] as String)"),
+            status: try StoredValue.decode(row[Column.status] as String, column: "status", row: "job \(row[Column.id] as String)"),
             input: row[Column.input],
             output: row[Column.output],
             preset: row[Column.preset],

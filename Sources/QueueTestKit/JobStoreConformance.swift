@@ -2,9 +2,9 @@ import Foundation
 import Queue
 import Testing
 
-/// The `JobStore` conformance suite: the queue semantics of SPEC §4 and §5 and the doc comments
-/// of `JobStore`, written once against `any JobStore` and run against every store (SQLite now,
-/// PostgreSQL later).
+/// The `JobStore` conformance suite: the queue semantics of docs/spec.md §4 and §5 and the doc comments
+/// of `JobStore`, written once against `any JobStore` and run against every store (SQLite and
+/// PostgreSQL).
 ///
 /// A store's tests give a factory that opens several handles on one fresh, empty database, and
 /// run each check as its own test case:

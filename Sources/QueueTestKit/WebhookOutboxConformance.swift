@@ -2,7 +2,7 @@ import Foundation
 import Queue
 import Testing
 
-/// The `WebhookOutbox` conformance suite: the outbox semantics of SPEC §6 and the doc comments
+/// The `WebhookOutbox` conformance suite: the outbox semantics of docs/spec.md §6 and the doc comments
 /// of `WebhookOutbox`, written once against `any WebhookOutbox` and run against every store.
 ///
 /// Like `JobStoreConformance`: a store's tests give a factory that opens several handles on one

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// Which network addresses webhooks and remote outputs may reach (SPEC §6, SSRF). By default
+/// Which network addresses webhooks and remote outputs may reach (docs/spec.md §6, SSRF). By default
 /// nothing on this host or its private networks: loopback, private, link-local (cloud
 /// metadata is 169.254.169.254), carrier-grade NAT, unspecified, multicast, and their IPv6
 /// equivalents, IPv4-mapped ones included.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// When a failed delivery is tried again (SPEC §6): about 5 s, 30 s, 2 min, 10 min, 30 min,
+/// When a failed delivery is tried again (docs/spec.md §6): about 5 s, 30 s, 2 min, 10 min, 30 min,
 /// 1 h, then every 2 h, until 24 h after the event; ±10 % jitter. A `Retry-After` from the
 /// receiver is honoured within 1 s…2 h, never undercut (jitter only adds to it). `scale`
 /// shrinks every duration (tests).

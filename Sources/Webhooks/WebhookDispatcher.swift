@@ -5,7 +5,7 @@ import Queue
 import ServiceLifecycle
 import Synchronization
 
-/// Delivers webhook events from the outbox (SPEC §6), inside every worker or alone (`jobctl
+/// Delivers webhook events from the outbox (docs/spec.md §6), inside every worker or alone (`jobctl
 /// webhooks dispatch`). Claims due events with a lease (a dead dispatcher's events are taken
 /// over), sends them concurrently over libcurl, signs each attempt, records every attempt,
 /// and schedules retries. At-least-once: consumers deduplicate on `webhook-id`.

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// A Standard Webhooks secret: `whsec_` + the base64 of the key bytes (SPEC §6). Never stored
+/// A Standard Webhooks secret: `whsec_` + the base64 of the key bytes (docs/spec.md §6). Never stored
 /// in the database, never logged.
 public struct WebhookSecret: Sendable, Hashable, CustomStringConvertible {
     /// The key bytes (`SymmetricKey` is not `Sendable`; it is made when signing).

@@ -2,7 +2,7 @@ import Foundation
 import Media
 import Queue
 
-/// `--input-root` / `--output-root` (SPEC §7): a worker reads and writes local files only under
+/// `--input-root` / `--output-root` (docs/spec.md §7): a worker reads and writes local files only under
 /// these directories. Paths are compared after resolving `..` and symlinks, so neither can
 /// lead outside. Remote (`http(s)`) inputs and outputs are not paths and are not confined here
 /// (the address guard covers them).

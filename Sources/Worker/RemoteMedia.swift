@@ -9,7 +9,7 @@ struct JobFailure: Error {
     let error: JobError
 }
 
-/// `http(s)://` inputs and outputs (SPEC §4, §6): the address guard before FFmpeg reads an
+/// `http(s)://` inputs and outputs (docs/spec.md §4, §6): the address guard before FFmpeg reads an
 /// input, and the upload of a finished output with PUT.
 enum RemoteMedia {
     static func isRemote(_ location: String) -> Bool {

@@ -7,7 +7,7 @@ import ServiceLifecycle
 import Synchronization
 import Webhooks
 
-/// A worker process's service: claims jobs, runs them, reports back (SPEC §5).
+/// A worker process's service: claims jobs, runs them, reports back (docs/spec.md §5).
 ///
 /// - Claims up to `concurrency` jobs; an idle worker looks again every `pollInterval`.
 /// - Each running job renews its lease every lease/3 (with progress and per-track counters)

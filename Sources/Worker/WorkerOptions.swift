@@ -18,10 +18,10 @@ public struct WorkerOptions: Sendable {
     public var once: Bool
     /// How often an idle worker looks for work.
     public var pollInterval: Duration
-    /// How often a running job checks whether it was cancelled (SPEC: within 2 s).
+    /// How often a running job checks whether it was cancelled (docs/spec.md §5: within 2 s).
     public var cancellationCheckInterval: Duration
     public var retryPolicy: RetryPolicy
-    /// Which addresses remote inputs and outputs may be on (SPEC §6, the webhooks' rules).
+    /// Which addresses remote inputs and outputs may be on (docs/spec.md §6, the webhooks' rules).
     public var addressPolicy: AddressPolicy
     /// Where exports to `http(s)` outputs are written before their upload.
     public var stagingDirectory: String

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Logging
+import PostgresNIO
 import Queue
 import QueuePostgres
 import QueueSQLite
@@ -67,8 +69,8 @@ struct QueueBenchCommand: AsyncParsableCommand {
                 guard try await store.statusCounts().isEmpty else {
                     throw CommandFailure.usage("bench queue --db needs an empty, dedicated database: \(db) holds jobs")
                 }
-                try await measure { try await PostgresBench(store: store, url: db) }
-                try await store.deleteAllJobsForBenchmark()
+                try await measure { try await PostgresBench(store: store, url: db, logger: logger) }
+                try await PostgresBench.emptyTables(url: db, logger: logger)
             }
         } else {
             try await measure { try SQLiteBench(directory: try scratch()) }
@@ -99,10 +101,22 @@ struct QueueBenchCommand: AsyncParsableCommand {
         let store: any JobStore
         let url: String
 
-        init(store: PostgresJobStore, url: String) async throws {
-            try await store.deleteAllJobsForBenchmark()
+        init(store: PostgresJobStore, url: String, logger: Logger) async throws {
+            try await Self.emptyTables(url: url, logger: logger)
             self.store = store
             self.url = url
+        }
+
+        /// Empties the dedicated benchmark database between runs, over a connection of its own.
+        /// This lives here, in the benchmark that checked the database was empty when it began,
+        /// and not on the store: no store API deletes jobs wholesale.
+        static func emptyTables(url: String, logger: Logger) async throws {
+            let client = PostgresClient(configuration: try PostgresJobStore.configuration(from: url), backgroundLogger: logger)
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await client.run() }
+                try await client.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: logger)
+                group.cancelAll()
+            }
         }
 
         func done() {}

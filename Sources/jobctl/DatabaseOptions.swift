@@ -4,7 +4,7 @@ import Queue
 import QueuePostgres
 import QueueSQLite
 
-/// Where the job table is: `--db` or `JOBCTL_DB` (SPEC §2).
+/// Where the job table is: `--db` or `JOBCTL_DB` (docs/spec.md §2).
 struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .customLong("db"),

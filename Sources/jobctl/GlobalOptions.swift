@@ -59,7 +59,7 @@ struct PresetOptions: ParsableArguments {
 
 extension ContainerFormat: ExpressibleByArgument {}
 
-/// Resource limits (SPEC §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
+/// Resource limits (docs/spec.md §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
 struct LimitOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 4096x4096). Env: JOBCTL_MAX_PIXELS.", valueName: "pixels"

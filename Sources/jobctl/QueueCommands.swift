@@ -32,7 +32,7 @@ struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show one job: status, progress, attempts, tracks, result, error.",
-        discussion: "`--json` prints the job JSON of SPEC §4 (docs/cli.md)."
+        discussion: "`--json` prints the job JSON of docs/spec.md §4 (docs/cli.md)."
     )
 
     @Argument(help: "The job's id.")

@@ -2,7 +2,7 @@ import Foundation
 import MediaTestKit
 import Testing
 
-/// Outputs that must never be touched (SPEC §4): a device, a FIFO, a directory or a symbolic
+/// Outputs that must never be touched (docs/spec.md §4): a device, a FIFO, a directory or a symbolic
 /// link at the output path, and the input itself, are refused with `output_forbidden` (exit 1)
 /// by `export` and `submit` before any work starts, and left exactly as they were.
 @Suite("Output destinations", .timeLimit(.minutes(3)))

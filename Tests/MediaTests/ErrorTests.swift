@@ -3,7 +3,7 @@ import Media
 import MediaTestKit
 import Testing
 
-/// Every error code of SPEC §4 that an export can produce, each from a real bad input; never a
+/// Every error code of docs/spec.md §4 that an export can produce, each from a real bad input; never a
 /// crash, never a file left at the destination (nor a temporary one beside it).
 @Suite("Bad input: clear errors, nothing left behind", .timeLimit(.minutes(5)))
 struct ErrorTests {

@@ -5,7 +5,7 @@ import Testing
 
 /// The source's frames are each a different flat grey (frame n has luma 16 + 2n, 25 fps,
 /// a keyframe every 10 frames), so every output frame says which source frame it is.
-@Suite("Frame accuracy (SPEC §2)", .timeLimit(.minutes(5)))
+@Suite("Frame accuracy (docs/spec.md §2)", .timeLimit(.minutes(5)))
 struct FrameAccuracyTests {
     struct Case: Sendable, CustomStringConvertible {
         var range: String

@@ -3,7 +3,7 @@ import MediaTestKit
 import Foundation
 import Testing
 
-@Suite("Fit inside the box (SPEC §3)")
+@Suite("Fit inside the box (docs/spec.md §3)")
 struct GeometryTests {
     struct Case: Sendable, CustomStringConvertible {
         var width: Int

@@ -3,7 +3,7 @@ import Foundation
 import MediaTestKit
 import Testing
 
-/// Small files that claim a lot (SPEC §7): they fail with a code that names what was wrong,
+/// Small files that claim a lot (docs/spec.md §7): they fail with a code that names what was wrong,
 /// and leave nothing behind. Before the limits, the late-audio file encoded an hour of silence
 /// (minutes of CPU: the suite's time limit catches a regression), the 8192x8192 picture took
 /// gigabytes, and the jumping file declared an hour-long output.

@@ -3,7 +3,7 @@ import MediaTestKit
 import Foundation
 import Testing
 
-@Suite("Presets (SPEC §3)")
+@Suite("Presets (docs/spec.md §3)")
 struct PresetTests {
     @Test func builtInTableMatchesTheSpec() throws {
         let catalog = PresetCatalog.builtIn

@@ -1,7 +1,7 @@
 import Media
 import Testing
 
-@Suite("Time ranges (SPEC §2)")
+@Suite("Time ranges (docs/spec.md §2)")
 struct TimeRangeTests {
     @Test(arguments: [
         ("1s+3s", 1_000_000, 3_000_000),

@@ -1,7 +1,7 @@
 @testable import Media
 import Testing
 
-/// The timeline guard's rules, one by one, without FFmpeg (SPEC §7: filler bounded by where the
+/// The timeline guard's rules, one by one, without FFmpeg (docs/spec.md §7: filler bounded by where the
 /// media really is). Times in seconds here; the guard counts microseconds.
 @Suite("Timeline guard")
 struct TimelineGuardTests {

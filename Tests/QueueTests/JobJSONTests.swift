@@ -2,7 +2,7 @@ import Foundation
 @testable import Queue
 import Testing
 
-/// The job JSON of SPEC §4 (`show --json`, the webhook's `data`).
+/// The job JSON of docs/spec.md §4 (`show --json`, the webhook's `data`).
 @Suite("Job JSON")
 struct JobJSONTests {
     static let specFields = [
@@ -44,7 +44,7 @@ struct JobJSONTests {
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
-    @Test("every SPEC §4 field is there, null when absent")
+    @Test("every docs/spec.md §4 field is there, null when absent")
     func everyFieldNullWhenAbsent() throws {
         let json = try Self.object(Self.queued())
         for field in Self.specFields {
@@ -95,7 +95,7 @@ struct JobJSONTests {
         #expect(json["finishedAt"] as? String == "2026-01-01T00:01:01.623Z")
     }
 
-    /// SPEC §4 lists `range` {`start`,`duration`} and `tracks` [{`index`,`mediaType`,`status`,
+    /// docs/spec.md §4 lists `range` {`start`,`duration`} and `tracks` [{`index`,`mediaType`,`status`,
     /// `codec`,...}]: like the top-level fields, these are written as null when absent.
     @Test("nested optional fields are null when absent: range.duration, tracks[].codec")
     func nestedNulls() throws {

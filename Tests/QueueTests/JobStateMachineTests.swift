@@ -1,7 +1,7 @@
 import Queue
 import Testing
 
-/// `JobStateMachine` against the table of SPEC §4: only `unknown→reading`,
+/// `JobStateMachine` against the table of docs/spec.md §4: only `unknown→reading`,
 /// `reading→completed|failed|cancelled`, `reading→unknown` (lease lost, retryable failure,
 /// release), `unknown→cancelled` and `failed|cancelled→unknown` (retry) exist.
 @Suite("JobStateMachine")
@@ -10,7 +10,7 @@ struct JobStateMachineTests {
         .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel, .retry,
     ]
 
-    /// The expected status after each event, written out by hand from SPEC §4 and the doc
+    /// The expected status after each event, written out by hand from docs/spec.md §4 and the doc
     /// comment; a missing entry means the event is not allowed.
     static let withAttemptsLeft: [JobStatus: [JobEvent: JobStatus]] = [
         .unknown: [.claim: .reading, .cancel: .cancelled],
@@ -34,7 +34,7 @@ struct JobStateMachineTests {
         .cancelled: [.retry: .unknown],
     ]
 
-    /// The transitions SPEC §4 lists, as (from, to).
+    /// The transitions docs/spec.md §4 lists, as (from, to).
     static let specTransitions: Set<[JobStatus]> = [
         [.unknown, .reading], [.reading, .completed], [.reading, .failed], [.reading, .cancelled], [.reading, .unknown],
         [.unknown, .cancelled], [.failed, .unknown], [.cancelled, .unknown],
@@ -62,14 +62,14 @@ struct JobStateMachineTests {
         }
     }
 
-    @Test("only the transitions of SPEC §4 exist, and all of them do")
+    @Test("only the transitions of docs/spec.md §4 exist, and all of them do")
     func onlySpecTransitions() {
         var reached: Set<[JobStatus]> = []
         for status in JobStatus.allCases {
             for event in Self.events {
                 for (attempt, maxAttempts) in [(0, 3), (3, 3)] {
                     if let next = JobStateMachine.next(status, on: event, attempt: attempt, maxAttempts: maxAttempts) {
-                        #expect(Self.specTransitions.contains([status, next]), "\(status) → \(next) on \(event) is not in SPEC §4")
+                        #expect(Self.specTransitions.contains([status, next]), "\(status) → \(next) on \(event) is not in docs/spec.md §4")
                         reached.insert([status, next])
                     }
                 }

@@ -28,7 +28,7 @@ final class PostgresHandles: Sendable {
     }
 }
 
-/// The JobStore conformance suite against a real PostgreSQL server (SPEC §5: the same suite as
+/// The JobStore conformance suite against a real PostgreSQL server (docs/spec.md §5: the same suite as
 /// SQLite), each check on its own new database with four handles.
 @Suite("PostgresJobStore conformance")
 struct PostgresConformanceTests {

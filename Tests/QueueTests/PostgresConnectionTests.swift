@@ -2,7 +2,7 @@ import Foundation
 import MediaTestKit
 import Testing
 
-/// Connecting to PostgreSQL as users do (SPEC §2 `--db postgres://…`): TLS modes with libpq's
+/// Connecting to PostgreSQL as users do (docs/spec.md §2 `--db postgres://…`): TLS modes with libpq's
 /// meanings against a server with a self-signed certificate, and a database that cannot be
 /// reached failing with its reason instead of hanging.
 @Suite("PostgreSQL connections", .timeLimit(.minutes(3)))

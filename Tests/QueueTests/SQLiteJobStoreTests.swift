@@ -37,6 +37,35 @@ struct SQLiteJobStoreTests {
         #expect(again.job.id == submitted)
     }
 
+    @Test("another process's commit is noticed (inotify on the write-ahead log): changes() yields")
+    func changesYield() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("jobs.sqlite").path
+        let watching = try SQLiteJobStore(path: path)
+        try await watching.migrate()
+        let writer = try SQLiteJobStore(path: path)
+        let noticed = Task {
+            for await _ in watching.changes() { return true }
+            return false
+        }
+        // The watcher starts with the stream; submit until it notices (a first commit may land
+        // before its watch is in place), for at most 10 s.
+        let submitting = Task {
+            for _ in 0..<100 where !Task.isCancelled {
+                _ = try await writer.submit(JobRequest(input: "/data/in.mov", output: "/out/clip.mp4", preset: "low"))
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(10))
+            noticed.cancel()
+        }
+        #expect(await noticed.value, "no change noticed within 10 s")
+        submitting.cancel()
+        timeout.cancel()
+    }
+
     @Test("a database that cannot be opened is .unavailable")
     func unavailable() throws {
         let directory = try Self.temporaryDirectory()

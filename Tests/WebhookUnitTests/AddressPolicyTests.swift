@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Webhooks
 
-/// The SSRF guard (SPEC §6): which addresses webhooks may reach.
+/// The SSRF guard (docs/spec.md §6): which addresses webhooks may reach.
 @Suite("AddressPolicy")
 struct AddressPolicyTests {
     static let refused: [(String, String)] = [

@@ -3,7 +3,7 @@ import QueueTestKit
 import Testing
 import Webhooks
 
-/// The delivery retry schedule (SPEC §6): 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every
+/// The delivery retry schedule (docs/spec.md §6): 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every
 /// 2 h until 24 h after the event, ±10 % jitter; Retry-After within 1 s…2 h, never undercut.
 @Suite("DeliverySchedule")
 struct DeliveryScheduleTests {

@@ -177,7 +177,7 @@ func post(_ sender: HTTPSender, _ request: HTTPRequest) async -> HTTPResponse {
     }
 }
 
-/// HTTPSender against a real HTTP server on this host (SPEC §6): the exact body and headers,
+/// HTTPSender against a real HTTP server on this host (docs/spec.md §6): the exact body and headers,
 /// the address guard on connect, no redirects, Retry-After, the timeout.
 @Suite("HTTPSender", .serialized)
 struct HTTPSenderTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Webhooks
 
-/// Standard Webhooks signing (SPEC §6): the reference vector, verification, rotation, secrets.
+/// Standard Webhooks signing (docs/spec.md §6): the reference vector, verification, rotation, secrets.
 @Suite("Webhook signing")
 struct WebhookSigningTests {
     static let secretText = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -15,7 +15,7 @@ struct WebhookSigningTests {
         try #require(WebhookSecret(text), "\(text) is a valid secret")
     }
 
-    @Test("the SPEC §6 test vector, exactly")
+    @Test("the docs/spec.md §6 test vector, exactly")
     func referenceVector() throws {
         let signature = WebhookSignature.sign(id: Self.id, timestamp: Self.timestamp, body: Self.body, secrets: [try Self.secret()])
         #expect(signature == Self.expected)

@@ -4,7 +4,7 @@ import Queue
 import QueueSQLite
 import Testing
 
-/// `worker --input-root/--output-root` (SPEC §7): `..` and symlinks cannot lead outside.
+/// `worker --input-root/--output-root` (docs/spec.md §7): `..` and symlinks cannot lead outside.
 @Suite("Path confinement", .timeLimit(.minutes(3)))
 struct ConfinementTests {
     @Test func pathsOutsideTheRootsFail() async throws {

@@ -4,7 +4,7 @@ import Queue
 import QueueSQLite
 import Testing
 
-/// A worker that lost its lease never uploads or renames (SPEC §4, §5). Worker A is frozen
+/// A worker that lost its lease never uploads or renames (docs/spec.md §4, §5). Worker A is frozen
 /// (SIGSTOP, as a debugger or an overloaded host would) just before its PUT, mid-PUT, or just
 /// before its rename; its 2 s lease runs out; worker B takes the job over and completes it;
 /// then A is resumed. The media server logs which attempt sent each PUT (`Jobctl-Attempt`).

@@ -4,7 +4,7 @@ import Queue
 import QueuePostgres
 import Testing
 
-/// A fleet on PostgreSQL (SPEC §5): several worker processes on one database, some killed or
+/// A fleet on PostgreSQL (docs/spec.md §5): several worker processes on one database, some killed or
 /// stopped midway; cancellation through NOTIFY.
 @Suite("PostgreSQL fleet", .serialized, .timeLimit(.minutes(8)))
 struct PostgresFleetTests {

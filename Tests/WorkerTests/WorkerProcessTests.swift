@@ -4,7 +4,7 @@ import Queue
 import QueueSQLite
 import Testing
 
-/// Real worker processes on a real SQLite file (SPEC §5): several workers sharing dozens of
+/// Real worker processes on a real SQLite file (docs/spec.md §5): several workers sharing dozens of
 /// jobs, a worker killed with SIGKILL, cancellation, graceful shutdown, bad inputs, retries.
 @Suite("Worker processes", .serialized, .timeLimit(.minutes(5)))
 struct WorkerProcessTests {

@@ -1,4 +1,4 @@
--- 0001: the job table, per-track progress, the workers, and the webhook outbox (SPEC §4–§6),
+-- 0001: the job table, per-track progress, the workers, and the webhook outbox (docs/spec.md §4–§6),
 -- in their own schema. Times are Unix milliseconds. Append-only: change it with a new migration.
 
 CREATE SCHEMA IF NOT EXISTS jobctl;

@@ -1,4 +1,4 @@
--- 0001: the job table, per-track progress, and the workers (SPEC §4, §5).
+-- 0001: the job table, per-track progress, and the workers (docs/spec.md §4, §5).
 -- Times are Unix milliseconds. Append-only: change the schema with a new migration.
 
 CREATE TABLE jobs (

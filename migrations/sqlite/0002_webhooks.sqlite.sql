@@ -1,4 +1,4 @@
--- 0002: the webhook outbox (SPEC §6). An event row is inserted in the same transaction as the
+-- 0002: the webhook outbox (docs/spec.md §6). An event row is inserted in the same transaction as the
 -- job's terminal status; dispatchers claim due events with a lease, like jobs.
 
 CREATE TABLE webhook_deliveries (

@@ -1,4 +1,4 @@
-/// Which tracks an export carries and how: the preset applied to an asset (SPEC §3).
+/// Which tracks an export carries and how: the preset applied to an asset (docs/spec.md §3).
 ///
 /// All audio tracks and the first video track (not a cover picture) are carried, as
 /// `AVAssetExportSession` does; subtitle tracks only by `passthrough`, when the container

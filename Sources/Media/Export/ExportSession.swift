@@ -5,7 +5,7 @@ import Synchronization
 /// Exports an asset with a preset, a time range and an output format
 /// (`AVAssetExportSession`): an `AssetReader` and an `AssetWriter` wired track by track.
 ///
-/// Each track has its own thread (the seeds' per-track serialization queue) that moves samples
+/// Each track has its own thread (AVFoundation's per-track serialization queue) that moves samples
 /// from its reader output to its writer input while the input is ready for more media data;
 /// audio and video are therefore processed concurrently. `progress` and `status` can be read,
 /// and `cancel()` called, from any thread; a cancelled or failed export leaves no file at the

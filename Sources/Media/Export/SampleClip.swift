@@ -1,7 +1,7 @@
 import CFFmpeg
 import Foundation
 
-/// Writes a synthetic clip with our own `AssetWriter` (the seeds' "writing frames with
+/// Writes a synthetic clip with our own `AssetWriter` (AVFoundation's "writing frames with
 /// AVAssetWriter"): 75% colour bars with a box that moves one step per frame and a frame
 /// counter strip, and a 440 Hz tone that beeps at 880 Hz at the top of every second. Used by
 /// `jobctl sample` and `make demo`, so no media file is ever committed.

@@ -14,7 +14,7 @@ final class CodecDecoder {
         self.context = context
         try check(avcodec_parameters_to_context(context, parameters), "avcodec_parameters_to_context")
         context.pointee.pkt_timebase = stream.pointee.time_base
-        // threads=auto, as the ffmpeg CLI does: the default of 1 disables frame threading (FFMPEG_NOTES #16).
+        // threads=auto, as the ffmpeg CLI does: the default of 1 disables frame threading (docs/ffmpeg.md #16).
         context.pointee.thread_count = 0
         context.pointee.max_pixels = Int64(maxPixels)
         try check(avcodec_open2(context, codec, nil), "avcodec_open2(decoder \(String(cString: codec.pointee.name)))")

@@ -3,11 +3,11 @@ import Foundation
 
 /// An opened input (`AVFormatContext` for demuxing).
 ///
-/// Opened with a protocol whitelist and a demuxer whitelist (SPEC §7): a media file is hostile
+/// Opened with a protocol whitelist and a demuxer whitelist (docs/spec.md §7): a media file is hostile
 /// input, and playlist-style demuxers (hls, concat, image sequences) could make FFmpeg read
 /// other local files. Blocking I/O is aborted through `interrupt`.
 final class InputFile {
-    /// Protocols FFmpeg may use to read an input (SPEC §7).
+    /// Protocols FFmpeg may use to read an input (docs/spec.md §7).
     static let protocolWhitelist = "file,http,https,tcp,tls"
     /// Demuxers we accept: containers of real-world media files and elementary streams.
     static let demuxerWhitelist = [
@@ -110,7 +110,7 @@ final class InputFile {
     }
 
     /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
-    /// timestamp seek to the start can land past the first keyframe (FFMPEG_NOTES #25).
+    /// timestamp seek to the start can land past the first keyframe (docs/ffmpeg.md #25).
     private static let headerlessFormats: Set<String> = ["mpegts", "mpeg", "mpegvideo", "h264", "hevc", "m4v", "aac", "mp3", "ac3", "eac3", "dts"]
 
     var isHeaderless: Bool { Self.headerlessFormats.contains(formatName) }

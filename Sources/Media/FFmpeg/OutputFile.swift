@@ -35,7 +35,7 @@ final class OutputFile {
 
     func stream(_ index: Int) -> UnsafeMutablePointer<AVStream> { context.pointee.streams[index]! }
 
-    /// Opens the file and writes the header. Stream time bases may change here (FFMPEG_NOTES #18).
+    /// Opens the file and writes the header. Stream time bases may change here (docs/ffmpeg.md #18).
     /// - Parameter location: what FFmpeg opens, and reopens to move the index to the front
     ///   (`+faststart`); by default `path`.
     func open(at location: String? = nil, options: [String: String]) throws {

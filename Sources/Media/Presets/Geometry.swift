@@ -11,7 +11,7 @@ public struct PictureSize: Sendable, Hashable, Codable, CustomStringConvertible 
     public var description: String { "\(width)x\(height)" }
 }
 
-/// Fit-inside-the-box scaling (SPEC §3).
+/// Fit-inside-the-box scaling (docs/spec.md §3).
 enum Fit {
     /// The displayed size of a coded `width`x`height` picture with sample aspect ratio `sar`
     /// (num/den; invalid means square) shown rotated by `rotation` degrees clockwise.

@@ -1,4 +1,4 @@
-/// The `ffmpeg` command line that does the same work as `export` with a preset (SPEC §2 `presets`).
+/// The `ffmpeg` command line that does the same work as `export` with a preset (docs/spec.md §2 `presets`).
 ///
 /// It is printed for users and used by the benchmark as the baseline, so it must stay
 /// equivalent: same tracks, same scaling arithmetic as `Fit.outputSize`, same encoders and

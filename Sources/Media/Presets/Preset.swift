@@ -1,6 +1,6 @@
 import Foundation
 
-/// An export preset: the container and the settings of each kind of track (SPEC §3).
+/// An export preset: the container and the settings of each kind of track (docs/spec.md §3).
 ///
 /// The built-in table is `Preset.builtIn`; custom presets come from a JSON file with the same
 /// fields (`presets --json`).
@@ -132,7 +132,7 @@ public enum ContainerFormat: String, Sendable, Hashable, Codable, CaseIterable {
     }
 }
 
-// MARK: - The built-in presets (SPEC §3): the one table.
+// MARK: - The built-in presets (docs/spec.md §3): the one table.
 
 extension Preset {
     private static func box(_ name: String, _ width: Int, _ height: Int) -> Preset {

@@ -256,7 +256,7 @@ public final class AssetReader: @unchecked Sendable {
 
     /// Seeks so that reading starts at or before `target` (µs, absolute) with a keyframe of
     /// stream `reference` at or before it. Index-less formats (MPEG-TS) can land past the
-    /// keyframe: then back off 1 s, 2 s, 4 s… down to the beginning (FFMPEG_NOTES #25).
+    /// keyframe: then back off 1 s, 2 s, 4 s… down to the beginning (docs/ffmpeg.md #25).
     /// Returns the last keyframe of `reference` at or before `target`, when `needsKeyframe`.
     private func seek(to target: Int64, reference: Int, needsKeyframe: Bool) throws(MediaError) -> (streamIndex: Int, pts: Int64, timeBase: AVRational)? {
         let input = asset.input

@@ -1,4 +1,4 @@
-/// Keeps an export's timeline where the input's media really is (SPEC §7), deciding for each
+/// Keeps an export's timeline where the input's media really is (docs/spec.md §7), deciding for each
 /// demuxed packet whether it is routed, held back, or dropped. Pure logic: no FFmpeg, no
 /// threads, so every rule is tested on its own.
 ///

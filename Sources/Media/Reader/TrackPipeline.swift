@@ -237,7 +237,7 @@ final class VideoDecodePipeline: TrackPipeline {
     /// Converts a frame and queues the previous one, whose duration is now known.
     ///
     /// The first frame is shown from 0 even when the track starts after the window (video that
-    /// begins a few ms after the audio): audio and video start together (SPEC §2).
+    /// begins a few ms after the audio): audio and video start together (docs/spec.md §2).
     private func output(_ frame: UnsafeMutablePointer<AVFrame>, pts: Int64) throws(MediaError) {
         let pts = emittedAny ? pts : 0
         if let pending, pts <= pending.pts { return }  // not after the previous frame: dropped, as ffmpeg's vfr mode does
@@ -276,7 +276,7 @@ final class VideoDecodePipeline: TrackPipeline {
 // MARK: - Audio
 
 /// Decodes audio, trims it to the window sample-accurately *before* resampling
-/// (FFMPEG_NOTES #21), then resamples and downmixes to the output format. Samples are counted
+/// (docs/ffmpeg.md #21), then resamples and downmixes to the output format. Samples are counted
 /// from 0; a track that starts after the window's start is preceded by silence.
 final class AudioDecodePipeline: TrackPipeline {
     private let decoding: DecodeLoop

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A bounded FIFO between two threads: the per-track serialization queue of the seeds.
+/// A bounded FIFO between two threads: the per-track serialization queue of AVFoundation's reader/writer guide.
 ///
 /// `push` blocks while the queue is full (backpressure: the consumer is not "ready for more
 /// media data"), `pop` blocks while it is empty. `close()` ends the stream after the queued

@@ -1,4 +1,4 @@
-/// An error of the export pipeline, with a code from the user-facing contract (SPEC §4).
+/// An error of the export pipeline, with a code from the user-facing contract (docs/spec.md §4).
 ///
 /// `description` is the one line a person can act on (`input_not_found: /data/in.mov does not
 /// exist`); the FFmpeg error underneath, if any, is kept for `debugDescription` and logs.
@@ -22,7 +22,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible, CustomDebugS
         /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
         public static let limitExceeded = Code(rawValue: "limit_exceeded")
         public static let internalError = Code(rawValue: "internal")
-        /// Not an error code of SPEC §4: the export was cancelled (status `cancelled`).
+        /// Not an error code of docs/spec.md §4: the export was cancelled (status `cancelled`).
         public static let cancelled = Code(rawValue: "cancelled")
     }
 

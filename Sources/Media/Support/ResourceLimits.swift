@@ -1,4 +1,4 @@
-/// What one export may cost, whatever its input claims (SPEC §7). Checked before decoding
+/// What one export may cost, whatever its input claims (docs/spec.md §7). Checked before decoding
 /// starts (from the container's headers) and again while reading (decoded pictures, the
 /// demuxed timeline, bytes written); an export over a limit fails with `limit_exceeded`, whose
 /// message names the limit and the value.

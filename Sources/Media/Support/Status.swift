@@ -1,5 +1,5 @@
 /// The status of a reader, a writer, an export session, a track, and (later) a job: the
-/// `AVAssetReader.Status` enum that SPEC §4 makes the contract.
+/// `AVAssetReader.Status` enum that docs/spec.md §4 makes the contract.
 public enum Status: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     case unknown
     case reading

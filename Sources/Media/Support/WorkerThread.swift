@@ -4,7 +4,7 @@ import Synchronization
 /// A set of OS threads that run one export's stages, joined together.
 ///
 /// FFmpeg calls block for milliseconds to seconds, so they run on their own threads, never on
-/// the Swift concurrency pool (FFMPEG_NOTES, "Threading").
+/// the Swift concurrency pool (docs/ffmpeg.md, "Threading").
 final class ThreadGroup: @unchecked Sendable {
     private let group = DispatchGroup()
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A time range of an export, relative to the asset's start (SPEC §2), in microseconds.
+/// A time range of an export, relative to the asset's start (docs/spec.md §2), in microseconds.
 ///
 /// `AVAssetExportSession.timeRange`: `start` and an optional `duration` (`nil`: to the end).
 /// Parsed from `START+DURATION`, `START-END` or `START`; intersected with the asset's duration

@@ -1,3 +1,7 @@
+#if !os(Linux)
+#error("jobctl runs on Linux only: this file needs /proc/self/fd and Glibc")
+#endif
+
 import CFFmpeg
 import Foundation
 import Synchronization

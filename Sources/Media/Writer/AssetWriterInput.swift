@@ -248,7 +248,7 @@ class EncodingEngine: Engine {
 }
 
 final class VideoEngine: EncodingEngine {
-    /// Frame durations by pts: libx264 in 5.1 returns packets without (FFMPEG_NOTES #19).
+    /// Frame durations by pts: libx264 in 5.1 returns packets without (docs/ffmpeg.md #19).
     private var durations: [Int64: Int64] = [:]
 
     init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
@@ -276,7 +276,7 @@ final class VideoEngine: EncodingEngine {
             if let name = source.colorSpace, case let value = av_color_space_from_name(name), value >= 0 {
                 context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
             }
-            // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (FFMPEG_NOTES #16).
+            // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (docs/ffmpeg.md #16).
             context.pointee.thread_count = 0
             if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         }
@@ -330,7 +330,7 @@ final class AudioEngine: EncodingEngine {
         guard case .audio(let frame) = sample.payload else { throw MediaError(.internalError, "an audio input was given a non-audio sample") }
         if nextPTS == nil { nextPTS = sample.pts }
         do { try fifo.write(frame) } catch { throw MediaError(.encodeFailed, "buffering audio failed", detail: "\(error)") }
-        // AAC takes exactly frame_size (1024) samples per frame (FFMPEG_NOTES #20).
+        // AAC takes exactly frame_size (1024) samples per frame (docs/ffmpeg.md #20).
         let frameSize = max(1, encoder.frameSize)
         while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What may be at an output path (SPEC §4): nothing yet, or a regular file, which the finished
+/// What may be at an output path (docs/spec.md §4): nothing yet, or a regular file, which the finished
 /// output replaces atomically. Anything else that exists there — a device (`/dev/null`), a FIFO,
 /// a socket, a directory, a symbolic link — and the input itself are refused with
 /// `output_forbidden` before any work starts, and checked again just before the rename.

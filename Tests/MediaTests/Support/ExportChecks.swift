@@ -17,7 +17,7 @@ enum ExportChecks {
     }
 
     /// The frames an output must hold, from the source's own frame times: those shown in
-    /// [start, end), the first being the one on screen at `start` (SPEC §2).
+    /// [start, end), the first being the one on screen at `start` (docs/spec.md §2).
     static func expectedFrames(sourceTimes: [Double], start: Double, end: Double) -> Int {
         let epsilon = 1e-4
         let inRange = sourceTimes.filter { $0 >= start - epsilon && $0 < end - epsilon }
@@ -67,7 +67,7 @@ enum ExportChecks {
             #expect(frames.count == expected, "\(context): \(frames.count) frames, expected \(expected)")
             #expect(abs((frames.first ?? -1)) < 0.001, "\(context): first frame at \(frames.first ?? -1)")
             if end <= (sourceTimes.last ?? 0), let duration = video.durationSeconds, let rate = sourceVideo.frameRate {
-                // "lasts DURATION within one frame period" (SPEC §2).
+                // "lasts DURATION within one frame period" (docs/spec.md §2).
                 #expect(abs(duration - (end - start)) <= 1 / rate + 0.002, "\(context): video lasts \(duration), range \(end - start)")
             }
             let resultTrack = result.tracks.first { $0.mediaType == .video }
