@@ -118,6 +118,8 @@ let package = Package(
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
         .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit", "MediaTestKit"]),
+        // Pure logic of the worker (its state machines), in-process and in milliseconds.
+        .testTarget(name: "WorkerUnitTests", dependencies: ["Worker", "Queue"]),
         .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,7 +3,6 @@ import Logging
 import Metrics
 import Queue
 import ServiceLifecycle
-import Synchronization
 
 /// Delivers webhook events from the outbox (docs/spec.md §6), inside every worker or alone (`jobctl
 /// webhooks dispatch`). Claims due events with a lease (a dead dispatcher's events are taken
@@ -39,7 +38,7 @@ public final class WebhookDispatcher: Service {
     private let secrets: [WebhookSecret]
     private let options: Options
     private let logger: Logger
-    private let stopping = Flag()
+    private let loop: ClaimLoop<DeliveryClaimer>
 
     public init(outbox: any WebhookOutbox, sender: HTTPSender, secrets: [WebhookSecret], options: Options, logger: Logger) {
         self.outbox = outbox
@@ -49,6 +48,15 @@ public final class WebhookDispatcher: Service {
         var logger = logger
         logger[metadataKey: "dispatcher"] = "\(options.name)"
         self.logger = logger
+        let attempts = DeliveryAttempts(outbox: outbox, sender: sender, secrets: secrets, options: options, logger: logger)
+        let configuration = ClaimLoopStateMachine.Configuration(concurrency: options.concurrency, drain: .claimDue(for: options.drainDue ?? .zero))
+        var changes: (@Sendable () -> AsyncStream<Void>)?
+        if let notifying = outbox as? any JobStoreChangeNotifying {
+            changes = { notifying.changes() }
+        }
+        loop = ClaimLoop(
+            driver: DeliveryClaimer(attempts: attempts), configuration: configuration, pollInterval: options.pollInterval, changes: changes
+        )
     }
 
     public func run() async throws {
@@ -56,74 +64,44 @@ public final class WebhookDispatcher: Service {
             logger.warning("No webhook secret: set JOBCTL_WEBHOOK_SECRET (jobctl webhooks secret makes one); webhooks wait until then")
         }
         await withGracefulShutdownHandler {
-            await loop()
-        } onGracefulShutdown: { [stopping] in
-            stopping.value.store(true, ordering: .releasing)
+            await loop.run()
+        } onGracefulShutdown: { [loop] in
+            loop.stop()
         }
     }
+}
 
-    private final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
+/// The dispatcher's side of the claim loop: claims due deliveries (none without a secret to
+/// sign them with) and makes one attempt at each.
+struct DeliveryClaimer: ClaimLoopDriver {
+    let attempts: DeliveryAttempts
+
+    func claim(limit: Int) async throws -> [ClaimedDelivery] {
+        guard !attempts.secrets.isEmpty else { return [] }
+        return try await attempts.outbox.claimDeliveries(as: attempts.options.name, limit: limit, lease: attempts.options.lease)
     }
 
-    private final class Wake: Sendable {
-        let finished = Atomic<Int>(0)
-        let stream: AsyncStream<Void>
-        let continuation: AsyncStream<Void>.Continuation
-        init() { (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1)) }
-    }
+    func run(_ delivery: ClaimedDelivery) async { await attempts.deliver(delivery) }
 
-    private func loop() async {
-        let wake = Wake()
-        await withDiscardingTaskGroup { group in
-            group.addTask { [pollInterval = options.pollInterval] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: pollInterval)
-                    wake.continuation.yield()
-                }
-            }
-            if let notifying = outbox as? any JobStoreChangeNotifying {
-                group.addTask {
-                    for await _ in notifying.changes() {
-                        wake.continuation.yield()
-                        try? await Task.sleep(for: .milliseconds(2))
-                    }
-                }
-            }
-            var wakeUps = wake.stream.makeAsyncIterator()
-            var busy = 0
-            var drainUntil: ContinuousClock.Instant?
-            while true {
-                busy -= wake.finished.exchange(0, ordering: .relaxed)
-                let stopping = self.stopping.value.load(ordering: .acquiring)
-                if stopping && drainUntil == nil { drainUntil = .now + (options.drainDue ?? .zero) }
-                let claiming = !stopping || (drainUntil.map { ContinuousClock.now < $0 } ?? false)
-                var claimedNone = true
-                if claiming && busy < options.concurrency && !secrets.isEmpty {
-                    do {
-                        let claimed = try await outbox.claimDeliveries(as: options.name, limit: options.concurrency - busy, lease: options.lease)
-                        claimedNone = claimed.isEmpty
-                        for delivery in claimed {
-                            busy += 1
-                            group.addTask { [self] in
-                                await deliver(delivery)
-                                wake.finished.add(1, ordering: .relaxed)
-                                wake.continuation.yield()
-                            }
-                        }
-                    } catch {
-                        logger.error("Claiming webhook deliveries failed", metadata: ["error": "\(error)"])
-                    }
-                }
-                if stopping && busy == 0 && (claimedNone || !claiming) { break }
-                guard await wakeUps.next() != nil else { break }
-            }
-            group.cancelAll()
+    func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure { .transient }
+
+    func observe(_ event: ClaimLoopEvent) {
+        if case .claimFailed(let error, _, let retryIn) = event {
+            attempts.logger.error("Claiming webhook deliveries failed", metadata: ["error": "\(error)", "retry.in": "\(retryIn)"])
         }
     }
+}
+
+/// One delivery attempt at a time: sign, send, record, schedule.
+struct DeliveryAttempts: Sendable {
+    let outbox: any WebhookOutbox
+    let sender: HTTPSender
+    let secrets: [WebhookSecret]
+    let options: WebhookDispatcher.Options
+    let logger: Logger
 
     /// One attempt: sign, send, record, schedule.
-    private func deliver(_ claimed: ClaimedDelivery) async {
+    func deliver(_ claimed: ClaimedDelivery) async {
         let delivery = claimed.delivery
         let timestamp = Int64(Date().timeIntervalSince1970)
         let request = HTTPRequest(
@@ -137,7 +115,7 @@ public final class WebhookDispatcher: Service {
         )
         let sender = self.sender
         let startedAt = Date()
-        let response = (try? await onDedicatedThread { sender.post(request) })
+        let response = (try? await onDedicatedThread("jobctl.webhook") { sender.post(request) })
             ?? HTTPResponse(statusCode: nil, retryAfter: nil, latency: .zero, error: "could not start the request", refused: false, body: "")
         let attempt = DeliveryAttempt(
             attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
@@ -177,8 +155,7 @@ public final class WebhookDispatcher: Service {
             result = "failed"
             logger.error("Webhook delivery failed for good", metadata: metadata)
         }
-        Counter(label: "jobctl_webhook_attempts_total", dimensions: [("result", result)]).increment()
-        Metrics.Timer(label: "jobctl_webhook_latency_seconds").record(duration: response.latency)
+        WebhookMetrics.attempted(result: result, latency: response.latency)
         do {
             if try await !outbox.record(claimed, outcome: outcome) {
                 logger.warning("Webhook lease lost while sending; another dispatcher owns it now", metadata: metadata)
@@ -189,11 +166,20 @@ public final class WebhookDispatcher: Service {
     }
 }
 
-/// Runs blocking work (a libcurl request) on a thread of its own, off the concurrency pool.
-func onDedicatedThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+/// Runs blocking work (a libcurl request, FFmpeg opening a file) on a thread of its own, never
+/// on the Swift concurrency pool (docs/ffmpeg.md, "Threading").
+public func onDedicatedThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.name = "jobctl.webhook"
+        thread.name = name
         thread.start()
+    }
+}
+
+/// Every metric the dispatcher records, in one place.
+enum WebhookMetrics {
+    static func attempted(result: String, latency: Duration) {
+        Counter(label: "jobctl_webhook_attempts_total", dimensions: [("result", result)]).increment()
+        Metrics.Timer(label: "jobctl_webhook_latency_seconds").record(duration: latency)
     }
 }

@@ -1,26 +1,19 @@
 import Foundation
 import Metrics
 
+/// Every metric a worker records, in one place (nothing else in the module calls swift-metrics).
 /// What a worker reports through swift-metrics (a Prometheus registry when `--metrics-port`
 /// is given; nothing otherwise). Names follow Prometheus conventions; see docs/operations.md.
 enum WorkerMetrics {
-    /// How an attempt ended, as the `outcome` label.
-    enum Outcome: String {
-        case completed
-        /// Failed for good.
-        case failed
-        /// Failed, queued again after a backoff.
-        case retried
-        case cancelled
-        /// Stopped by a drain (SIGTERM) and given back to the queue.
-        case handedBack = "handed_back"
-        /// Another worker took the job over; this attempt was abandoned.
-        case leaseLost = "lease_lost"
-    }
-
-    static func attemptEnded(_ outcome: Outcome, after duration: Duration) {
+    /// How an attempt ended (`outcome`: the state machine's outcome, e.g. `handed_back`).
+    static func attemptEnded(_ outcome: AttemptStateMachine.Outcome, after duration: Duration) {
         Counter(label: "jobctl_job_attempts_total", dimensions: [("outcome", outcome.rawValue)]).increment()
         Metrics.Timer(label: "jobctl_job_duration_seconds", dimensions: [("outcome", outcome.rawValue)]).record(duration: duration)
+    }
+
+    /// A no-op job (queue benchmarks, health checks) completed; its duration is not timed.
+    static func noopCompleted() {
+        Counter(label: "jobctl_job_attempts_total", dimensions: [("outcome", AttemptStateMachine.Outcome.completed.rawValue)]).increment()
     }
 
     /// From the moment a job could run (submitted, or its retry backoff over) to its claim.

@@ -1,0 +1,282 @@
+import Foundation
+import Logging
+import Media
+import Queue
+import Webhooks
+
+/// Runs attempts: prepares and runs the export, keeps the lease renewed meanwhile, and carries
+/// out what `AttemptStateMachine` decides — fence, rename, upload, report — one action at a time.
+/// The decisions are all in the state machine; this type only performs them and feeds back what
+/// happened.
+struct Attempts: Sendable {
+    let store: any JobStore
+    let options: WorkerOptions
+    let sender: HTTPSender
+    let running: RunningJobs
+    let logger: Logger
+
+    func execute(_ claimed: ClaimedJob, leaseFrom requested: ContinuousClock.Instant) async {
+        let logger = jobLogger(claimed)
+        if claimed.job.kind == .noop {
+            do {
+                if try await store.complete(claimed.lease, result: .object([:]), tracks: []) { WorkerMetrics.noopCompleted() }
+            } catch {
+                logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+            }
+            return
+        }
+        logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"])
+        WorkerMetrics.claimed(runAt: claimed.job.runAt)
+        let execution = Execution(claimed, lease: options.lease, renewedAt: requested)
+        running.add(execution)
+        defer { running.remove(execution) }
+
+        await withTaskGroup(of: Void.self) { group in
+            // From the claim to the last report: opening a remote input and uploading an output
+            // can take a while, and the lease must hold (and cancellation reach us) throughout.
+            group.addTask { await monitor(execution, logger: logger) }
+            var pending: PendingOutput?
+            var exported: ExportResult?
+            let outcome: AttemptStateMachine.ExportOutcome
+            do {
+                let export = try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
+                execution.attach(export)
+                let started = ContinuousClock.now
+                let (result, output) = try await export.session.exportDeferringCommit()
+                WorkerMetrics.encoded(mediaSeconds: result.duration, in: .now - started)
+                (exported, pending) = (result, output)
+                outcome = .finished(export.uploadURL == nil ? .rename : .upload)
+            } catch {
+                outcome = Self.outcome(of: error)
+            }
+            let attempt = Attempt(execution: execution, pending: pending, result: exported, logger: logger)
+            await carryOut(execution.handle { $0.exportEnded(outcome) }, for: attempt)
+            group.cancelAll()
+        }
+    }
+
+    /// What an error thrown by preparing, exporting or committing means for the attempt.
+    static func outcome(of error: any Error) -> AttemptStateMachine.ExportOutcome {
+        switch error {
+        case let error as MediaError where error.isCancellation: .cancelled
+        case let error as MediaError: .failed(JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil))
+        case let failure as JobFailure: .failed(failure.error)
+        default: .failed(JobError(code: "internal", message: "\(error)"))
+        }
+    }
+
+    private func jobLogger(_ claimed: ClaimedJob) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "job.id"] = "\(claimed.job.id)"
+        logger[metadataKey: "job.attempt"] = "\(claimed.lease.attempt)"
+        return logger
+    }
+
+    // MARK: The lease monitor
+
+    /// While a job runs: renew its lease (with progress) every `heartbeatInterval`, and look for
+    /// a cancellation request every `cancellationCheckInterval` (notifications, when the store
+    /// has them, also stop it at once: see `JobClaimer.storeChanged`). Quiet once the outcome is
+    /// being reported.
+    private func monitor(_ execution: Execution, logger: Logger) async {
+        let lease = execution.claimed.lease
+        var nextHeartbeat = ContinuousClock.now + options.heartbeatInterval
+        var nextCancellationCheck = ContinuousClock.now + options.cancellationCheckInterval
+        while !Task.isCancelled && execution.isListening {
+            try? await Task.sleep(until: min(nextHeartbeat, nextCancellationCheck))
+            guard !Task.isCancelled && execution.isListening else { return }
+            do {
+                if ContinuousClock.now >= nextHeartbeat {
+                    nextHeartbeat = .now + options.heartbeatInterval
+                    nextCancellationCheck = .now + options.cancellationCheckInterval
+                    let export = execution.export
+                    let sent = ContinuousClock.now
+                    let state = try await store.heartbeat(
+                        lease, progress: export?.session.progress ?? 0, tracks: export?.tracks ?? [], extendBy: options.lease
+                    )
+                    guard execution.isListening else { return }
+                    if case .held = state { execution.renewed(at: sent) }
+                    if state == .lost, execution.stopReason == nil { logger.warning("Lease lost: abandoning the attempt") }
+                    _ = execution.handle { $0.heartbeat(state) }
+                } else if ContinuousClock.now >= nextCancellationCheck {
+                    nextCancellationCheck = .now + options.cancellationCheckInterval
+                    if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) { execution.stop(.cancelRequested) }
+                }
+            } catch {
+                logger.warning("Renewing the lease failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Carrying out the state machine's actions
+
+    /// What one attempt carries from action to action.
+    private struct Attempt {
+        let execution: Execution
+        let pending: PendingOutput?
+        var result: ExportResult?
+        let logger: Logger
+        var uploadTries = 0
+    }
+
+    private func carryOut(_ first: AttemptStateMachine.Action, for attempt: Attempt) async {
+        var attempt = attempt
+        var action = first
+        let execution = attempt.execution
+        while true {
+            switch action {
+            case .none, .cancelExport:
+                return
+            case .fence(let delivery, let delay):
+                if delay == .zero {
+                    Failpoints.hit(delivery == .rename ? "before-rename" : "before-upload", logger: attempt.logger)
+                } else {
+                    try? await Task.sleep(for: delay)
+                }
+                let answer = await fence(execution, logger: attempt.logger)
+                action = execution.handle { $0.fenced(answer) }
+                if case .report = action { logAbandoned(delivery, execution, logger: attempt.logger) }
+                if case .end = action { logAbandoned(delivery, execution, logger: attempt.logger) }
+            case .rename:
+                do {
+                    try attempt.pending?.commit()
+                    action = execution.handle { $0.renamed(.success(())) }
+                } catch {
+                    guard case .failed(let failure) = Self.outcome(of: error) else { preconditionFailure("a rename is not cancelled") }
+                    action = execution.handle { $0.renamed(.failure(failure)) }
+                }
+            case .upload:
+                let outcome = await upload(attempt, tries: attempt.uploadTries)
+                if case .retry = outcome { attempt.uploadTries += 1 }
+                action = execution.handle { $0.uploadEnded(outcome) }
+            case .waitToRetryUpload(let delay):
+                let deadline = ContinuousClock.now + delay
+                while ContinuousClock.now < deadline && !execution.shouldStopTransfer {
+                    try? await Task.sleep(for: min(.milliseconds(100), deadline - .now))
+                }
+                action = execution.handle { $0.retryDelayElapsed() }
+            case .report(let report, let discardOutput):
+                if discardOutput { attempt.pending?.discard() }
+                let accepted = await self.report(report, attempt)
+                action = execution.handle { $0.reported(accepted: accepted) }
+            case .end(let outcome, let discardOutput):
+                if discardOutput { attempt.pending?.discard() }
+                WorkerMetrics.attemptEnded(outcome, after: .now - execution.claimedAt)
+                return
+            }
+        }
+    }
+
+    private func logAbandoned(_ delivery: AttemptStateMachine.Delivery, _ execution: Execution, logger: Logger) {
+        switch (delivery, execution.stopReason) {
+        case (.rename, .leaseLost): logger.warning("Lease lost before committing: output discarded")
+        case (.rename, .handBack): logger.warning("Lease renewed too late to commit: output discarded, job handed back")
+        case (.upload, .leaseLost), (.upload, .handBack): logger.warning("Lease lost before uploading: output discarded")
+        case (_, .cancelRequested), (_, nil): break
+        }
+    }
+
+    /// Checks against the store, just before an output becomes visible (a rename, each PUT),
+    /// that this worker still holds the attempt, and renews the lease. The state machine decides
+    /// what the answer means; an answer that came after the lease's local deadline is `late`
+    /// (nothing may be shown on its strength).
+    private func fence(_ execution: Execution, logger: Logger) async -> AttemptStateMachine.FenceAnswer {
+        let sent = ContinuousClock.now
+        do {
+            let tracks = execution.export?.tracks ?? []
+            switch try await store.heartbeat(execution.claimed.lease, progress: 1, tracks: tracks, extendBy: options.lease) {
+            case .lost:
+                return .lost
+            case .held(let cancelRequested):
+                execution.renewed(at: sent)
+                return .held(cancelRequested: cancelRequested, late: execution.leaseMayBeLost)
+            }
+        } catch {
+            let deadlinePassed = execution.leaseMayBeLost
+            if deadlinePassed {
+                logger.warning("The job database did not answer before the lease's deadline", metadata: ["error": "\(error)"])
+            } else {
+                logger.warning("Checking the lease failed; trying again", metadata: ["error": "\(error)"])
+            }
+            return .unanswered(deadlinePassed: deadlinePassed)
+        }
+    }
+
+    /// One PUT of the finished output, on a thread of its own that stops sending within a second
+    /// of the attempt being stopped — cancelled, the lease found lost, or the lease's local
+    /// deadline passed without a renewal (a worker frozen mid-upload).
+    private func upload(_ attempt: Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
+        let execution = attempt.execution
+        guard let pending = attempt.pending, let export = execution.export, let url = export.uploadURL else {
+            return .failed(JobError(code: "internal", message: "an upload without an output"))
+        }
+        if tries == 0 { attempt.logger.info("Uploading the output", metadata: ["job.output": "\(JobRequest.displayURL(url))"]) }
+        let (sender, lease, file) = (sender, execution.claimed.lease, pending.temporaryPath)
+        let contentType = RemoteMedia.contentType(of: export.session.format)
+        let response: HTTPResponse
+        do {
+            response = try await onDedicatedThread("jobctl.upload") {
+                RemoteMedia.put(file, to: url, contentType: contentType, attempt: lease, sender: sender) { execution.shouldStopTransfer }
+            }
+        } catch {
+            return .failed(JobError(code: "internal", message: "could not start the upload: \(error)"))
+        }
+        switch RemoteMedia.outcome(of: response, url: url, tries: tries, retryDelays: options.uploadRetryDelays) {
+        case .uploaded(let bytes):
+            return .uploaded(bytes: bytes)
+        case .failed(let failure):
+            return .failed(failure.error)
+        case .stopped:
+            if execution.stopReason == .leaseLost { attempt.logger.warning("Lease lost during the upload: transfer stopped") }
+            return .stopped
+        case .retry(let delay, let what):
+            attempt.logger.warning("Upload failed; retrying", metadata: ["error": "\(what)", "retry.in": "\(delay)"])
+            return .retry(after: delay)
+        }
+    }
+
+    /// Makes the one store call that ends the attempt; `nil` when the store could not be reached
+    /// (the lease will expire and the job run again).
+    private func report(_ report: AttemptStateMachine.Report, _ attempt: Attempt) async -> Bool? {
+        let (execution, logger) = (attempt.execution, attempt.logger)
+        let lease = execution.claimed.lease
+        do {
+            switch report {
+            case .complete(let uploadedBytes):
+                guard var result = attempt.result else { preconditionFailure("completed without a result") }
+                if let uploadedBytes, let url = execution.export?.uploadURL {
+                    result.bytes = uploadedBytes
+                    result.output = JobRequest.displayURL(url)
+                    WorkerMetrics.uploaded(bytes: uploadedBytes)
+                }
+                let accepted = try await store.complete(lease, result: ExportJob.json(result), tracks: execution.export?.tracks ?? [])
+                if accepted {
+                    logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
+                } else {
+                    logger.warning("Lease lost while completing; the next attempt will replace the output")
+                }
+                return accepted
+            case .fail(let error):
+                let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
+                let accepted = try await store.fail(lease, error: error, retryDelay: delay)
+                if accepted {
+                    logger.warning(
+                        "Job failed", metadata: ["error.code": "\(error.code)", "error.message": "\(error.message)", "error.retryable": "\(error.retryable)"]
+                    )
+                }
+                return accepted
+            case .confirmCancelled:
+                let accepted = try await store.confirmCancelled(lease)
+                logger.info("Job cancelled")
+                return accepted
+            case .release:
+                let accepted = try await store.release(lease)
+                logger.info("Job handed back")
+                return accepted
+            }
+        } catch {
+            logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}
