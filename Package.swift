@@ -62,11 +62,15 @@ let package = Package(
         ),
         // libcurl through typed shims for its variadic setopt.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // Webhooks: Standard Webhooks signing, the address guard, the libcurl sender, the dispatcher.
+        // The general HTTP client every outbound request goes through: the address guard (no
+        // private, loopback or metadata addresses unless allowed), libcurl with typed shims, and
+        // the bridge that runs a blocking request on a thread of its own.
+        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue"]),
+        // Webhooks: Standard Webhooks signing, the delivery schedule, the dispatcher.
         .target(
             name: "Webhooks",
             dependencies: [
-                "CCurl", "Queue",
+                "SafeHTTP", "Queue",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -77,7 +81,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue", "Webhooks",
+                "Media", "Queue", "SafeHTTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -106,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "jobctl",
             dependencies: [
-                "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "Observability",
+                "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -117,7 +121,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "Queue", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "QueueTestKit", "MediaTestKit"]),
         // Pure logic of the worker (its state machines), in-process and in milliseconds.
         .testTarget(name: "WorkerUnitTests", dependencies: ["Worker", "Queue"]),
         .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "MediaTestKit"]),

@@ -1059,15 +1059,3 @@ private func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String?) throws ->
     guard let text, text != "null" else { return nil }
     return try JSONDecoder().decode(type, from: Data(text.utf8))
 }
-
-extension Date {
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

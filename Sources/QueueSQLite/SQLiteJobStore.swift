@@ -698,15 +698,3 @@ extension Database {
         try cachedStatement(sql: sql).execute(arguments: arguments)
     }
 }
-
-extension Date {
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -1,3 +1,4 @@
+import SafeHTTP
 import Foundation
 import Logging
 import Metrics
@@ -116,7 +117,7 @@ struct DeliveryAttempts: Sendable {
         let sender = self.sender
         let startedAt = Date()
         let response = (try? await onDedicatedThread("jobctl.webhook") { sender.post(request) })
-            ?? HTTPResponse(statusCode: nil, retryAfter: nil, latency: .zero, error: "could not start the request", refused: false, body: "")
+            ?? .notSent("could not start the request")
         let attempt = DeliveryAttempt(
             attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
             latency: Int(response.latency.milliseconds), error: response.error, dispatcher: options.name
@@ -163,16 +164,6 @@ struct DeliveryAttempts: Sendable {
         } catch {
             logger.error("Recording a webhook attempt failed; it will be sent again after its lease", metadata: metadata)
         }
-    }
-}
-
-/// Runs blocking work (a libcurl request, FFmpeg opening a file) on a thread of its own, never
-/// on the Swift concurrency pool (docs/ffmpeg.md, "Threading").
-public func onDedicatedThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.name = name
-        thread.start()
     }
 }
 

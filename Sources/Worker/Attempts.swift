@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Media
 import Queue
-import Webhooks
+import SafeHTTP
 
 /// Runs attempts: prepares and runs the export, keeps the lease renewed meanwhile, and carries
 /// out what `AttemptStateMachine` decides — fence, rename, upload, report — one action at a time.

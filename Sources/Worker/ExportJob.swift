@@ -1,7 +1,7 @@
 import Foundation
 import Media
 import Queue
-import Webhooks
+import SafeHTTP
 
 /// An `export` job made ready to run: its asset opened and its session configured.
 struct ExportJob: Sendable {

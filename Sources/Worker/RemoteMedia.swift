@@ -1,7 +1,7 @@
 import Foundation
 import Media
 import Queue
-import Webhooks
+import SafeHTTP
 
 /// A failure with the job error it becomes, retryability included (remote media decides it
 /// from the HTTP status, not from the code alone).

@@ -4,7 +4,7 @@ import Media
 import Queue
 import ServiceLifecycle
 import Synchronization
-import Webhooks
+import SafeHTTP
 
 /// A worker process's service: claims jobs, runs them, reports back (docs/spec.md §5).
 ///

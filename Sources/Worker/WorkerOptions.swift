@@ -1,7 +1,7 @@
 import Foundation
 import Media
 import Queue
-import Webhooks
+import SafeHTTP
 
 /// How a worker process runs (flags of `jobctl worker`).
 public struct WorkerOptions: Sendable {

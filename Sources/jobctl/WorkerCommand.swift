@@ -1,3 +1,4 @@
+import SafeHTTP
 import ArgumentParser
 import Foundation
 import Logging

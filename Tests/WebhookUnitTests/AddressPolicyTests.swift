@@ -1,3 +1,4 @@
+import SafeHTTP
 import Foundation
 import Testing
 import Webhooks

@@ -1,3 +1,4 @@
+import SafeHTTP
 import Foundation
 import MediaTestKit
 import Testing

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Queue
 import Synchronization
 
 /// A request to send: a POST of exact body bytes (webhooks), a ranged GET (probing a remote
@@ -49,6 +50,11 @@ public struct HTTPResponse: Sendable {
     public var certificateRejected = false
 
     public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
+
+    /// A request that never reached the network (its thread could not be started).
+    public static func notSent(_ reason: String) -> HTTPResponse {
+        HTTPResponse(latency: .zero, error: reason, refused: false, body: "")
+    }
 }
 
 /// HTTP over libcurl for webhooks, remote inputs and uploads: http/https only, redirects never
@@ -286,12 +292,5 @@ public final class HTTPSender: Sendable {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         return formatter.date(from: text)
-    }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
