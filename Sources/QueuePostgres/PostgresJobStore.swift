@@ -321,10 +321,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         if expired {
             claimed = try await transaction { connection in
                 try await self.settleExpiredLeases(connection)
-                // Jobs of dead workers first (they started before anything queued now).
-                var claimed = try await self.claim(.expired, as: worker, limit: limit, lease: lease, connection)
-                if claimed.count < limit { claimed += try await self.claim(.queued, as: worker, limit: limit - claimed.count, lease: lease, connection) }
-                return claimed
+                // Jobs of dead workers compete with queued ones by priority, then age (the
+                // protocol's order; the OR forgoes the partial index, in this rare case only).
+                return try await self.claim(.queuedOrExpired, as: worker, limit: limit, lease: lease, connection)
             }
         } else if queued {
             // The usual case: one statement, atomic on its own.
@@ -338,10 +337,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         }
     }
 
-    /// Where claims come from: running jobs whose lease expired, or queued jobs that are due.
+    /// Where claims come from: queued jobs that are due, and running jobs whose lease expired.
     private enum ClaimSource: String {
-        case expired = "j.status = 'reading' AND j.lease_expires_at <= t.now"
         case queued = "j.status = 'unknown' AND j.run_at <= t.now"
+        case queuedOrExpired = "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
     }
 
     /// Takes up to `limit` jobs from `source` in index order (SKIP LOCKED: concurrent claimers

@@ -182,6 +182,25 @@ enum Checks {
         #expect(inputs(late) == ["waiting"], "runAt has come")
     }
 
+    static func expiredLeaseClaimOrder(_ h: Harness) async throws {
+        func inputs(_ claimed: [ClaimedJob]) -> [String] { claimed.map { String($0.job.input.dropFirst(6).dropLast(4)) } }
+        let low = try await h.submit("expired-low", priority: 1)
+        _ = try await h.claim(low.id, lease: .seconds(30))
+        h.clock.advance(by: .milliseconds(1))
+        let oldHigh = try await h.submit("queued-high", priority: 5)
+        h.clock.advance(by: .milliseconds(1))
+        try await h.submit("queued-low", priority: 1)
+        h.clock.advance(by: .seconds(31))  // worker A died: its lease expired
+        let first = try await h.handle(2).claim(as: workerB, limit: 1, lease: .seconds(30))
+        #expect(inputs(first) == ["queued-high"], "priority 5 queued before priority 1 expired")
+        #expect(first.first?.job.id == oldHigh.id)
+        let second = try await h.handle(3).claim(as: workerB, limit: 1, lease: .seconds(30))
+        #expect(inputs(second) == ["expired-low"], "equal priority: the older job, whose worker died")
+        #expect(second.first?.job.attempt == 2)
+        let rest = try await h.handle(1).claim(as: workerB, limit: 10, lease: .seconds(30))
+        #expect(inputs(rest) == ["queued-low"])
+    }
+
     static func claimResult(_ h: Harness) async throws {
         var ids: [JobID] = []
         for index in 0..<3 {
@@ -582,7 +601,9 @@ enum Checks {
         let afterRelease = try await h.fetch(released.id)
         #expect(afterRelease.status == .cancelled, "cancel requested, then the worker released the job: expected cancelled, is \(afterRelease.status)")
         let afterFail = try await h.fetch(failed.id)
-        #expect(afterFail.status.isTerminal, "cancel requested, then a retryable failure: expected cancelled (or failed), is \(afterFail.status)")
+        // `JobStore.fail`: a retryable failure with attempts left ends `cancelled` when cancellation
+        // was requested (the user asked for the job to stop; retrying it would ignore them).
+        #expect(afterFail.status == .cancelled, "cancel requested, then a retryable failure: expected cancelled, is \(afterFail.status)")
     }
 
     static func retry(_ h: Harness) async throws {

@@ -51,6 +51,9 @@ public struct JobStoreConformance: Sendable {
         case idempotencyKey
         /// Higher priority first, then oldest; `limit`; a job waiting for its `runAt` is skipped.
         case claimOrder
+        /// A job whose worker died competes with queued jobs by priority, then age, like any
+        /// other: a higher-priority queued job is claimed before a lower-priority expired one.
+        case expiredLeaseClaimOrder
         /// A claimed job is `reading`, attempt 1, has the worker and startedAt; distinct tokens.
         case claimResult
         /// 60 jobs, 8 concurrent claimers over every handle: each job claimed exactly once.
@@ -95,6 +98,7 @@ public struct JobStoreConformance: Sendable {
             case .submitRoundTrip: try await Checks.submitRoundTrip(harness)
             case .idempotencyKey: try await Checks.idempotencyKey(harness)
             case .claimOrder: try await Checks.claimOrder(harness)
+            case .expiredLeaseClaimOrder: try await Checks.expiredLeaseClaimOrder(harness)
             case .claimResult: try await Checks.claimResult(harness)
             case .noDoubleClaimUnderContention: try await Checks.noDoubleClaimUnderContention(harness)
             case .heartbeat: try await Checks.heartbeat(harness)
