@@ -9,12 +9,12 @@ import Synchronization
 /// `jobctl_queue_depth`: jobs waiting to run), and remembers whether the database answered, for
 /// the health endpoint. One query (`GROUP BY status`) per interval per worker process.
 public final class QueueGauges: Service {
-    private let store: any JobStore
+    private let store: any QueryableJobQueue
     private let interval: Duration
     private let logger: Logger
     private let lastAnswer = Mutex<(at: ContinuousClock.Instant?, error: String?)>((nil, nil))
 
-    public init(store: any JobStore, interval: Duration = .seconds(15), logger: Logger) {
+    public init(store: any QueryableJobQueue, interval: Duration = .seconds(15), logger: Logger) {
         self.store = store
         self.interval = interval
         self.logger = logger

@@ -133,8 +133,17 @@ public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible 
 /// The job table, whatever database holds it: SQLite (`QueueSQLite`) on one host, PostgreSQL
 /// (`QueuePostgres`) for a fleet; both pass the same conformance suite (`QueueTestKit`).
 ///
+/// The API is split by concern, as swift-jobs splits its drivers: `JobQueueDriver` is what a
+/// worker needs to run jobs; `CancellableJobQueue`, `QueryableJobQueue` and `WorkerRegistry` are
+/// capabilities on top. `JobStore` is all four, what the stores implement and the CLI uses; a
+/// component asks only for what it calls (the worker: a driver and a registry; the gauges: a
+/// queryable queue).
+///
 /// Times come from the store's clock (injectable in tests); leases are durations from "now".
-public protocol JobStore: Sendable {
+public typealias JobStore = JobQueueDriver & CancellableJobQueue & QueryableJobQueue & WorkerRegistry
+
+/// Submitting, claiming and running jobs: the transitions of `JobStateMachine` that a worker makes.
+public protocol JobQueueDriver: Sendable {
     /// Creates or upgrades the schema (also done on first use).
     func migrate() async throws
 
@@ -143,8 +152,8 @@ public protocol JobStore: Sendable {
     func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool)
 
     /// Claims up to `limit` jobs: queued jobs whose time has come, and running jobs whose lease
-    /// expired (their worker is gone), highest priority first, then oldest. Atomic: two
-    /// workers never get the same attempt.
+    /// expired (their worker is gone), together, highest priority first, then oldest. Atomic:
+    /// two workers never get the same attempt.
     func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob]
 
     /// Extends the lease and records progress; tells whether the job was cancelled meanwhile,
@@ -170,6 +179,11 @@ public protocol JobStore: Sendable {
     /// `false`: the lease was lost.
     func release(_ lease: Lease) async throws -> Bool
 
+    func job(_ id: JobID) async throws -> Job?
+}
+
+/// What a user does to a job from outside: cancel it, run it again.
+public protocol CancellableJobQueue: Sendable {
     /// Cancels a queued job at once, or asks the worker of a running one to stop. An ended job
     /// is a `conflict`.
     func cancel(_ id: JobID) async throws -> CancelOutcome
@@ -178,15 +192,19 @@ public protocol JobStore: Sendable {
     /// gets its original number of attempts once more (`maxAttempts` becomes `attempt` plus the
     /// number it was submitted with). Other statuses are a `conflict`.
     func retry(_ id: JobID) async throws -> Job
+}
 
-    func job(_ id: JobID) async throws -> Job?
-
+/// Listing and counting jobs (`jobctl list`, the queue gauges).
+public protocol QueryableJobQueue: Sendable {
     /// Jobs, newest first.
     func jobs(status: JobStatus?, limit: Int) async throws -> [Job]
 
     /// How many jobs are in each status (statuses with none are absent), for metrics.
     func statusCounts() async throws -> [JobStatus: Int]
+}
 
+/// The worker processes a queue has seen (`jobctl workers`).
+public protocol WorkerRegistry: Sendable {
     /// Records a worker process (on start), its heartbeat, and its stop.
     func workerStarted(_ worker: WorkerIdentity) async throws
     /// Every worker ever started, most recent heartbeat first, with the jobs it runs now.

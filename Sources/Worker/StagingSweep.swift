@@ -12,7 +12,7 @@ import Queue
 /// queued or running jobs, and files that are not a job's, are left alone.
 struct StagingSweep {
     let directory: String
-    let store: any JobStore
+    let store: any JobQueueDriver
     var minimumAge: Duration = .seconds(600)
     let logger: Logger
 

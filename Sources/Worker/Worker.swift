@@ -20,7 +20,7 @@ import SafeHTTP
 ///   another worker resumes them, and returns.
 public final class Worker: Service {
     public let identity: WorkerIdentity
-    private let store: any JobStore
+    private let store: any JobQueueDriver & WorkerRegistry
     private let options: WorkerOptions
     private let logger: Logger
     private let running = RunningJobs()
@@ -31,7 +31,7 @@ public final class Worker: Service {
     private let sender: HTTPSender
     private let loop: ClaimLoop<JobClaimer>
 
-    public init(store: any JobStore, options: WorkerOptions, identity: WorkerIdentity, logger: Logger) {
+    public init(store: any JobQueueDriver & WorkerRegistry, options: WorkerOptions, identity: WorkerIdentity, logger: Logger) {
         self.store = store
         self.options = options
         self.sender = HTTPSender(policy: options.addressPolicy)
@@ -93,7 +93,7 @@ public final class Worker: Service {
 /// renews the worker's own heartbeat, and passes the store's change notifications on to running
 /// jobs (a NOTIFY may be a cancellation: they check at once instead of at their next poll).
 final class JobClaimer: ClaimLoopDriver {
-    let store: any JobStore
+    let store: any JobQueueDriver & WorkerRegistry
     let identity: WorkerIdentity
     let options: WorkerOptions
     let attempts: Attempts
@@ -103,7 +103,7 @@ final class JobClaimer: ClaimLoopDriver {
     private let nextHeartbeat: Mutex<ContinuousClock.Instant>
 
     init(
-        store: any JobStore, identity: WorkerIdentity, options: WorkerOptions, attempts: Attempts, running: RunningJobs,
+        store: any JobQueueDriver & WorkerRegistry, identity: WorkerIdentity, options: WorkerOptions, attempts: Attempts, running: RunningJobs,
         databaseFault: DatabaseFault, logger: Logger
     ) {
         self.store = store
