@@ -73,8 +73,9 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
         self.configuration = configuration
     }
 
-    /// Whether another item could be claimed now (a store notification wakes the loop only then).
-    public var hasFreeSlots: Bool { !finished && drainStarted == nil && running < configuration.concurrency }
+    /// Whether another item could be claimed (a store notification wakes the loop only then):
+    /// a free slot, and not draining — or draining by claiming what is due.
+    public var hasFreeSlots: Bool { !finished && running < configuration.concurrency && (drainStarted == nil || isDrainingClaims) }
 
     // MARK: Events
 
@@ -101,8 +102,10 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
             if running == 0 { return finish() }
             return now >= drainStarted + handBackAfter ? .handBack : .wait
         case .claimDue(let duration):
-            if now < drainStarted + duration && canClaim(now: now) { return .claim(limit: configuration.concurrency - running) }
-            return running == 0 ? finish() : .wait
+            let inWindow = now < drainStarted + duration
+            if inWindow && canClaim(now: now) { return .claim(limit: configuration.concurrency - running) }
+            // Within the window a pending backoff is waited out, not taken for "nothing due".
+            return running == 0 && !inWindow ? finish() : .wait
         }
     }
 
@@ -125,7 +128,6 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
             backoff = min(max(backoff * 2, configuration.backoff.lowerBound), configuration.backoff.upperBound)
         }
         claimAgainAt = now + backoff
-        if running == 0 && isDrainingClaims { return finish() }
         return .wait
     }
 

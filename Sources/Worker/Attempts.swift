@@ -126,6 +126,10 @@ struct Attempts: Sendable {
         while true {
             switch action {
             case .none, .cancelExport:
+                // Unreachable: every event sent here finds the phase it expects. Should an edit
+                // break that, say so rather than end the attempt silently (its lease expires).
+                assertionFailure("the attempt stopped without a report: \(action)")
+                attempt.logger.error("The attempt ended without reporting its outcome; the job will be claimed again after its lease")
                 return
             case .fence(let delivery, let delay):
                 if delay == .zero {
@@ -142,7 +146,11 @@ struct Attempts: Sendable {
                     try attempt.pending?.commit()
                     action = execution.handle { $0.renamed(.success(())) }
                 } catch {
-                    guard case .failed(let failure) = Self.outcome(of: error) else { preconditionFailure("a rename is not cancelled") }
+                    let failure: JobError
+                    switch Self.outcome(of: error) {
+                    case .failed(let error): failure = error
+                    case .cancelled, .finished: failure = JobError(code: "internal", message: "renaming the output: \(error)")
+                    }
                     action = execution.handle { $0.renamed(.failure(failure)) }
                 }
             case .upload:

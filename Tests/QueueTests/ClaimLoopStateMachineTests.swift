@@ -116,9 +116,14 @@ struct ClaimLoopStateMachineTests {
         #expect(late.next(now: t0 + .seconds(12)) == .finish)
 
         var failing = machine(drain: .claimDue(for: .seconds(10)))
-        _ = failing.stop(now: t0)
         _ = failing.next(now: t0)
-        #expect(failing.claimFailed(.transient, now: t0) == .finish, "a database that fails during the drain ends it")
+        #expect(failing.claimFailed(.transient, now: t0) == .wait)
+        _ = failing.stop(now: t0 + .milliseconds(100))
+        #expect(failing.hasFreeSlots, "a dispatcher's drain still listens to notifications")
+        #expect(failing.next(now: t0 + .milliseconds(200)) == .wait, "a pending backoff is waited out within the window, not taken for nothing due")
+        #expect(failing.next(now: t0 + .milliseconds(500)) == .claim(limit: 4))
+        #expect(failing.claimFailed(.transient, now: t0 + .milliseconds(500)) == .wait)
+        #expect(failing.next(now: t0 + .seconds(11)) == .finish, "the window over, nothing running: the end")
 
         var none = machine(drain: .claimDue(for: .zero))
         _ = none.stop(now: t0)
