@@ -139,8 +139,10 @@ struct Attempts: Sendable {
                 }
                 let answer = await fence(execution, logger: attempt.logger)
                 action = execution.handle { $0.fenced(answer) }
-                if case .report = action { logAbandoned(delivery, execution, logger: attempt.logger) }
-                if case .end = action { logAbandoned(delivery, execution, logger: attempt.logger) }
+                switch action {
+                case .report, .end: logAbandoned(delivery, execution, logger: attempt.logger)
+                default: break
+                }
             case .rename:
                 do {
                     try attempt.pending?.commit()
