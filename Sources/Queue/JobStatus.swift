@@ -21,7 +21,7 @@ public enum JobStatus: String, Sendable, Hashable, Codable, CaseIterable, Custom
 }
 
 /// Everything that can happen to a job.
-public enum JobEvent: Sendable, Hashable {
+public enum JobEvent: Sendable, Hashable, CaseIterable {
     /// A worker claims the job (a new attempt).
     case claim
     /// The attempt produced its output.
@@ -33,42 +33,106 @@ public enum JobEvent: Sendable, Hashable {
     case leaseExpired
     /// The worker handed the job back unfinished (graceful shutdown): another worker resumes it.
     case release
-    /// A user cancelled the job (a running one stops within 2 s).
+    /// A user cancelled the job: a queued one ends at once, a running one is asked to stop.
     case cancel
+    /// The worker stopped a running job and confirms it.
+    case confirmCancelled
     /// A user asked a failed or cancelled job to run again.
     case retry
+
+    public static let allCases: [JobEvent] = [
+        .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel, .confirmCancelled, .retry,
+    ]
 }
 
-/// The job state machine of docs/spec.md §4, as a pure function: which status an event leads to, or
-/// `nil` when the event is not allowed. Stores implement these transitions in SQL and are
-/// tested against this table (the conformance suite); nothing else changes a job's status.
+/// The job state machine (docs/spec.md §4) as a pure function: the state an event leads to, or
+/// `nil` when the event is not allowed. It is the single source of truth for job transitions:
+/// the in-memory store (`MemoryJobStore`) applies it directly, and the SQL of the SQLite and
+/// PostgreSQL stores is checked against it, every (state, event) pair, by the conformance
+/// suite (`JobStoreConformance.Check.transitionTable`).
 ///
 /// ```
-///            claim              complete
-///  unknown ────────▶ reading ────────────▶ completed
-///    ▲  │             │  │  fail (final)
-///    │  │ cancel      │  ├────────────────▶ failed ──┐
-///    │  ▼             │  │  cancel                   │ retry
-///    │ cancelled ◀────┘  └────────────────▶ cancelled┤
-///    │  fail (retryable, attempts left), lease expired, release
-///    └──────────────── reading                       │
-///    ◀────────────────────────────────────────────────┘
+///              claim                      complete
+///   unknown ─────────────▶ reading ─────────────────────▶ completed
+///    │  ▲  ▲                │  │ │ fail (final), lease expired
+///    │  │  │ release, fail  │  │ │ on the last attempt
+///    │  │  │ (retryable,    │  │ └──────────────────────▶ failed ────┐
+///    │  │  │ attempts left),│  │ cancel                              │
+///    │  │  │ lease expired  │  ▼                                     │
+///    │  │  └────────────────┘ reading, cancel requested              │
+///    │  │                      │ confirm, release, retryable fail,   │
+///    │  │                      │ lease expired                       │
+///    │  │ retry                ▼                                     │
+///    │  └────────────────── cancelled ◀──── cancel ── unknown        │
+///    └─────────────────────────────────────────────────── retry ─────┘
 /// ```
 public enum JobStateMachine {
-    /// The status after `event` for a job in `status` at `attempt` of `maxAttempts`.
-    public static func next(_ status: JobStatus, on event: JobEvent, attempt: Int, maxAttempts: Int) -> JobStatus? {
-        let attemptsLeft = attempt < maxAttempts
-        switch (status, event) {
-        case (.unknown, .claim): return .reading
-        case (.unknown, .cancel): return .cancelled
-        case (.reading, .complete): return .completed
-        case (.reading, .fail(let retryable)): return retryable && attemptsLeft ? .unknown : .failed
-        case (.reading, .leaseExpired): return attemptsLeft ? .unknown : .failed
-        case (.reading, .release): return .unknown
-        case (.reading, .cancel): return .cancelled
-        case (.failed, .retry), (.cancelled, .retry): return .unknown
-        default: return nil
+    /// What decides a job's next state.
+    public struct State: Sendable, Hashable, CustomStringConvertible {
+        public var status: JobStatus
+        /// A user asked the running job to stop; its worker has not confirmed yet. Only
+        /// `reading` jobs carry it; every transition out of `reading` clears it.
+        public var cancelRequested: Bool
+        /// Attempts started so far (a released attempt is not counted).
+        public var attempt: Int
+        public var maxAttempts: Int
+        /// The number of attempts the job was submitted with; `retry` grants it again.
+        public var attemptBudget: Int
+
+        public init(status: JobStatus, cancelRequested: Bool = false, attempt: Int, maxAttempts: Int, attemptBudget: Int? = nil) {
+            self.status = status
+            self.cancelRequested = cancelRequested
+            self.attempt = attempt
+            self.maxAttempts = maxAttempts
+            self.attemptBudget = attemptBudget ?? maxAttempts
         }
+
+        public var attemptsLeft: Bool { attempt < maxAttempts }
+
+        public var description: String {
+            "\(status)\(cancelRequested ? " (cancel requested)" : "") at attempt \(attempt) of \(maxAttempts)"
+        }
+    }
+
+    /// The state after `event`, or `nil` when `event` is not allowed in `state`.
+    public static func next(_ state: State, on event: JobEvent) -> State? {
+        var next = state
+        next.cancelRequested = false
+        switch (state.status, event) {
+        case (.unknown, .claim):
+            next.status = .reading
+            next.attempt += 1
+        case (.unknown, .cancel):
+            next.status = .cancelled
+        case (.reading, .cancel):
+            next.cancelRequested = true
+        case (.reading, .complete):
+            // The output is done: it stands even if a cancel request arrived meanwhile.
+            next.status = .completed
+        case (.reading, .fail(let retryable)):
+            // A retryable failure after a cancel request ends the job: it never runs again.
+            next.status = retryable && state.cancelRequested ? .cancelled : retryable && state.attemptsLeft ? .unknown : .failed
+        case (.reading, .leaseExpired):
+            next.status = state.cancelRequested ? .cancelled : state.attemptsLeft ? .unknown : .failed
+        case (.reading, .release):
+            // A hand-back does not count the attempt, unless it ends the job.
+            next.status = state.cancelRequested ? .cancelled : .unknown
+            if !state.cancelRequested { next.attempt -= 1 }
+        case (.reading, .confirmCancelled):
+            next.status = .cancelled
+        case (.failed, .retry), (.cancelled, .retry):
+            next.status = .unknown
+            next.maxAttempts = state.attempt + state.attemptBudget
+        default:
+            return nil
+        }
+        return next
+    }
+
+    /// The status after `event` for a job in `status` (no cancel request) at `attempt` of
+    /// `maxAttempts`, or `nil` when the event is not allowed.
+    public static func next(_ status: JobStatus, on event: JobEvent, attempt: Int, maxAttempts: Int) -> JobStatus? {
+        next(State(status: status, attempt: attempt, maxAttempts: maxAttempts), on: event)?.status
     }
 
     /// The statuses in which `event` is allowed.

@@ -80,6 +80,20 @@ public struct ClaimedJob: Sendable, Hashable {
     }
 }
 
+extension ClaimedJob {
+    /// The order claims are served in, whatever the store returned them in: higher priority
+    /// first, then older, then by id.
+    public static func claimOrder(_ a: ClaimedJob, _ b: ClaimedJob) -> Bool { Job.claimOrder(a.job, b.job) }
+}
+
+extension Job {
+    /// Higher priority first, then older, then by id: the order every store claims in.
+    public static func claimOrder(_ a: Job, _ b: Job) -> Bool {
+        if a.priority != b.priority { return a.priority > b.priority }
+        return (a.createdAt, a.id) < (b.createdAt, b.id)
+    }
+}
+
 /// What renewing a lease found.
 public enum LeaseState: Sendable, Hashable {
     /// Still ours; `cancelRequested` when a user cancelled the job meanwhile.

@@ -107,6 +107,15 @@ public struct ClaimedDelivery: Sendable, Hashable {
     }
 }
 
+extension ClaimedDelivery {
+    /// The order claimed events are served in: the longest due first, then the oldest, then by id.
+    public static func dueOrder(_ a: ClaimedDelivery, _ b: ClaimedDelivery) -> Bool {
+        let dueA = a.delivery.nextAttemptAt ?? a.delivery.createdAt
+        let dueB = b.delivery.nextAttemptAt ?? b.delivery.createdAt
+        return (dueA, a.delivery.createdAt, a.delivery.id) < (dueB, b.delivery.createdAt, b.delivery.id)
+    }
+}
+
 /// How an attempt ended, and what happens next.
 public enum DeliveryOutcome: Sendable, Hashable {
     case delivered(DeliveryAttempt)

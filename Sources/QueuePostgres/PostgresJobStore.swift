@@ -331,10 +331,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         } else {
             return []
         }
-        return claimed.sorted { a, b in
-            if a.job.priority != b.job.priority { return a.job.priority > b.job.priority }
-            return (a.job.createdAt, a.job.id) < (b.job.createdAt, b.job.id)
-        }
+        return claimed.sorted(by: ClaimedJob.claimOrder)
     }
 
     /// Where claims come from: queued jobs that are due, and running jobs whose lease expired.
@@ -383,7 +380,8 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         var ended: [String] = []
         for try await id in try await connection.query(
             """
-            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, finished_at = \(now),
+                updated_at = \(now)
             WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
             """, logger: logger
         ).decode(String.self) { ended.append(id) }
@@ -699,11 +697,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
                     leaseToken: try access[12].decode(String.self), dispatcher: dispatcher
                 ))
             }
-            return claimed.sorted { a, b in
-                let dueA = a.delivery.nextAttemptAt ?? a.delivery.createdAt
-                let dueB = b.delivery.nextAttemptAt ?? b.delivery.createdAt
-                return (dueA, a.delivery.createdAt, a.delivery.id) < (dueB, b.delivery.createdAt, b.delivery.id)
-            }
+            return claimed.sorted(by: ClaimedDelivery.dueOrder)
         }
     }
 

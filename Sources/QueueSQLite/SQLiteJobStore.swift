@@ -152,7 +152,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             // asked, failed when out of attempts.
             var ended = try String.fetchAll(
                 db.cachedStatement(sql: """
-                    UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now
+                    UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, finished_at = :now,
+                        updated_at = :now
                     WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
                     RETURNING id
                     """),
@@ -200,15 +201,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 let job = try SQLiteJobStore.job(row, tracks: [])
                 return ClaimedJob(job: job, lease: Lease(jobID: job.id, token: row[Column.leaseToken], attempt: job.attempt, worker: worker.name))
             }
-            .sorted(by: SQLiteJobStore.claimOrder)
+            .sorted(by: ClaimedJob.claimOrder)
         }
-    }
-
-    /// Higher priority first, then older (RETURNING gives rows in no particular order).
-    private static func claimOrder(_ a: ClaimedJob, _ b: ClaimedJob) -> Bool {
-        if a.job.priority != b.job.priority { return a.job.priority > b.job.priority }
-        if a.job.createdAt != b.job.createdAt { return a.job.createdAt < b.job.createdAt }
-        return a.job.id < b.job.id
     }
 
     public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
@@ -422,11 +416,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 )
             }
             // RETURNING gives rows in no particular order: longest due first.
-            .sorted { a, b in
-                let dueA = a.delivery.nextAttemptAt ?? a.delivery.createdAt
-                let dueB = b.delivery.nextAttemptAt ?? b.delivery.createdAt
-                return (dueA, a.delivery.createdAt, a.delivery.id) < (dueB, b.delivery.createdAt, b.delivery.id)
-            }
+            .sorted(by: ClaimedDelivery.dueOrder)
         }
     }
 

@@ -88,6 +88,10 @@ public struct JobStoreConformance: Sendable {
         case list
         /// The workers table: started (twice), heartbeat, stopped.
         case workers
+        /// Every state a job can be in × every event, through the store's API, against
+        /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
+        /// cancel-requested paths included.
+        case transitionTable
 
         public var description: String { rawValue }
 
@@ -116,6 +120,7 @@ public struct JobStoreConformance: Sendable {
             case .release: try await Checks.release(harness)
             case .list: try await Checks.list(harness)
             case .workers: try await Checks.workers(harness)
+            case .transitionTable: try await TransitionTable.check(harness)
             }
         }
     }

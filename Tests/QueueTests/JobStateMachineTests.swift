@@ -1,86 +1,98 @@
 import Queue
 import Testing
 
-/// `JobStateMachine` against the table of docs/spec.md §4: only `unknown→reading`,
-/// `reading→completed|failed|cancelled`, `reading→unknown` (lease lost, retryable failure,
-/// release), `unknown→cancelled` and `failed|cancelled→unknown` (retry) exist.
+/// `JobStateMachine` against the table of docs/spec.md §4, every state (status, cancel
+/// requested or not, attempts left or not) × every event, written out by hand.
 @Suite("JobStateMachine")
 struct JobStateMachineTests {
-    static let events: [JobEvent] = [
-        .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel, .retry,
-    ]
+    /// A row of the table: the state an event starts from, by status and flags.
+    struct From: Hashable, CustomStringConvertible {
+        var status: JobStatus
+        var cancelRequested = false
+        var attemptsLeft = true
 
-    /// The expected status after each event, written out by hand from docs/spec.md §4 and the doc
-    /// comment; a missing entry means the event is not allowed.
-    static let withAttemptsLeft: [JobStatus: [JobEvent: JobStatus]] = [
-        .unknown: [.claim: .reading, .cancel: .cancelled],
-        .reading: [
-            .complete: .completed, .fail(retryable: true): .unknown, .fail(retryable: false): .failed, .leaseExpired: .unknown,
-            .release: .unknown, .cancel: .cancelled,
-        ],
-        .completed: [:],
-        .failed: [.retry: .unknown],
-        .cancelled: [.retry: .unknown],
-    ]
+        var description: String { "\(status)\(cancelRequested ? "+cancel" : "")\(attemptsLeft ? "" : " (last attempt)")" }
 
-    static let withNoAttemptsLeft: [JobStatus: [JobEvent: JobStatus]] = [
-        .unknown: [.claim: .reading, .cancel: .cancelled],
-        .reading: [
-            .complete: .completed, .fail(retryable: true): .failed, .fail(retryable: false): .failed, .leaseExpired: .failed,
-            .release: .unknown, .cancel: .cancelled,
-        ],
-        .completed: [:],
-        .failed: [.retry: .unknown],
-        .cancelled: [.retry: .unknown],
-    ]
-
-    /// The transitions docs/spec.md §4 lists, as (from, to).
-    static let specTransitions: Set<[JobStatus]> = [
-        [.unknown, .reading], [.reading, .completed], [.reading, .failed], [.reading, .cancelled], [.reading, .unknown],
-        [.unknown, .cancelled], [.failed, .unknown], [.cancelled, .unknown],
-    ]
-
-    @Test("every event, attempts left", arguments: JobStatus.allCases)
-    func attemptsLeft(_ status: JobStatus) {
-        for (attempt, maxAttempts) in [(0, 1), (1, 3), (2, 3), (1, 2)] {
-            for event in Self.events {
-                let expected = Self.withAttemptsLeft[status]?[event]
-                let actual = JobStateMachine.next(status, on: event, attempt: attempt, maxAttempts: maxAttempts)
-                #expect(actual == expected, "\(status) on \(event) at attempt \(attempt) of \(maxAttempts)")
-            }
+        /// At attempt 1 of 3 (attempts left) or 3 of 3.
+        var state: JobStateMachine.State {
+            JobStateMachine.State(status: status, cancelRequested: cancelRequested, attempt: attemptsLeft ? 1 : 3, maxAttempts: 3)
         }
     }
 
-    @Test("every event, no attempts left", arguments: JobStatus.allCases)
-    func noAttemptsLeft(_ status: JobStatus) {
-        for (attempt, maxAttempts) in [(1, 1), (3, 3), (4, 3)] {
-            for event in Self.events {
-                let expected = Self.withNoAttemptsLeft[status]?[event]
-                let actual = JobStateMachine.next(status, on: event, attempt: attempt, maxAttempts: maxAttempts)
-                #expect(actual == expected, "\(status) on \(event) at attempt \(attempt) of \(maxAttempts)")
-            }
+    /// Every state a job can be in: cancel requested only while `reading`.
+    static let states: [From] = JobStatus.allCases.flatMap { status in
+        [true, false].flatMap { attemptsLeft in
+            (status == .reading ? [false, true] : [false]).map { From(status: status, cancelRequested: $0, attemptsLeft: attemptsLeft) }
         }
+    }
+
+    /// The status (and cancel request) after each event, by hand; absent means not allowed.
+    static func expected(_ from: From, _ event: JobEvent) -> (JobStatus, cancelRequested: Bool)? {
+        switch (from.status, event) {
+        case (.unknown, .claim): (.reading, false)
+        case (.unknown, .cancel): (.cancelled, false)
+        case (.reading, .complete): (.completed, false)
+        case (.reading, .cancel): (.reading, true)
+        case (.reading, .confirmCancelled): (.cancelled, false)
+        case (.reading, .fail(retryable: false)): (.failed, false)
+        case (.reading, .fail(retryable: true)): (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
+        case (.reading, .leaseExpired): (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
+        case (.reading, .release): (from.cancelRequested ? .cancelled : .unknown, false)
+        case (.failed, .retry), (.cancelled, .retry): (.unknown, false)
+        default: nil
+        }
+    }
+
+    @Test("every state × every event", arguments: JobStateMachineTests.states)
+    func table(_ from: From) {
+        for event in JobEvent.allCases {
+            let next = JobStateMachine.next(from.state, on: event)
+            let expected = Self.expected(from, event)
+            #expect(next?.status == expected?.0, "\(from) on \(event)")
+            #expect(next?.cancelRequested == expected?.cancelRequested, "\(from) on \(event): cancel requested")
+        }
+    }
+
+    @Test("attempts: a claim counts one, a release gives it back unless it ends the job, a retry grants the budget again")
+    func attempts() {
+        let queued = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 2)
+        let running = JobStateMachine.next(queued, on: .claim)
+        #expect(running?.attempt == 1)
+        #expect(running.flatMap { JobStateMachine.next($0, on: .release) }?.attempt == 0)
+        var asked = running!
+        asked.cancelRequested = true
+        #expect(JobStateMachine.next(asked, on: .release)?.attempt == 1)
+
+        let failed = JobStateMachine.State(status: .failed, attempt: 2, maxAttempts: 2, attemptBudget: 2)
+        let retried = JobStateMachine.next(failed, on: .retry)
+        #expect(retried?.status == .unknown)
+        #expect(retried?.maxAttempts == 4)
+        #expect(retried?.attemptsLeft == true)
     }
 
     @Test("only the transitions of docs/spec.md §4 exist, and all of them do")
     func onlySpecTransitions() {
+        let specTransitions: Set<[JobStatus]> = [
+            [.unknown, .reading], [.reading, .completed], [.reading, .failed], [.reading, .cancelled], [.reading, .unknown],
+            [.unknown, .cancelled], [.failed, .unknown], [.cancelled, .unknown],
+            // A cancel request keeps a running job running until its worker stops.
+            [.reading, .reading],
+        ]
         var reached: Set<[JobStatus]> = []
-        for status in JobStatus.allCases {
-            for event in Self.events {
-                for (attempt, maxAttempts) in [(0, 3), (3, 3)] {
-                    if let next = JobStateMachine.next(status, on: event, attempt: attempt, maxAttempts: maxAttempts) {
-                        #expect(Self.specTransitions.contains([status, next]), "\(status) → \(next) on \(event) is not in docs/spec.md §4")
-                        reached.insert([status, next])
-                    }
+        for from in Self.states {
+            for event in JobEvent.allCases {
+                if let next = JobStateMachine.next(from.state, on: event) {
+                    #expect(specTransitions.contains([from.status, next.status]), "\(from) → \(next) on \(event)")
+                    reached.insert([from.status, next.status])
                 }
             }
         }
-        #expect(reached == Self.specTransitions)
+        #expect(reached == specTransitions)
     }
 
     @Test("nothing leaves completed; terminal statuses")
     func terminal() {
-        for event in Self.events {
+        for event in JobEvent.allCases {
             #expect(JobStateMachine.next(.completed, on: event, attempt: 1, maxAttempts: 3) == nil, "completed on \(event)")
         }
         #expect(JobStatus.allCases.filter(\.isTerminal) == [.completed, .failed, .cancelled])
@@ -91,14 +103,10 @@ struct JobStateMachineTests {
         #expect(JobStateMachine.sources(of: .claim) == [.unknown])
         #expect(JobStateMachine.sources(of: .complete) == [.reading])
         #expect(JobStateMachine.sources(of: .fail(retryable: true)) == [.reading])
-        #expect(JobStateMachine.sources(of: .fail(retryable: false)) == [.reading])
         #expect(JobStateMachine.sources(of: .leaseExpired) == [.reading])
         #expect(JobStateMachine.sources(of: .release) == [.reading])
+        #expect(JobStateMachine.sources(of: .confirmCancelled) == [.reading])
         #expect(JobStateMachine.sources(of: .cancel) == [.unknown, .reading])
         #expect(JobStateMachine.sources(of: .retry) == [.failed, .cancelled])
-        for event in Self.events {
-            let fromTable = JobStatus.allCases.filter { Self.withAttemptsLeft[$0]?[event] != nil }
-            #expect(JobStateMachine.sources(of: event) == fromTable, "sources of \(event)")
-        }
     }
 }
