@@ -120,11 +120,18 @@ let package = Package(
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
+        // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
         .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "QueueTestKit", "MediaTestKit"]),
-        // Pure logic of the worker (its state machines), in-process and in milliseconds.
-        .testTarget(name: "WorkerUnitTests", dependencies: ["Worker", "Queue"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "MediaTestKit"]),
+        // The worker in this process: its state machines (milliseconds), and whole workers on the
+        // in-memory store with real FFmpeg on tiny clips (about a second each).
+        .testTarget(
+            name: "WorkerUnitTests",
+            dependencies: ["Worker", "Queue", "Media", "MediaTestKit", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Integration tests, fewer and slower: real worker processes (SIGKILL, SIGTERM, SIGSTOP),
+        // a real PostgreSQL server, real HTTP receivers, database files damaged from outside.
+        .testTarget(name: "IntegrationTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,9 +11,9 @@ import Testing
 struct StoredValueTests {
     @Test("SQLite: an unknown status or kind is database_corrupt, naming the job; the job is not claimed")
     func sqlite() async throws {
-        let directory = try SQLiteJobStoreTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("jobs.sqlite").path
+        let directory = try TemporaryDirectory("stored-value")
+        defer { directory.remove() }
+        let path = directory.file("jobs.sqlite")
         let store = try SQLiteJobStore(path: path)
         let job = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")).job
         let other = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/b.mp4", preset: "low")).job
