@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestKit
 import Queue
 import QueueMigrations
 import QueueSQLite
@@ -35,6 +36,53 @@ struct SQLiteJobStoreTests {
         let again = try await reopened.submit(JobRequest(input: "/data/other.mov", output: "/out/other.mp4", preset: "low", idempotencyKey: "k"))
         #expect(again.created == false)
         #expect(again.job.id == submitted)
+    }
+
+    @Test("a database made before GRDB's migrator (schema_migrations) is adopted: nothing runs twice, its jobs stay")
+    func legacyHistoryAdopted() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("jobs.sqlite").path
+        let id = try await SQLiteJobStore(path: path).submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")).job.id
+        // As an earlier jobctl left it: its own history table, no grdb_migrations.
+        let names = Migrations.sqlite.map { "('\($0.name)', 0)" }.joined(separator: ", ")
+        try await ProcessRunner.check("sqlite3", [
+            path,
+            "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);",
+        ])
+        let reopened = try SQLiteJobStore(path: path)
+        #expect(try await reopened.job(id)?.input == "/data/in.mov")
+        let history = try await ProcessRunner.check("sqlite3", [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"])
+        #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
+    }
+
+    @Test("a database migrated by a newer jobctl is refused with a message that says so")
+    func newerDatabaseRefused() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("jobs.sqlite").path
+        _ = try SQLiteJobStore(path: path)
+        try await ProcessRunner.check("sqlite3", [path, "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')"])
+        do {
+            _ = try SQLiteJobStore(path: path)
+            Issue.record("a database with an unknown migration was opened")
+        } catch let error as JobStoreError {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("newer jobctl"), "\(error.message)")
+        }
+    }
+
+    @Test("eight handles opening a new file at once all migrate it, once")
+    func concurrentFirstOpen() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("jobs.sqlite").path
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 { group.addTask { _ = try SQLiteJobStore(path: path) } }
+            try await group.waitForAll()
+        }
+        let history = try await ProcessRunner.check("sqlite3", [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"])
+        #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
     }
 
     @Test("another process's commit is noticed (inotify on the write-ahead log): changes() yields")

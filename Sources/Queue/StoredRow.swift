@@ -1,0 +1,109 @@
+import Foundation
+
+/// A row of the job database read **by column name**, whatever the database: SQLite's and
+/// PostgreSQL's row types conform, and jobs and deliveries are built from them here, once.
+/// Both stores have the same columns (migrations/), times in Unix milliseconds, JSON as text.
+public protocol StoredRow {
+    func text(_ column: String) throws -> String?
+    func integer(_ column: String) throws -> Int64?
+    func real(_ column: String) throws -> Double?
+    func boolean(_ column: String) throws -> Bool?
+}
+
+/// The columns jobs and deliveries are read from, the same in every store.
+public enum StoredColumns {
+    /// The `jobs` columns a `Job` is built from (`SELECT \(StoredColumns.job) FROM jobs`).
+    public static let job = [
+        "id", "kind", "status", "input", "output", "preset", "preset_settings", "format", "range_start", "range_duration", "priority",
+        "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook", "metadata",
+        "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at",
+    ].joined(separator: ", ")
+
+    /// The `webhook_deliveries` columns a `WebhookDelivery` is built from.
+    public static let delivery =
+        "id, job_id, type, url, status, attempts, next_attempt_at, created_at, delivered_at, last_status_code, last_error"
+}
+
+extension StoredRow {
+    /// A column that may not be NULL; a NULL there is a damaged row.
+    public func required<Value>(_ column: String, _ read: (String) throws -> Value?, row: @autoclosure () -> String) throws -> Value {
+        guard let value = try read(column) else {
+            throw JobStoreError(.corrupt, "\(row()) has no \(column), which every row must have (the row is damaged)")
+        }
+        return value
+    }
+
+    /// A job from a row of `StoredColumns.job`, with its tracks (read separately).
+    public func job(tracks: [JobTrack]) throws -> Job {
+        let id = try required("id", text, row: "a job")
+        let name = "job \(id)"
+        let errorCode = try text("error_code")
+        return Job(
+            id: JobID(id),
+            kind: try StoredValue.decode(try required("kind", text, row: name), column: "kind", row: name),
+            status: try StoredValue.decode(try required("status", text, row: name), column: "status", row: name),
+            input: try required("input", text, row: name),
+            output: try required("output", text, row: name),
+            preset: try required("preset", text, row: name),
+            presetSettings: try StoredJSON.decode(JSONValue.self, text("preset_settings")) ?? .null,
+            format: try text("format"),
+            range: try real("range_start").map { Job.Range(start: $0, duration: try real("range_duration")) },
+            priority: Int(try required("priority", integer, row: name)),
+            attempt: Int(try required("attempt", integer, row: name)),
+            maxAttempts: Int(try required("max_attempts", integer, row: name)),
+            progress: try required("progress", real, row: name),
+            tracks: tracks,
+            result: try StoredJSON.decode(JSONValue.self, text("result")),
+            error: try errorCode.map { JobError(code: $0, message: try text("error_message") ?? "", retryable: try boolean("error_retryable")) },
+            webhook: try text("webhook"),
+            metadata: try StoredJSON.decode([String: String].self, text("metadata")) ?? [:],
+            idempotencyKey: try text("idempotency_key"),
+            worker: try text("worker"),
+            cancelRequested: try required("cancel_requested", boolean, row: name),
+            runAt: Date(milliseconds: try required("run_at", integer, row: name)),
+            createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
+            startedAt: try integer("started_at").map(Date.init(milliseconds:)),
+            finishedAt: try integer("finished_at").map(Date.init(milliseconds:))
+        )
+    }
+
+    /// A delivery from a row of `StoredColumns.delivery`, with its attempts (read separately).
+    public func delivery(log: [DeliveryAttempt]) throws -> WebhookDelivery {
+        let id = try required("id", text, row: "a webhook delivery")
+        let name = "webhook delivery \(id)"
+        return WebhookDelivery(
+            id: id,
+            jobID: JobID(try required("job_id", text, row: name)),
+            type: try required("type", text, row: name),
+            url: try required("url", text, row: name),
+            status: try StoredValue.decode(try required("status", text, row: name), column: "status", row: name),
+            attempts: Int(try required("attempts", integer, row: name)),
+            nextAttemptAt: try integer("next_attempt_at").map(Date.init(milliseconds:)),
+            createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
+            deliveredAt: try integer("delivered_at").map(Date.init(milliseconds:)),
+            lastStatusCode: try integer("last_status_code").map { Int($0) },
+            lastError: try text("last_error"),
+            log: log
+        )
+    }
+}
+
+/// JSON as the stores keep it in text columns: sorted keys, slashes unescaped.
+public enum StoredJSON {
+    public static func encode<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// `nil` for SQL NULL and JSON `null`.
+    public static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+        guard let text, text != "null" else { return nil }
+        // The common empty cases without a decoder (a claim decodes many rows).
+        if text == "{}" {
+            if T.self == [String: String].self { return [String: String]() as? T }
+            if T.self == JSONValue.self { return JSONValue.object([:]) as? T }
+        }
+        return try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+}

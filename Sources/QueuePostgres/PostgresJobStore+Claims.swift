@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Queue
+
+// Claims (SKIP LOCKED), expired leases, heartbeats, cancellation checks.
+extension PostgresJobStore {
+    // MARK: Claiming and running
+
+    public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
+        let injected = now
+        // A read first: idle workers polling never open a write transaction.
+        let (expired, queued) = try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow))),
+                    EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'unknown' AND run_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
+                """,
+                logger: self.logger
+            )
+            for try await value in rows.decode((Bool, Bool).self) { return value }
+            return (false, false)
+        }
+        let claimed: [ClaimedJob]
+        if expired {
+            claimed = try await transaction { connection in
+                try await self.settleExpiredLeases(connection)
+                // Jobs of dead workers compete with queued ones by priority, then age (the
+                // protocol's order; the OR forgoes the partial index, in this rare case only).
+                return try await self.claim(.queuedOrExpired, as: worker, limit: limit, lease: lease, connection)
+            }
+        } else if queued {
+            // The usual case: one statement, atomic on its own.
+            claimed = try await withConnection { connection in try await self.claim(.queued, as: worker, limit: limit, lease: lease, connection) }
+        } else {
+            return []
+        }
+        return claimed.sorted(by: ClaimedJob.claimOrder)
+    }
+
+    /// Where claims come from: queued jobs that are due, and running jobs whose lease expired.
+    enum ClaimSource: String {
+        case queued = "j.status = 'unknown' AND j.run_at <= t.now"
+        case queuedOrExpired = "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
+    }
+
+    /// Takes up to `limit` jobs from `source` in index order (SKIP LOCKED: concurrent claimers
+    /// take different rows), starts their attempt and clears their previous attempt's tracks.
+    func claim(
+        _ source: ClaimSource, as worker: WorkerIdentity, limit: Int, lease: Duration, _ connection: PostgresConnection
+    ) async throws -> [ClaimedJob] {
+        let rows = try await connection.query(
+            """
+            WITH \(unescaped: clockCTE), claimed AS (
+                UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = \(worker.name),
+                    lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + \(lease.milliseconds),
+                    cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
+                FROM t
+                WHERE id IN (
+                    SELECT j.id FROM jobctl.jobs j, t WHERE \(unescaped: source.rawValue)
+                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
+                )
+                RETURNING \(unescaped: StoredColumns.job), lease_token
+            ),
+            cleared AS (DELETE FROM jobctl.job_tracks WHERE job_id IN (SELECT id FROM claimed))
+            SELECT * FROM claimed
+            """,
+            logger: logger
+        )
+        var claimed: [ClaimedJob] = []
+        for try await row in rows {
+            let access = row.makeRandomAccess()
+            let job = try Stored(access).job(tracks: [])
+            let token = try access["lease_token"].decode(String.self)
+            claimed.append(ClaimedJob(job: job, lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)))
+        }
+        return claimed
+    }
+
+    /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts
+    /// (the others are claimed again); each with its webhook event.
+    func settleExpiredLeases(_ connection: PostgresConnection) async throws {
+        let now = try await currentTime(connection)
+        var ended: [String] = []
+        for try await id in try await connection.query(
+            """
+            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, finished_at = \(now),
+                updated_at = \(now)
+            WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
+            """, logger: logger
+        ).decode(String.self) { ended.append(id) }
+        for try await id in try await connection.query(
+            """
+            UPDATE jobctl.jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                error_code = 'lease_lost', error_retryable = TRUE,
+                error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts
+            WHERE status = 'reading' AND lease_expires_at <= \(now) AND attempt >= max_attempts RETURNING id
+            """, logger: logger
+        ).decode(String.self) { ended.append(id) }
+        for id in ended { try await enqueueEvent(for: JobID(id), connection, now: now) }
+    }
+
+    /// One statement (atomic on its own): the fenced lease extension and the tracks.
+    public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
+        let tracksJSON = try StoredJSON.encode(tracks)
+        return try await withConnection { connection in
+            for try await value in try await connection.query(
+                """
+                WITH \(unescaped: self.clockCTE), done AS (
+                    UPDATE jobctl.jobs SET lease_expires_at = t.now + \(extendBy.milliseconds),
+                        progress = greatest(progress, \(min(max(progress, 0), 1))), updated_at = t.now
+                    FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                    RETURNING id, cancel_requested, \(tracksJSON)::jsonb AS tracks
+                ), \(unescaped: Self.replaceTracksCTEs)
+                SELECT cancel_requested FROM done
+                """, logger: self.logger
+            ).decode(Bool.self) { return .held(cancelRequested: value) }
+            return .lost
+        }
+    }
+
+    public func cancellationRequests(among leases: [Lease]) async throws -> Set<JobID> {
+        guard !leases.isEmpty else { return [] }
+        return try await withConnection { connection in
+            var ids: Set<JobID> = []
+            for try await id in try await connection.query(
+                "SELECT id FROM jobctl.jobs WHERE id = ANY(\(leases.map(\.jobID.rawValue))) AND cancel_requested", logger: self.logger
+            ).decode(String.self) { ids.insert(JobID(id)) }
+            return ids
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Queue
+
+// Submitting and reading jobs; listings and counts.
+extension PostgresJobStore {
+    // MARK: Submitting and reading
+
+    public func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
+        try await transaction { connection in
+            let now = try await self.currentTime(connection)
+            if let key = request.idempotencyKey {
+                // Serialize submits with the same key (an advisory lock on its hash).
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(key)))", logger: self.logger)
+                if let existing = try await self.firstJob("SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE idempotency_key = \(key)", connection) {
+                    return (existing, false)
+                }
+            }
+            let id = JobID.make(at: Date(milliseconds: now))
+            try await connection.query(
+                """
+                INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
+                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                VALUES (\(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
+                    \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start), \(request.range?.duration),
+                    \(request.priority), \(request.maxAttempts), \(request.maxAttempts), \(now), \(request.webhook),
+                    \(try StoredJSON.encode(request.metadata)), \(request.idempotencyKey), \(now), \(now))
+                """,
+                logger: self.logger
+            )
+            try await self.notify(connection, "job")
+            return (try await self.job(id, connection), true)
+        }
+    }
+
+    public func job(_ id: JobID) async throws -> Job? {
+        try await withConnection { connection in
+            try await self.firstJob("SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE id = \(id.rawValue)", connection)
+        }
+    }
+
+    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE \(status?.rawValue)::text IS NULL OR status = \(status?.rawValue)
+                ORDER BY created_at DESC, id DESC LIMIT \(limit)
+                """,
+                logger: self.logger
+            )
+            var jobs: [Job] = []
+            for try await row in rows { jobs.append(try Stored(row.makeRandomAccess()).job(tracks: [])) }
+            return try await self.attachTracks(jobs, connection)
+        }
+    }
+
+    public func statusCounts() async throws -> [JobStatus: Int] {
+        try await withConnection { connection in
+            var counts: [JobStatus: Int] = [:]
+            for try await (status, count) in try await connection.query(
+                "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status", logger: self.logger
+            ).decode((String, Int).self) {
+                if let status = JobStatus(rawValue: status) { counts[status] = count }
+            }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Queue
+
+// The ends of an attempt (complete, fail, confirm a cancel, release) and the user's cancel and retry:
+// each the SQL of one row of JobStateMachine's table, fenced by the lease token.
+extension PostgresJobStore {
+    public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
+        let resultJSON = try StoredJSON.encode(result)
+        let tracksJSON = try StoredJSON.encode(tracks)
+        return try await finish(lease) {
+            """
+            WITH \(unescaped: self.clockCTE), done AS (
+                UPDATE jobctl.jobs SET status = 'completed', progress = 1, result = \(resultJSON), error_code = NULL, error_message = NULL,
+                    error_retryable = NULL, finished_at = t.now, lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE,
+                    updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), \(tracksJSON)::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
+            """
+        }
+    }
+
+    public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
+        // A retryable failure of a job whose cancellation was asked for ends it cancelled.
+        try await finish(lease) {
+            """
+            WITH \(unescaped: self.clockCTE), done AS (
+                UPDATE jobctl.jobs SET
+                    status = CASE WHEN \(error.retryable) AND cancel_requested THEN 'cancelled'
+                        WHEN \(error.retryable) AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
+                    run_at = CASE WHEN \(error.retryable) AND attempt < max_attempts THEN t.now + \(retryDelay.milliseconds) ELSE run_at END,
+                    finished_at = CASE WHEN \(error.retryable) AND NOT cancel_requested AND attempt < max_attempts THEN NULL ELSE t.now END,
+                    error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
+            """
+        }
+    }
+
+    public func confirmCancelled(_ lease: Lease) async throws -> Bool {
+        try await finish(lease) {
+            """
+            WITH \(unescaped: self.clockCTE), done AS (
+                UPDATE jobctl.jobs SET status = 'cancelled', finished_at = t.now, lease_token = NULL, lease_expires_at = NULL,
+                    cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
+            """
+        }
+    }
+
+    public func release(_ lease: Lease) async throws -> Bool {
+        // Handing back a job whose cancellation was asked for ends it cancelled.
+        try await finish(lease) {
+            """
+            WITH \(unescaped: self.clockCTE), done AS (
+                UPDATE jobctl.jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'unknown' END,
+                    finished_at = CASE WHEN cancel_requested THEN t.now ELSE NULL END,
+                    attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = t.now, progress = 0,
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
+                RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
+            ), \(unescaped: Self.afterFinish)
+            """
+        }
+    }
+
+    /// What the `done` CTE of an attempt's end returns, besides its `tracks`.
+    static let finishedColumns = "id, status, webhook IS NOT NULL AS has_webhook, t.now"
+
+    /// After `done` (the fenced UPDATE): its tracks recorded, workers woken if the job is queued
+    /// again; the statement returns the new status, whether there is a webhook, and the time.
+    static let afterFinish = """
+        \(replaceTracksCTEs),
+        woken AS (SELECT pg_notify('\(channel)', 'job') FROM done WHERE status = 'unknown')
+        SELECT status, has_webhook, now, (SELECT count(*) FROM woken) FROM done
+        """
+
+    /// Replaces the tracks of the job in `done` by `done.tracks` (a JSON array of `JobTrack`;
+    /// `NULL` leaves them as they are), in the same statement.
+    static let replaceTracksCTEs = """
+        gone AS (
+            DELETE FROM jobctl.job_tracks g USING done
+            WHERE g.job_id = done.id AND done.tracks IS NOT NULL
+                AND g.idx NOT IN (SELECT x."index" FROM jsonb_to_recordset(done.tracks) AS x("index" integer))
+        ),
+        put AS (
+            INSERT INTO jobctl.job_tracks (job_id, idx, source_index, media_type, status, codec, read, written)
+            SELECT done.id, x."index", x."sourceIndex", x."mediaType", x.status, x.codec, x.read, x.written
+            FROM done, jsonb_to_recordset(coalesce(done.tracks, '[]'::jsonb))
+                AS x("index" integer, "sourceIndex" integer, "mediaType" text, status text, codec text, read bigint, written bigint)
+            ON CONFLICT (job_id, idx) DO UPDATE SET source_index = excluded.source_index, media_type = excluded.media_type,
+                status = excluded.status, codec = excluded.codec, read = excluded.read, written = excluded.written
+        )
+        """
+
+    /// `t`, the statement's time: the injected clock (tests) or the database's.
+    var clockCTE: String {
+        "t AS (SELECT \(now.map(String.init) ?? Self.databaseNow)::bigint AS now)"
+    }
+
+    /// Ends the current attempt with `statement` (the fenced UPDATE with `afterFinish`). A job
+    /// that ended with a webhook gets its event in the same transaction; one without a webhook
+    /// (or queued again) needs nothing else.
+    func finish(_ lease: Lease, statement: @escaping @Sendable () throws -> PostgresQuery) async throws -> Bool {
+        try await transaction { connection in
+            var outcome: (status: String, hasWebhook: Bool, now: Int64)?
+            for try await (status, hasWebhook, now, _) in try await connection.query(statement(), logger: self.logger)
+                .decode((String, Bool, Int64, Int64).self)
+            {
+                outcome = (status, hasWebhook, now)
+            }
+            guard let outcome else { return false }
+            if outcome.hasWebhook, JobStatus(rawValue: outcome.status)?.isTerminal == true {
+                try await self.enqueueEvent(for: lease.jobID, connection, now: outcome.now)
+            }
+            return true
+        }
+    }
+
+    // MARK: Cancel and retry
+
+    public func cancel(_ id: JobID) async throws -> CancelOutcome {
+        try await transaction { connection in
+            let now = try await self.currentTime(connection)
+            let status = try await self.status(of: id, connection, lock: true)
+            switch status {
+            case .unknown:
+                try await connection.query(
+                    "UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger
+                )
+                try await self.enqueueEvent(for: id, connection, now: now)
+                return .cancelled(try await self.job(id, connection))
+            case .reading:
+                try await connection.query(
+                    "UPDATE jobctl.jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger
+                )
+                try await self.notify(connection, "cancel")
+                return .requested(try await self.job(id, connection))
+            case .completed, .failed, .cancelled:
+                throw JobStoreError(.conflict(status), "job \(id) has already ended (\(status)); nothing to cancel")
+            }
+        }
+    }
+
+    public func retry(_ id: JobID) async throws -> Job {
+        try await transaction { connection in
+            let now = try await self.currentTime(connection)
+            let status = try await self.status(of: id, connection, lock: true)
+            guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
+                throw JobStoreError(.conflict(status), "job \(id) is \(status); only failed or cancelled jobs can be retried")
+            }
+            try await connection.query(
+                """
+                UPDATE jobctl.jobs SET status = 'unknown', run_at = \(now), max_attempts = attempt + attempt_budget, progress = 0, result = NULL,
+                    error_code = NULL, error_message = NULL, error_retryable = NULL, cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
+                WHERE id = \(id.rawValue)
+                """, logger: self.logger
+            )
+            try await self.notify(connection, "job")
+            return try await self.job(id, connection)
+        }
+    }
+}

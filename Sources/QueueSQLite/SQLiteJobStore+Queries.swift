@@ -1,0 +1,61 @@
+import Foundation
+import GRDB
+import Queue
+
+// Submitting and reading jobs; listings and counts.
+extension SQLiteJobStore {
+    // MARK: Submitting and reading
+
+    public func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
+        let now = self.now
+        let id = JobID.make(at: clock())
+        return try await write { db in
+            if let key = request.idempotencyKey,
+                let existing = try Row.fetchOne(db, sql: "SELECT \(StoredColumns.job) FROM jobs WHERE idempotency_key = ?", arguments: [key])
+            {
+                return (try SQLiteJobStore.job(existing, db), false)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
+                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                    VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    id.rawValue, request.kind.rawValue, request.input, request.output, request.preset, try StoredJSON.encode(request.presetSettings),
+                    request.format, request.range?.start, request.range?.duration, request.priority, request.maxAttempts, request.maxAttempts,
+                    now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, now, now,
+                ]
+            )
+            return (try SQLiteJobStore.job(id, db), true)
+        }
+    }
+
+    public func job(_ id: JobID) async throws -> Job? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoredColumns.job) FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else { return nil }
+            return try SQLiteJobStore.job(row, db)
+        }
+    }
+
+    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+        try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(StoredColumns.job) FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                arguments: [status?.rawValue, limit]
+            )
+            return try rows.map { try SQLiteJobStore.job($0, db) }
+        }
+    }
+
+    public func statusCounts() async throws -> [JobStatus: Int] {
+        try await read { db in
+            var counts: [JobStatus: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS count FROM jobs GROUP BY status") {
+                if let status = JobStatus(rawValue: row["status"]) { counts[status] = row["count"] }
+            }
+            return counts
+        }
+    }
+}
