@@ -1,0 +1,273 @@
+import CFFmpeg
+import Synchronization
+
+// MARK: - Engines: what each kind of input does with a sample
+
+class Engine {
+    let file: OutputFile
+    let streamIndex: Int
+    let codecName: String
+    weak var writer: AssetWriter?
+    let packet = Packet()
+
+    init(file: OutputFile, streamIndex: Int, codecName: String) {
+        self.file = file
+        self.streamIndex = streamIndex
+        self.codecName = codecName
+    }
+
+    func append(_ sample: SampleBuffer) throws(MediaError) {}
+    func finish() throws(MediaError) {}
+
+    /// Writes `packet` (in `timeBase`) to this input's stream. A failure of the output's disk
+    /// is `output_unwritable`; the muxer refusing the packet itself goes to `refused(_:)`.
+    func write(_ packet: UnsafeMutablePointer<AVPacket>, from timeBase: AVRational) throws(MediaError) {
+        packet.pointee.stream_index = Int32(streamIndex)
+        av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
+        adjust(packet)
+        var size: Int64 = 0
+        do {
+            size = try file.write(packet)
+            accepted()
+        } catch let error as FFError where error.isExit {
+            throw writer?.error ?? MediaError.cancelled()
+        } catch let error as FFError where error.isOutputIO {
+            throw AssetWriter.writeError(error, path: writer?.destination ?? file.path)
+        } catch let error as FFError {
+            try refused(error)
+        } catch {
+            throw MediaError(.internalError, "writing a packet: \(error)")
+        }
+        if let writer, size > writer.limits.maxOutputBytes { throw writer.limits.outputTooLarge(size, path: writer.destination) }
+    }
+
+    /// A last look at a packet in the output stream's time base, before the muxer.
+    func adjust(_ packet: UnsafeMutablePointer<AVPacket>) {}
+
+    func accepted() {}
+
+    /// The muxer refused a packet (invalid data, timestamps it cannot store). Encoded packets
+    /// are ours: `encode_failed`.
+    func refused(_ error: FFError) throws(MediaError) {
+        throw MediaError(
+            .encodeFailed, "track \(streamIndex): the \(codecName) packets cannot be written: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))",
+            detail: error.description
+        )
+    }
+}
+
+/// Shared by the video and audio encoders: send a frame, write what comes out.
+class EncodingEngine: Engine {
+    let encoder: CodecEncoder
+
+    init(encoder: CodecEncoder, file: OutputFile) throws(MediaError) {
+        self.encoder = encoder
+        let stream: UnsafeMutablePointer<AVStream>
+        do {
+            stream = try file.addStream()
+            try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
+        } catch {
+            throw MediaError(.encodeFailed, "setting up the \(encoder.codecName) stream failed", detail: "\(error)")
+        }
+        stream.pointee.time_base = encoder.timeBase
+        super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: String(cString: avcodec_get_name(encoder.context.pointee.codec_id)))
+    }
+
+    func encode(_ frame: UnsafeMutablePointer<AVFrame>?) throws(MediaError) {
+        let result = encoder.send(frame)
+        if result < 0 && result != AVErr.eof {
+            throw MediaError(.encodeFailed, "\(encoder.codecName) refused a frame: \(FFmpegLog.takeLastError() ?? FFError.message(for: result))")
+        }
+        while true {
+            let received = encoder.receive(packet.pointer)
+            if received == AVErr.again || received == AVErr.eof { return }
+            if received < 0 {
+                throw MediaError(.encodeFailed, "\(encoder.codecName) failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: received))")
+            }
+            prepare(packet.pointer)
+            try write(packet.pointer, from: encoder.timeBase)
+        }
+    }
+
+    /// A chance to fix up a packet before it is written.
+    func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {}
+
+    static func open(name: String, options: [String: String], configure: (UnsafeMutablePointer<AVCodecContext>) throws -> Void) throws(MediaError) -> CodecEncoder {
+        guard CodecEncoder.isAvailable(name) else {
+            throw MediaError(.presetIncompatible, "this FFmpeg build has no \(name) encoder")
+        }
+        do {
+            return try CodecEncoder(name: name, options: options, configure: configure)
+        } catch {
+            let detail = FFmpegLog.takeLastError().map { ": \($0)" } ?? ""
+            throw MediaError(.encodeFailed, "the \(name) encoder could not be opened\(detail)", detail: "\(error)")
+        }
+    }
+}
+
+final class VideoEngine: EncodingEngine {
+    /// Frame durations by pts: libx264 in 5.1 returns packets without (docs/ffmpeg.md #19).
+    private var durations: [Int64: Int64] = [:]
+
+    init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
+        let source = encoding.source
+        let timeBase = source.timeBase.av
+        var options: [String: String] = [:]
+        if let crf = encoding.crf { options["crf"] = "\(crf)" }
+        if let speed = encoding.encoderPreset { options["preset"] = speed }
+        if encoding.codec == .hevc { options["x265-params"] = "log-level=error" }
+        let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
+            context.pointee.width = Int32(encoding.size.width)
+            context.pointee.height = Int32(encoding.size.height)
+            context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+            context.pointee.time_base = timeBase
+            if let rate = source.frameRateRational { context.pointee.framerate = rate.av }
+            if let bitrate = encoding.bitrate { context.pointee.bit_rate = Int64(bitrate) }
+            // Pass the source's colour description on, as the ffmpeg CLI does.
+            if let name = source.colorPrimaries, case let value = av_color_primaries_from_name(name), value >= 0 {
+                context.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(value))
+            }
+            if let name = source.colorTransfer, case let value = av_color_transfer_from_name(name), value >= 0 {
+                context.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(value))
+            }
+            if let name = source.colorSpace, case let value = av_color_space_from_name(name), value >= 0 {
+                context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
+            }
+            // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (docs/ffmpeg.md #16).
+            context.pointee.thread_count = 0
+            if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+        try super.init(encoder: encoder, file: file)
+        if encoding.codec == .hevc {
+            file.stream(streamIndex).pointee.codecpar.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31)  // hvc1
+        }
+    }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .video(let frame) = sample.payload else { throw MediaError(.internalError, "a video input was given a non-video sample") }
+        frame.pts = sample.pts
+        durations[sample.pts] = sample.duration
+        try encode(frame.pointer)
+    }
+
+    override func finish() throws(MediaError) { try encode(nil) }
+
+    override func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {
+        let duration = durations.removeValue(forKey: packet.pointee.pts)
+        if packet.pointee.duration <= 0 { packet.pointee.duration = duration ?? 1 }
+    }
+}
+
+final class AudioEngine: EncodingEngine {
+    private let fifo: AudioFifo
+    private var layout = AVChannelLayout()
+    private let sampleRate: Int32
+    private var nextPTS: Int64?
+
+    init(encoding: AssetWriterInput.AudioEncoding, file: OutputFile) throws(MediaError) {
+        sampleRate = Int32(encoding.sampleRate)
+        av_channel_layout_default(&layout, Int32(encoding.channels))
+        var layoutCopy = layout
+        let encoder = try EncodingEngine.open(name: "aac", options: [:]) { context in
+            context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+            context.pointee.sample_rate = Int32(encoding.sampleRate)
+            try check(av_channel_layout_copy(&context.pointee.ch_layout, &layoutCopy), "av_channel_layout_copy")
+            if let bitrate = encoding.bitrate { context.pointee.bit_rate = Int64(bitrate) }
+            context.pointee.time_base = AVRational(num: 1, den: Int32(encoding.sampleRate))
+            context.pointee.thread_count = 0
+            if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+        fifo = AudioFifo(format: AV_SAMPLE_FMT_FLTP, channels: Int32(encoding.channels))
+        try super.init(encoder: encoder, file: file)
+    }
+
+    deinit { av_channel_layout_uninit(&layout) }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .audio(let frame) = sample.payload else { throw MediaError(.internalError, "an audio input was given a non-audio sample") }
+        if nextPTS == nil { nextPTS = sample.pts }
+        do { try fifo.write(frame) } catch { throw MediaError(.encodeFailed, "buffering audio failed", detail: "\(error)") }
+        // AAC takes exactly frame_size (1024) samples per frame (docs/ffmpeg.md #20).
+        let frameSize = max(1, encoder.frameSize)
+        while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
+    }
+
+    override func finish() throws(MediaError) {
+        if fifo.count > 0 { try encodeFromFifo(fifo.count) }  // a short last frame (AV_CODEC_CAP_SMALL_LAST_FRAME)
+        try encode(nil)
+    }
+
+    private func encodeFromFifo(_ count: Int32) throws(MediaError) {
+        let frame: Frame
+        do {
+            frame = try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &layout, sampleRate: sampleRate)
+            try fifo.read(into: frame, count: count)
+        } catch {
+            throw MediaError(.encodeFailed, "preparing an audio frame failed", detail: "\(error)")
+        }
+        frame.pts = nextPTS ?? 0
+        nextPTS = frame.pts + Int64(frame.sampleCount)
+        try encode(frame.pointer)
+    }
+}
+
+/// Copies packets. A damaged input's packets can be unwritable (an ADTS header the muxer's
+/// bitstream filter cannot parse, timestamps out of order): timestamps are kept increasing as
+/// the `ffmpeg` CLI does, and a packet the muxer still refuses is dropped, counted against the
+/// same damage budget as undecodable packets (`decode_failed` once damage dominates).
+final class CopyEngine: Engine {
+    private let sourceTimeBase: AVRational
+    private var lastDTS: Int64?
+    private var damage: DecodeErrorBudget
+
+    init(track: AssetTrack, asset: Asset, file: OutputFile) throws(MediaError) {
+        let source = asset.input.stream(track.index)
+        sourceTimeBase = source.pointee.time_base
+        let parameters = source.pointee.codecpar!
+        let stream: UnsafeMutablePointer<AVStream>
+        do {
+            stream = try file.addStream()
+            try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters), "avcodec_parameters_copy")
+        } catch {
+            throw MediaError(.internalError, "setting up a copied stream failed", detail: "\(error)")
+        }
+        let hvc1 = cff_mktag(0x68, 0x76, 0x63, 0x31)
+        if stream.pointee.codecpar.pointee.codec_tag != hvc1 { stream.pointee.codecpar.pointee.codec_tag = 0 }
+        stream.pointee.time_base = sourceTimeBase
+        stream.pointee.sample_aspect_ratio = source.pointee.sample_aspect_ratio
+        // Keep the display matrix: a copied picture is still shown rotated.
+        var size: Int = 0
+        if let matrix = av_stream_get_side_data(source, AV_PKT_DATA_DISPLAYMATRIX, &size), size > 0,
+            let copy = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, size)
+        {
+            copy.update(from: matrix, count: size)
+        }
+        if let language = track.language { av_dict_set(&stream.pointee.metadata, "language", language, 0) }
+        damage = DecodeErrorBudget(trackIndex: track.index, action: "copy")
+        super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: track.codec)
+    }
+
+    /// mp4 and mov need strictly increasing decode timestamps, and a presentation time no
+    /// earlier than the decode time.
+    override func adjust(_ packet: UnsafeMutablePointer<AVPacket>) {
+        var dts = packet.pointee.dts
+        if dts == noPTS { dts = lastDTS.map { $0 + 1 } ?? (packet.pointee.pts != noPTS ? packet.pointee.pts : 0) }
+        if let lastDTS, dts <= lastDTS { dts = lastDTS + 1 }
+        packet.pointee.dts = dts
+        if packet.pointee.pts == noPTS || packet.pointee.pts < dts { packet.pointee.pts = dts }
+        lastDTS = dts
+    }
+
+    override func accepted() { damage.succeeded() }
+
+    override func refused(_ error: FFError) throws(MediaError) {
+        try damage.failed(error.code)
+    }
+
+    override func append(_ sample: SampleBuffer) throws(MediaError) {
+        guard case .packet(let packet) = sample.payload else { throw MediaError(.internalError, "a passthrough input was given a decoded sample") }
+        packet.pointer.pointee.pos = -1
+        try write(packet.pointer, from: sourceTimeBase)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Queue
+import Testing
+
+// Conformance checks: failing.
+extension Checks {
+    static func retryableFailureWithBackoff(_ h: Harness) async throws {
+        let job = try await h.submit("flaky", maxAttempts: 3)
+        let claimed = try await h.claim(job.id)
+        h.clock.advance(by: .seconds(1))
+        let failedAt = h.clock.milliseconds
+        let error = JobError(code: "output_unwritable", message: "/out is full")
+        #expect(error.retryable)
+        #expect(try await h.handle(2).fail(claimed.lease, error: error, retryDelay: .seconds(10)))
+
+        let waiting = try await h.fetch(job.id)
+        #expect(waiting.status == .unknown)
+        #expect(waiting.error == error)
+        #expect(ms(waiting.runAt) == failedAt + 10_000, "runAt = now + retryDelay")
+        #expect(waiting.attempt == 1)
+        #expect(waiting.finishedAt == nil)
+        #expect(waiting.result == nil)
+
+        try await h.expectNothingClaimed("just failed, 10 s to wait")
+        h.clock.advance(by: .milliseconds(9_999))
+        try await h.expectNothingClaimed("1 ms before runAt")
+        h.clock.advance(by: .milliseconds(2))
+        let again = try await h.claim(job.id, as: workerB, on: 3)
+        #expect(again.job.attempt == 2)
+        #expect(again.lease.attempt == 2)
+        #expect(again.job.status == .reading)
+    }
+
+    static func nonRetryableFailure(_ h: Harness) async throws {
+        let job = try await h.submit("missing", maxAttempts: 3)
+        let claimed = try await h.claim(job.id)
+        h.clock.advance(by: .seconds(1))
+        #expect(try await h.store.fail(claimed.lease, error: finalError, retryDelay: .seconds(10)))
+        let failed = try await h.fetch(job.id)
+        #expect(failed.status == .failed)
+        #expect(failed.error == finalError)
+        #expect(ms(failed.finishedAt) == h.clock.milliseconds)
+        #expect(failed.attempt == 1)
+        #expect(failed.maxAttempts == 3)
+        h.clock.advance(by: .seconds(3600))
+        try await h.expectNothingClaimed("a failed job is never claimed")
+        #expect(try await h.fetch(job.id).status == .failed)
+    }
+
+    static func attemptsExhausted(_ h: Harness) async throws {
+        let job = try await h.submit("doomed", maxAttempts: 2)
+        let first = try await h.claim(job.id)
+        #expect(try await h.store.fail(first.lease, error: retryableError, retryDelay: .zero))
+        #expect(try await h.fetch(job.id).status == .unknown, "attempt 1 of 2 failed: another attempt")
+        let second = try await h.claim(job.id, as: workerB)
+        #expect(second.lease.attempt == 2)
+        h.clock.advance(by: .seconds(1))
+        let lastError = JobError(code: "internal", message: "the encoder crashed again")
+        #expect(try await h.store.fail(second.lease, error: lastError, retryDelay: .zero))
+        let failed = try await h.fetch(job.id)
+        #expect(failed.status == .failed, "attempt 2 of 2 failed: no attempt left")
+        #expect(failed.error == lastError)
+        #expect(failed.attempt == 2)
+        #expect(ms(failed.finishedAt) == h.clock.milliseconds)
+        try await h.expectNothingClaimed("attempts exhausted")
+    }
+
+    static func leaseExpiryWithNoAttemptsLeft(_ h: Harness) async throws {
+        let job = try await h.submit("abandoned", maxAttempts: 1)
+        let claimed = try await h.claim(job.id, lease: .seconds(30))
+        h.clock.advance(by: .seconds(31))
+        try await h.expectNothingClaimed("the only attempt's lease expired")
+        let failed = try await h.fetch(job.id)
+        #expect(failed.status == .failed)
+        #expect(failed.error?.code == "lease_lost")
+        #expect(failed.error?.message.isEmpty == false)
+        #expect(failed.attempt == 1)
+        #expect(ms(failed.finishedAt) == h.clock.milliseconds)
+        #expect(try await h.store.heartbeat(claimed.lease, progress: 0.5, tracks: [], extendBy: .seconds(30)) == .lost, "the dead worker comes back")
+        #expect(try await h.store.complete(claimed.lease, result: .null, tracks: []) == false)
+        #expect(try await h.fetch(job.id).status == .failed)
+    }
+}
