@@ -31,16 +31,18 @@ let package = Package(
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
         ),
+        // The one error shape (a Code struct over a private enum, a message, the cause, where).
+        .target(name: "JobctlErrors"),
         // The AVFoundation-shaped export pipeline: Asset, AssetReader, AssetWriter, ExportSession, presets, ranges.
         .target(
             name: "Media",
             dependencies: [
-                "CFFmpeg",
+                "CFFmpeg", "JobctlErrors",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The job model, the status state machine, the retry policy and the JobStore protocol.
-        .target(name: "Queue"),
+        .target(name: "Queue", dependencies: ["JobctlErrors"]),
         // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
         .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite"), .embedInCode("postgres")]),
         // The job table in SQLite (GRDB), for one host.
@@ -65,7 +67,7 @@ let package = Package(
         // The general HTTP client every outbound request goes through: the address guard (no
         // private, loopback or metadata addresses unless allowed), libcurl with typed shims, and
         // the bridge that runs a blocking request on a thread of its own.
-        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue"]),
+        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue", "JobctlErrors"]),
         // Webhooks: Standard Webhooks signing, the delivery schedule, the dispatcher.
         .target(
             name: "Webhooks",
@@ -122,7 +124,7 @@ let package = Package(
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
         .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlErrors", "QueueTestKit", "MediaTestKit"]),
         // The worker in this process: its state machines (milliseconds), and whole workers on the
         // in-memory store with real FFmpeg on tiny clips (about a second each).
         .testTarget(

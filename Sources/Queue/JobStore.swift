@@ -1,4 +1,5 @@
 import Foundation
+import JobctlErrors
 
 /// Who runs jobs: recorded with each claim and in the workers table.
 public struct WorkerIdentity: Sendable, Hashable, Codable {
@@ -110,37 +111,50 @@ public enum CancelOutcome: Sendable, Hashable {
     case requested(Job)
 }
 
-/// Errors of the store API itself (not of jobs).
-public struct JobStoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
-        case notFound
-        /// The job's status does not allow the operation (`cancel` of an ended job…).
-        case conflict(JobStatus)
+/// Errors of the store API itself (not of jobs), in the one error shape (`CodedError`).
+public struct JobStoreError: CodedError, Sendable {
+    /// What went wrong; new codes may be added (it wraps a private enum). `description` is the
+    /// code the CLI prints (`error: database_unavailable: …`).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case notFound = "not_found", conflict, unavailable = "database_unavailable", corrupt = "database_corrupt"
+            case invalidLocation = "usage"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        public var description: String { base.rawValue }
+
+        public static let notFound = Code(.notFound)
+        /// The job's status does not allow the operation (`cancel` of an ended job…); the
+        /// error's `status` says which.
+        public static let conflict = Code(.conflict)
         /// The database cannot be opened or used.
-        case unavailable
+        public static let unavailable = Code(.unavailable)
         /// The database file is damaged (SQLite: a malformed page, not a database at all).
         /// Retrying cannot help: stop, keep a copy, recover (docs/operations.md).
-        case corrupt
+        public static let corrupt = Code(.corrupt)
+        /// The database's location is malformed (not a `postgres://` URL, an unknown
+        /// `sslmode`): a usage error, not an outage.
+        public static let invalidLocation = Code(.invalidLocation)
     }
 
-    public var kind: Kind
+    public var code: Code
     public var message: String
+    /// The status that made a `conflict`.
+    public var status: JobStatus?
+    /// The database driver's error underneath, if any.
+    public var cause: (any Error)?
+    public var location: ErrorLocation
 
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
+    public init(
+        _ code: Code, _ message: String, status: JobStatus? = nil, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line
+    ) {
+        self.code = code
         self.message = message
-    }
-
-    public var description: String { message }
-
-    /// The error line's code (`error: CODE: message`).
-    public var code: String {
-        switch kind {
-        case .notFound: "not_found"
-        case .conflict: "conflict"
-        case .unavailable: "database_unavailable"
-        case .corrupt: "database_corrupt"
-        }
+        self.status = status
+        self.cause = cause
+        self.location = ErrorLocation(file: file, line: line)
     }
 }
 

@@ -101,7 +101,7 @@ extension MemoryJobStore {
         return try write { tables in
             guard var stored = tables.deliveries[id] else { throw JobStoreError(.notFound, "no webhook delivery \(id)") }
             guard stored.delivery.status != .delivering else {
-                throw JobStoreError(.conflict(.reading), "delivery \(id) is being sent right now")
+                throw JobStoreError(.conflict, "delivery \(id) is being sent right now", status: .reading)
             }
             stored.delivery.status = .pending
             stored.delivery.nextAttemptAt = now

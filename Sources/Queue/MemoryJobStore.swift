@@ -219,7 +219,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
             let status = record.job.status
             guard let next = record.apply(.cancel) else {
-                throw JobStoreError(.conflict(status), "job \(id) has already ended (\(status)); nothing to cancel")
+                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
             }
             if next.status == .cancelled { record.job.finishedAt = now }
             tables.jobs[id] = record
@@ -234,7 +234,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
             let status = record.job.status
             guard record.apply(.retry) != nil else {
-                throw JobStoreError(.conflict(status), "job \(id) is \(status); only failed or cancelled jobs can be retried")
+                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
             }
             record.job.runAt = now
             record.job.progress = 0

@@ -15,7 +15,7 @@ extension PostgresJobStore {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
             let host = components.host, !host.isEmpty
         else {
-            throw JobStoreError(.unavailable, "\(JobRequest.redactingCredentials(url)) is not a postgres://user:password@host:port/database URL")
+            throw JobStoreError(.invalidLocation, "\(JobRequest.redactingCredentials(url)) is not a postgres://user:password@host:port/database URL")
         }
         func parameter(_ name: String) -> String? { components.queryItems?.first { $0.name == name }?.value }
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
@@ -40,7 +40,7 @@ extension PostgresJobStore {
             tlsConfiguration.certificateVerification = .fullVerification
             tls = .require(tlsConfiguration)
         default:
-            throw JobStoreError(.unavailable, "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full")
+            throw JobStoreError(.invalidLocation, "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         var configuration = PostgresClient.Configuration(

@@ -117,7 +117,7 @@ extension PostgresJobStore {
             ).decode(String.self) { status = value }
             guard let status else { throw JobStoreError(.notFound, "no webhook delivery \(id)") }
             guard status != DeliveryStatus.delivering.rawValue else {
-                throw JobStoreError(.conflict(.reading), "delivery \(id) is being sent right now")
+                throw JobStoreError(.conflict, "delivery \(id) is being sent right now", status: .reading)
             }
             try await connection.query(
                 "UPDATE jobctl.webhook_deliveries SET status = 'pending', next_attempt_at = \(now), delivered_at = NULL, updated_at = \(now) WHERE id = \(id)",

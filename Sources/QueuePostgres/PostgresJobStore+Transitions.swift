@@ -143,7 +143,7 @@ extension PostgresJobStore {
                 try await self.notify(connection, "cancel")
                 return .requested(try await self.job(id, connection))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(.conflict(status), "job \(id) has already ended (\(status)); nothing to cancel")
+                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
             }
         }
     }
@@ -153,7 +153,7 @@ extension PostgresJobStore {
             let now = try await self.currentTime(connection)
             let status = try await self.status(of: id, connection, lock: true)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(.conflict(status), "job \(id) is \(status); only failed or cancelled jobs can be retried")
+                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
             }
             try await connection.query(
                 """

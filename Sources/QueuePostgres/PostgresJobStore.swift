@@ -95,9 +95,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             throw error
         } catch let error as PostgresTransactionError {
             if let closure = error.closureError as? JobStoreError { throw closure }
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error.closureError ?? error.commitError ?? error.beginError ?? error))")
+            let underlying = error.closureError ?? error.commitError ?? error.beginError ?? error
+            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(underlying))", cause: underlying)
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))")
+            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))", cause: error)
         }
     }
 
@@ -112,7 +113,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         } catch let error as JobStoreError {
             throw error
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))")
+            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))", cause: error)
         }
     }
 

@@ -110,7 +110,7 @@ extension SQLiteJobStore {
                 throw JobStoreError(.notFound, "no webhook delivery \(id)")
             }
             guard status != DeliveryStatus.delivering.rawValue else {
-                throw JobStoreError(.conflict(.reading), "delivery \(id) is being sent right now")
+                throw JobStoreError(.conflict, "delivery \(id) is being sent right now", status: .reading)
             }
             try db.execute(
                 sql: "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, delivered_at = NULL, updated_at = ? WHERE id = ?",

@@ -75,7 +75,7 @@ extension SQLiteJobStore {
                 try db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, id.rawValue])
                 return .requested(try SQLiteJobStore.job(id, db))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(.conflict(status), "job \(id) has already ended (\(status)); nothing to cancel")
+                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
             }
         }
     }
@@ -85,7 +85,7 @@ extension SQLiteJobStore {
         return try await write { db in
             let status = try SQLiteJobStore.status(of: id, db)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(.conflict(status), "job \(id) is \(status); only failed or cancelled jobs can be retried")
+                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
             }
             try db.execute(
                 sql: """

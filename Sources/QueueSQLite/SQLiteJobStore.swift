@@ -84,7 +84,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         if let error = error as? DatabaseError, [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode) {
             return JobStoreError(
                 .corrupt,
-                "the job database \(path) is damaged (\(describe(error))): stop every worker using it, keep a copy, and rebuild it with `sqlite3 \(path) .dump | sqlite3 NEW.sqlite` (docs/operations.md, \"A damaged SQLite database\")"
+                "the job database \(path) is damaged (\(describe(error))): stop every worker using it, keep a copy, and rebuild it with `sqlite3 \(path) .dump | sqlite3 NEW.sqlite` (docs/operations.md, \"A damaged SQLite database\")",
+                cause: error
             )
         }
         if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_CANTOPEN {
@@ -93,9 +94,9 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             let reason = !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
                 ? "the directory \(directory) does not exist"
                 : FileManager.default.isWritableFile(atPath: directory) ? describe(error) : "\(directory) is not writable by this user (SQLite needs to create its -wal and -shm files there)"
-            return JobStoreError(.unavailable, "\(what): \(reason)")
+            return JobStoreError(.unavailable, "\(what): \(reason)", cause: error)
         }
-        return JobStoreError(.unavailable, "\(what): \(describe(error))")
+        return JobStoreError(.unavailable, "\(what): \(describe(error))", cause: error)
     }
 
     /// SQLite keeps its write-ahead log beside the *name* a database is opened by: two hard

@@ -60,10 +60,10 @@ extension Checks {
         #expect(ms(cancelledQueued.finishedAt) == h.clock.milliseconds)
         try await h.expectNothingClaimed("a cancelled job is never claimed")
 
-        await h.expectStoreError(.conflict(.completed), "cancel of a completed job") { try await h.store.cancel(completed.id) }
-        await h.expectStoreError(.conflict(.failed), "cancel of a failed job") { try await h.store.cancel(failed.id) }
-        await h.expectStoreError(.conflict(.cancelled), "cancel of a cancelled (queued) job") { try await h.store.cancel(queued.id) }
-        await h.expectStoreError(.conflict(.cancelled), "cancel of a cancelled (running) job") { try await h.store.cancel(running.id) }
+        await h.expectStoreError(.conflict, status: .completed, "cancel of a completed job") { try await h.store.cancel(completed.id) }
+        await h.expectStoreError(.conflict, status: .failed, "cancel of a failed job") { try await h.store.cancel(failed.id) }
+        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (queued) job") { try await h.store.cancel(queued.id) }
+        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (running) job") { try await h.store.cancel(running.id) }
         await h.expectStoreError(.notFound, "cancel of an unknown id") { try await h.store.cancel(JobID.make(at: h.clock.date)) }
         #expect(try await h.fetch(completed.id).status == .completed)
         #expect(try await h.fetch(failed.id).status == .failed)
@@ -163,7 +163,7 @@ extension Checks {
         checkRetried(try await h.store.retry(final.id), attempt: 1, maxAttempts: 4, "retry's job (final failure)")
         let finalAgain = try await h.claim(final.id)
         #expect(finalAgain.lease.attempt == 2)
-        await h.expectStoreError(.conflict(.reading), "retry of a running job") { try await h.store.retry(final.id) }
+        await h.expectStoreError(.conflict, status: .reading, "retry of a running job") { try await h.store.retry(final.id) }
 
         // cancelled while queued: 0 attempts used, 3 left; while running: 1 used, 3 more.
         checkRetried(try await h.store.retry(queued.id), attempt: 0, maxAttempts: 3, "retry's job (cancelled while queued)")
@@ -173,9 +173,9 @@ extension Checks {
         let runningAgain = try await h.claim(running.id)
         #expect(runningAgain.lease.attempt == 2)
 
-        await h.expectStoreError(.conflict(.completed), "retry of a completed job") { try await h.store.retry(exhausted.id) }
+        await h.expectStoreError(.conflict, status: .completed, "retry of a completed job") { try await h.store.retry(exhausted.id) }
         let fresh = try await h.submit("fresh")
-        await h.expectStoreError(.conflict(.unknown), "retry of a queued job") { try await h.store.retry(fresh.id) }
+        await h.expectStoreError(.conflict, status: .unknown, "retry of a queued job") { try await h.store.retry(fresh.id) }
         await h.expectStoreError(.notFound, "retry of an unknown id") { try await h.store.retry(JobID.make(at: h.clock.date)) }
         #expect(try await h.fetch(fresh.id).status == .unknown)
         #expect(try await h.fetch(exhausted.id).status == .completed)

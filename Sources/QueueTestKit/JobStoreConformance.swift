@@ -196,17 +196,19 @@ struct Harness: Sendable {
         return try #require(job, "job \(id) is missing", sourceLocation: sourceLocation)
     }
 
-    /// Expects `body` to throw a `JobStoreError` of `kind`.
+    /// Expects `body` to throw a `JobStoreError` with `code` (and, for a conflict, `status`).
     func expectStoreError<T>(
-        _ kind: JobStoreError.Kind, _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T
+        _ code: JobStoreError.Code, status: JobStatus? = nil, _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () async throws -> T
     ) async {
         do {
             let value = try await body()
-            Issue.record("\(what): expected JobStoreError \(kind), got \(value)", sourceLocation: sourceLocation)
+            Issue.record("\(what): expected JobStoreError \(code), got \(value)", sourceLocation: sourceLocation)
         } catch let error as JobStoreError {
-            #expect(error.kind == kind, "\(what): \(error.message)", sourceLocation: sourceLocation)
+            #expect(error.code == code, "\(what): \(error.message)", sourceLocation: sourceLocation)
+            if let status { #expect(error.status == status, "\(what): conflict with \(String(describing: error.status))", sourceLocation: sourceLocation) }
         } catch {
-            Issue.record("\(what): expected JobStoreError \(kind), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+            Issue.record("\(what): expected JobStoreError \(code), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
         }
     }
 }

@@ -83,7 +83,7 @@ extension OutboxChecks {
         await h.expectStoreError("redeliver of an unknown id", matching: { $0 == .notFound }) {
             try await h.store.redeliver("msg_doesnotexist")
         }
-        await h.expectStoreError("redeliver of an event being delivered", matching: { if case .conflict = $0 { true } else { false } }) {
+        await h.expectStoreError("redeliver of an event being delivered", matching: { $0 == .conflict }) {
             try await h.store.redeliver(failed.id)
         }
         #expect(try await h.event(failed.id).status == .delivering, "the conflict changed nothing")

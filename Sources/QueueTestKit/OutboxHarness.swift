@@ -134,14 +134,14 @@ struct OutboxHarness: Sendable {
     }
 
     func expectStoreError<T>(
-        _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation, matching: (JobStoreError.Kind) -> Bool,
+        _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation, matching: (JobStoreError.Code) -> Bool,
         _ body: () async throws -> T
     ) async {
         do {
             let value = try await body()
             Issue.record("\(what): expected a JobStoreError, got \(value)", sourceLocation: sourceLocation)
         } catch let error as JobStoreError {
-            #expect(matching(error.kind), "\(what): got \(error.kind): \(error.message)", sourceLocation: sourceLocation)
+            #expect(matching(error.code), "\(what): got \(error.code): \(error.message)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("\(what): expected a JobStoreError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
         }

@@ -107,7 +107,7 @@ enum TransitionTable {
         do {
             return try await body()
         } catch let error as JobStoreError {
-            guard case .conflict = error.kind else { throw error }
+            guard error.code == .conflict else { throw error }
             return nil
         }
     }

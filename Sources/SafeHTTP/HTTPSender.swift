@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import JobctlErrors
 import Queue
 import Synchronization
 
@@ -29,6 +30,45 @@ public struct HTTPRequest: Sendable {
     }
 }
 
+/// Why a request failed, in the one error shape: the message is what the delivery log shows.
+public struct HTTPError: CodedError, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case refused, aborted = "stopped", certificateRejected = "certificate_rejected", transport, status = "http_status"
+            case notSent = "not_sent"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        public var description: String { base.rawValue }
+
+        /// The address guard refused the address the host resolved to.
+        public static let refused = Code(.refused)
+        /// `shouldAbort` said stop (a cancelled job, a lost lease).
+        public static let aborted = Code(.aborted)
+        /// The server's TLS certificate was not trusted: trying again will not help.
+        public static let certificateRejected = Code(.certificateRejected)
+        /// No final HTTP response: refused, unreachable, reset, timed out.
+        public static let transport = Code(.transport)
+        /// A final response that is not 2xx (a redirect included: they are not followed).
+        public static let status = Code(.status)
+        /// The request never reached the network (its body unreadable, no thread to run it).
+        public static let notSent = Code(.notSent)
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error)?
+    public var location: ErrorLocation
+
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+        self.location = ErrorLocation(file: file, line: line)
+    }
+}
+
 /// What came back (or why nothing did).
 public struct HTTPResponse: Sendable {
     /// `nil` when no HTTP response arrived (refused, unreachable, timed out).
@@ -36,24 +76,28 @@ public struct HTTPResponse: Sendable {
     /// The server's `Retry-After`, if it sent one.
     public var retryAfter: Duration?
     public var latency: Duration
-    /// Why the request failed, for the delivery log.
-    public var error: String?
-    /// The address guard refused the address the host resolved to.
-    public var refused: Bool
+    /// Why the request failed; `nil` when it succeeded.
+    public var failure: HTTPError?
     /// The start of the response body (capped).
-    public var body: String
-    /// `shouldAbort` said stop (a cancelled job).
-    public var aborted: Bool = false
+    public var body: String = ""
     /// Bytes sent in the request body (PUT).
     public var uploaded: Int64 = 0
-    /// The server's TLS certificate was not trusted: trying again will not help.
-    public var certificateRejected = false
+
+    public init(statusCode: Int? = nil, retryAfter: Duration? = nil, latency: Duration, failure: HTTPError? = nil) {
+        self.statusCode = statusCode
+        self.retryAfter = retryAfter
+        self.latency = latency
+        self.failure = failure
+    }
 
     public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
 
+    /// Whether the request failed with `code`.
+    public func failed(with code: HTTPError.Code) -> Bool { failure?.code == code }
+
     /// A request that never reached the network (its thread could not be started).
     public static func notSent(_ reason: String) -> HTTPResponse {
-        HTTPResponse(latency: .zero, error: reason, refused: false, body: "")
+        HTTPResponse(latency: .zero, failure: HTTPError(.notSent, reason))
     }
 }
 
@@ -134,7 +178,7 @@ public final class HTTPSender: Sendable {
             guard let file = FileHandle(forReadingAtPath: path),
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
             else {
-                return HTTPResponse(statusCode: nil, retryAfter: nil, latency: .zero, error: "\(path) cannot be read", refused: false, body: "")
+                return HTTPResponse(latency: .zero, failure: HTTPError(.notSent, "\(path) cannot be read"))
             }
             context.upload = file
             headers = curl_slist_append(headers, "Content-Type: \(contentType)")
@@ -189,32 +233,30 @@ public final class HTTPSender: Sendable {
         var status = 0
         ccurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         let body = String(decoding: context.body, as: UTF8.self)
-        var response = HTTPResponse(statusCode: nil, retryAfter: nil, latency: latency, error: nil, refused: false, body: "")
+        var response = HTTPResponse(latency: latency)
         response.uploaded = context.uploaded
         // Refused only if nothing got through: curl may skip a forbidden address of a host and
         // connect to an allowed one.
         if code != CURLE_OK, let refusal = context.refusal {
-            response.error = "refused: \(host) resolves to \(refusal)"
-            response.refused = true
+            response.failure = HTTPError(.refused, "refused: \(host) resolves to \(refusal)")
             return response
         }
         if code == CURLE_ABORTED_BY_CALLBACK {
-            response.error = "stopped"
-            response.aborted = true
+            response.failure = HTTPError(.aborted, "stopped")
             return response
         }
         response.body = body
         guard code == CURLE_OK else {
             // Only a final status counts: `100 Continue` and then silence is a network failure.
             response.statusCode = status >= 200 ? status : nil
-            response.error = String(cString: curl_easy_strerror(code))
-            response.certificateRejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
+            let rejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
+            response.failure = HTTPError(rejected ? .certificateRejected : .transport, String(cString: curl_easy_strerror(code)))
             return response
         }
         response.statusCode = status
         response.retryAfter = context.retryAfter
         if !(200..<300).contains(status) {
-            response.error = (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)"
+            response.failure = HTTPError(.status, (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)")
         }
         return response
     }

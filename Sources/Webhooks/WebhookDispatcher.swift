@@ -120,15 +120,15 @@ struct DeliveryAttempts: Sendable {
             ?? .notSent("could not start the request")
         let attempt = DeliveryAttempt(
             attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
-            latency: Int(response.latency.milliseconds), error: response.error, dispatcher: options.name
+            latency: Int(response.latency.milliseconds), error: response.failure?.message, dispatcher: options.name
         )
         let outcome: DeliveryOutcome
         if response.succeeded {
             outcome = .delivered(attempt)
-        } else if response.refused {
+        } else if response.failed(with: .refused) {
             outcome = .failed(DeliveryAttempt(
                 attempt: attempt.attempt, at: attempt.at, statusCode: nil, latency: attempt.latency,
-                error: "webhook_forbidden: \(response.error ?? "refused")", dispatcher: options.name
+                error: "webhook_forbidden: \(response.failure?.message ?? "refused")", dispatcher: options.name
             ))
         } else if let delay = options.schedule.delay(
             afterAttempt: attempt.attempt, eventAge: .milliseconds(Int64(Date().timeIntervalSince(delivery.createdAt) * 1000)),

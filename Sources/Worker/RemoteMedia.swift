@@ -25,16 +25,16 @@ enum RemoteMedia {
     static func checkInput(_ url: String, sender: HTTPSender) throws(JobFailure) {
         let shown = JobRequest.displayURL(url)
         let response = sender.send(HTTPRequest(url: url, method: .get(range: 0...0)))
-        if response.refused {
+        if response.failed(with: .refused) {
             throw JobFailure(error: JobError(
                 code: "input_unreadable",
-                message: "\(shown): \(response.error ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
+                message: "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
                 retryable: false
             ))
         }
         guard let status = response.statusCode else {
             throw JobFailure(error: JobError(
-                code: "input_unreadable", message: "\(shown) could not be fetched (\(response.error ?? "no response"))", retryable: !response.certificateRejected
+                code: "input_unreadable", message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))", retryable: !response.failed(with: .certificateRejected)
             ))
         }
         switch status {
@@ -78,17 +78,17 @@ enum RemoteMedia {
     /// refused the address).
     static func outcome(of response: HTTPResponse, url: String, tries: Int, retryDelays: [Duration]) -> UploadOutcome {
         let shown = JobRequest.displayURL(url)
-        if response.aborted { return .stopped }
+        if response.failed(with: .aborted) { return .stopped }
         if response.succeeded { return .uploaded(bytes: response.uploaded) }
-        if response.refused {
+        if response.failed(with: .refused) {
             return .failed(JobFailure(error: JobError(
                 code: "output_forbidden",
-                message: "\(shown): \(response.error ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
+                message: "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
                 retryable: false
             )))
         }
-        let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.error ?? "no response")
-        let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.certificateRejected
+        let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.failure?.message ?? "no response")
+        let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.failed(with: .certificateRejected)
         guard worthRetrying else {
             // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
             // Another attempt would encode again to get the same answer.

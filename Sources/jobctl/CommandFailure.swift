@@ -47,7 +47,7 @@ func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
     } catch let error as CommandFailure {
         throw error.report()
     } catch let error as JobStoreError {
-        Terminal.printError("error: \(error.code): \(error.message)")
-        throw ExitCode.failure
+        Terminal.printError("error: \(error.description)")
+        throw error.code == .invalidLocation ? ExitCode(CommandFailure.usageExitCode) : ExitCode.failure
     }
 }

@@ -28,7 +28,12 @@ struct PostgresConnectionTests {
         #expect(ContinuousClock.now - started < .seconds(10), "a certificate that is not trusted is not worth waiting for")
 
         let unknown = try await Jobctl.run(["list", "--db", base + "?sslmode=sometimes"])
-        #expect(unknown.status != 0 && unknown.stderr.contains("sslmode=sometimes is not one of"), "\(unknown.stderr)")
+        // A malformed location is a usage error (exit 64), not an outage.
+        #expect(unknown.status == 64, "\(unknown.stderr)")
+        #expect(unknown.stderr.hasPrefix("error: usage: sslmode=sometimes is not one of"), "\(unknown.stderr)")
+        let notAURL = try await Jobctl.run(["list", "--db", "postgres://"])
+        #expect(notAURL.status == 64, "\(notAURL.stderr)")
+        #expect(notAURL.stderr.contains("is not a postgres://user:password@host:port/database URL"), "\(notAURL.stderr)")
 
         // The default (prefer) encrypts: the server says so of the worker's connections.
         let directory = try TemporaryDirectory("tls")

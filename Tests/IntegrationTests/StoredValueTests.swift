@@ -45,7 +45,7 @@ struct StoredValueTests {
                 let read = try await store.job(id)
                 Issue.record("read \(id) as \(String(describing: read?.status)) \(String(describing: read?.kind))")
             } catch let error as JobStoreError {
-                #expect(error.kind == .corrupt)
+                #expect(error.code == .corrupt)
                 #expect(error.message.contains("\(id)") && error.message.contains(word), "\(error.message)")
             }
         }
@@ -55,7 +55,7 @@ struct StoredValueTests {
             let claimed = try await store.claim(as: WorkerIdentity(name: "w", host: "h", pid: 1, version: "t"), limit: 10, lease: .seconds(30))
             Issue.record("claimed \(claimed.map(\.job.id))")
         } catch let error as JobStoreError {
-            #expect(error.kind == .corrupt)
+            #expect(error.code == .corrupt)
         }
     }
 }

@@ -7,6 +7,17 @@ import Testing
 /// crash, never a file left at the destination (nor a temporary one beside it).
 @Suite("Bad input: clear errors, nothing left behind", .timeLimit(.minutes(5)))
 struct ErrorTests {
+    @Test("MediaError has the one error shape: code and message for people, FFmpeg's words as the cause, where it was made")
+    func shape() {
+        let line = #line + 1
+        let error = MediaError(.decodeFailed, "the video track of in.mov cannot be decoded", detail: "Invalid data found when processing input")
+        #expect(error.description == "decode_failed: the video track of in.mov cannot be decoded")
+        #expect(error.code == .decodeFailed && error.code.rawValue == "decode_failed")
+        #expect(error.detail == "Invalid data found when processing input")
+        #expect(error.location.line == line)
+        #expect(error.debugDescription.contains("caused by"), "\(error.debugDescription)")
+    }
+
     enum Input: Sendable {
         case fixture(Fixture)
         case path(String)

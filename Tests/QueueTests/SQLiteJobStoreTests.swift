@@ -67,7 +67,7 @@ struct SQLiteJobStoreTests {
             _ = try SQLiteJobStore(path: path)
             Issue.record("a database with an unknown migration was opened")
         } catch let error as JobStoreError {
-            #expect(error.kind == .unavailable)
+            #expect(error.code == .unavailable)
             #expect(error.message.contains("newer jobctl"), "\(error.message)")
         }
     }
@@ -123,7 +123,7 @@ struct SQLiteJobStoreTests {
             _ = try SQLiteJobStore(path: path)
             Issue.record("opened \(path)")
         } catch let error as JobStoreError {
-            #expect(error.kind == .unavailable)
+            #expect(error.code == .unavailable)
             #expect(error.message.contains(path), "the message names the file: \(error.message)")
         }
     }

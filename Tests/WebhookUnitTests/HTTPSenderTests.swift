@@ -201,10 +201,10 @@ struct HTTPSenderTests {
         defer { receiver.stop() }
         let request = Self.request(receiver.url("/hooks/jobctl?x=1&y=%C3%BC"))
         let response = await post(HTTPSender(policy: Self.open), request)
-        #expect(response.statusCode == 200, "\(response.error ?? "")")
+        #expect(response.statusCode == 200, "\(response.failure?.message ?? "")")
         #expect(response.succeeded)
-        #expect(response.error == nil)
-        #expect(response.refused == false)
+        #expect(response.failure?.message == nil)
+        #expect(response.failed(with: .refused) == false)
         #expect(response.retryAfter == nil)
         #expect(response.body == "ok")
         #expect(response.latency > .zero && response.latency < .seconds(5))
@@ -257,10 +257,10 @@ struct HTTPSenderTests {
         let receiver = try Receiver()
         defer { receiver.stop() }
         let response = await post(HTTPSender(policy: AddressPolicy()), Self.request(receiver.url("/refused")))
-        #expect(response.refused)
+        #expect(response.failed(with: .refused))
         #expect(response.statusCode == nil)
         #expect(response.succeeded == false)
-        #expect(response.error?.contains("loopback") == true, "the error says why: \(response.error ?? "nil")")
+        #expect(response.failure?.message.contains("loopback") == true, "the error says why: \(response.failure?.message ?? "nil")")
         // A request that may pass, after: the receiver saw only that one.
         let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
         #expect(control.statusCode == 200)
@@ -273,13 +273,13 @@ struct HTTPSenderTests {
         let receiver = try Receiver()
         defer { receiver.stop() }
         let response = await post(HTTPSender(policy: AddressPolicy()), Self.request(receiver.url("/refused", host: "localhost")))
-        #expect(response.refused)
+        #expect(response.failed(with: .refused))
         #expect(response.statusCode == nil)
-        #expect(response.error?.contains("loopback") == true, "\(response.error ?? "nil")")
+        #expect(response.failure?.message.contains("loopback") == true, "\(response.failure?.message ?? "nil")")
         // The same name with the guard lifted connects: the refusal was the guard's.
         let allowed = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/allowed", host: "localhost")))
-        #expect(allowed.statusCode == 200, "\(allowed.error ?? "")")
-        #expect(allowed.refused == false)
+        #expect(allowed.statusCode == 200, "\(allowed.failure?.message ?? "")")
+        #expect(allowed.failed(with: .refused) == false)
         let received = await receiver.waitForRequests(1)
         #expect(received.map(\.path) == ["/allowed"])
     }
@@ -291,9 +291,9 @@ struct HTTPSenderTests {
         let response = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/redirect")))
         #expect(response.statusCode == 301)
         #expect(response.succeeded == false)
-        #expect(response.refused == false)
-        #expect(response.error != nil, "a redirect is an error in the delivery log")
-        #expect(response.error?.contains("301") == true, "\(response.error ?? "nil")")
+        #expect(response.failed(with: .refused) == false)
+        #expect(response.failure?.message != nil, "a redirect is an error in the delivery log")
+        #expect(response.failure?.message.contains("301") == true, "\(response.failure?.message ?? "nil")")
         let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
         #expect(control.statusCode == 200)
         let received = await receiver.waitForRequests(2)
@@ -308,7 +308,7 @@ struct HTTPSenderTests {
         #expect(response.statusCode == 503)
         #expect(response.succeeded == false)
         #expect(response.retryAfter == .seconds(7))
-        #expect(response.error?.contains("503") == true, "\(response.error ?? "nil")")
+        #expect(response.failure?.message.contains("503") == true, "\(response.failure?.message ?? "nil")")
         #expect(response.body == "busy")
         // A later answer without Retry-After on the same sender has none.
         let sender = HTTPSender(policy: Self.open)
@@ -327,9 +327,9 @@ struct HTTPSenderTests {
         let elapsed = ContinuousClock.now - started
         #expect(response.statusCode == nil)
         #expect(response.succeeded == false)
-        #expect(response.refused == false)
-        #expect(response.error?.lowercased().contains("timeout") == true || response.error?.lowercased().contains("timed out") == true,
-                "\(response.error ?? "nil")")
+        #expect(response.failed(with: .refused) == false)
+        #expect(response.failure?.message.lowercased().contains("timeout") == true || response.failure?.message.lowercased().contains("timed out") == true,
+                "\(response.failure?.message ?? "nil")")
         #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900), "gave up after about 1 s: \(elapsed)")
         let received = await receiver.waitForRequests(1)
         #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
@@ -352,8 +352,8 @@ struct HTTPSenderTests {
             }.start()
         }
         #expect(response.statusCode == nil, "an interim 100 is not a status: \(String(describing: response.statusCode))")
-        #expect(response.succeeded == false && response.refused == false && response.certificateRejected == false)
-        #expect(response.error != nil)
+        #expect(response.succeeded == false && response.failed(with: .refused) == false && response.failed(with: .certificateRejected) == false)
+        #expect(response.failure?.message != nil)
         #expect(ContinuousClock.now - started < .seconds(25), "the stall limit ended it, not the server (silent for 30 s)")
         #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
     }
@@ -366,7 +366,7 @@ struct HTTPSenderTests {
             let response = await post(HTTPSender(policy: Self.open), Self.request(url))
             #expect(response.statusCode == nil, "\(url)")
             #expect(response.succeeded == false, "\(url)")
-            #expect(response.error != nil, "\(url)")
+            #expect(response.failure?.message != nil, "\(url)")
         }
         let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
         #expect(control.statusCode == 200)

@@ -1,51 +1,69 @@
+import JobctlErrors
+
 /// An error of the export pipeline, with a code from the user-facing contract (docs/spec.md §4).
 ///
 /// `description` is the one line a person can act on (`input_not_found: /data/in.mov does not
 /// exist`); the FFmpeg error underneath, if any, is kept for `debugDescription` and logs.
-public struct MediaError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// A stable, documented error code. New codes may be added; match on the ones you know.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Codable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+public struct MediaError: CodedError, Sendable {
+    /// A stable, documented error code. New codes may be added (it wraps a private enum): match
+    /// on the ones you know with `==`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
+        private enum Base: String, Sendable, Codable {
+            case inputNotFound = "input_not_found", inputUnreadable = "input_unreadable", inputUnsupported = "input_unsupported"
+            case rangeOutOfBounds = "range_out_of_bounds", presetUnknown = "preset_unknown", presetIncompatible = "preset_incompatible"
+            case outputUnwritable = "output_unwritable", outputForbidden = "output_forbidden", decodeFailed = "decode_failed"
+            case encodeFailed = "encode_failed", limitExceeded = "limit_exceeded", internalError = "internal", cancelled
+        }
 
-        public static let inputNotFound = Code(rawValue: "input_not_found")
-        public static let inputUnreadable = Code(rawValue: "input_unreadable")
-        public static let inputUnsupported = Code(rawValue: "input_unsupported")
-        public static let rangeOutOfBounds = Code(rawValue: "range_out_of_bounds")
-        public static let presetUnknown = Code(rawValue: "preset_unknown")
-        public static let presetIncompatible = Code(rawValue: "preset_incompatible")
-        public static let outputUnwritable = Code(rawValue: "output_unwritable")
-        public static let outputForbidden = Code(rawValue: "output_forbidden")
-        public static let decodeFailed = Code(rawValue: "decode_failed")
-        public static let encodeFailed = Code(rawValue: "encode_failed")
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The code as the job JSON and the CLI write it.
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
+
+        public static let inputNotFound = Code(.inputNotFound)
+        public static let inputUnreadable = Code(.inputUnreadable)
+        public static let inputUnsupported = Code(.inputUnsupported)
+        public static let rangeOutOfBounds = Code(.rangeOutOfBounds)
+        public static let presetUnknown = Code(.presetUnknown)
+        public static let presetIncompatible = Code(.presetIncompatible)
+        public static let outputUnwritable = Code(.outputUnwritable)
+        public static let outputForbidden = Code(.outputForbidden)
+        public static let decodeFailed = Code(.decodeFailed)
+        public static let encodeFailed = Code(.encodeFailed)
         /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
-        public static let limitExceeded = Code(rawValue: "limit_exceeded")
-        public static let internalError = Code(rawValue: "internal")
+        public static let limitExceeded = Code(.limitExceeded)
+        public static let internalError = Code(.internalError)
         /// Not an error code of docs/spec.md §4: the export was cancelled (status `cancelled`).
-        public static let cancelled = Code(rawValue: "cancelled")
+        public static let cancelled = Code(.cancelled)
     }
 
     public var code: Code
     public var message: String
-    /// What FFmpeg (or the system) said, for logs.
-    public var detail: String?
+    /// What FFmpeg (or the system) said underneath, for logs.
+    public var cause: (any Error)?
+    public var location: ErrorLocation
     /// A failure of the network or a server, not of the input itself: another attempt later
     /// may succeed (a job retries it even though the code is an input error).
     public var transient = false
 
-    public init(_ code: Code, _ message: String, detail: String? = nil) {
+    /// - Parameter detail: what FFmpeg or the system said, kept as the `cause`.
+    public init(
+        _ code: Code, _ message: String, detail: String? = nil, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line
+    ) {
         self.code = code
         self.message = message
-        self.detail = detail
+        self.cause = cause ?? detail.map(ErrorDetail.init)
+        self.location = ErrorLocation(file: file, line: line)
     }
 
-    public var description: String { "\(code): \(message)" }
-    public var debugDescription: String {
-        detail.map { "\(code): \(message) [\($0)]" } ?? description
-    }
+    /// The cause as text, for logs.
+    public var detail: String? { cause.map { "\($0)" } }
 
     public var isCancellation: Bool { code == .cancelled }
 
-    public static func cancelled() -> MediaError { MediaError(.cancelled, "the export was cancelled") }
+    public static func cancelled(file: String = #fileID, line: Int = #line) -> MediaError {
+        MediaError(.cancelled, "the export was cancelled", file: file, line: line)
+    }
 }
