@@ -36,20 +36,23 @@ struct Attempts: Sendable {
             // can take a while, and the lease must hold (and cancellation reach us) throughout.
             group.addTask { await monitor(execution, logger: logger) }
             var pending: PendingOutput?
+            var outputFile: String?
             var exported: ExportResult?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
                 let export = try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
                 execution.attach(export)
                 let started = ContinuousClock.now
-                let (result, output) = try await export.session.exportDeferringCommit()
-                WorkerMetrics.encoded(mediaSeconds: result.duration, in: .now - started)
-                (exported, pending) = (result, output)
+                let finished = try await export.session.exportDeferringCommit()
+                WorkerMetrics.encoded(mediaSeconds: finished.result.duration, in: .now - started)
+                exported = finished.result
+                outputFile = finished.output.temporaryPath
+                pending = finished.takeOutput()
                 outcome = .finished(export.uploadURL == nil ? .rename : .upload)
             } catch {
                 outcome = Self.outcome(of: error)
             }
-            let attempt = Attempt(execution: execution, pending: pending, result: exported, logger: logger)
+            let attempt = Attempt(execution: execution, pending: pending, outputFile: outputFile, result: exported, logger: logger)
             await carryOut(execution.handle { $0.exportEnded(outcome) }, for: attempt)
             group.cancelAll()
         }
@@ -111,15 +114,18 @@ struct Attempts: Sendable {
     // MARK: Carrying out the state machine's actions
 
     /// What one attempt carries from action to action.
-    private struct Attempt {
+    private struct Attempt: ~Copyable {
         let execution: Execution
-        let pending: PendingOutput?
+        /// Taken exactly once: committed, uploaded then discarded, or discarded.
+        var pending: PendingOutput?
+        /// Where the finished file waits (what an upload sends).
+        let outputFile: String?
         var result: ExportResult?
         let logger: Logger
         var uploadTries = 0
     }
 
-    private func carryOut(_ first: AttemptStateMachine.Action, for attempt: Attempt) async {
+    private func carryOut(_ first: AttemptStateMachine.Action, for attempt: consuming Attempt) async {
         var attempt = attempt
         var action = first
         let execution = attempt.execution
@@ -145,7 +151,7 @@ struct Attempts: Sendable {
                 }
             case .rename:
                 do {
-                    try attempt.pending?.commit()
+                    try attempt.pending.take()?.commit()
                     action = execution.handle { $0.renamed(.success(())) }
                 } catch {
                     let failure: JobError
@@ -166,11 +172,11 @@ struct Attempts: Sendable {
                 }
                 action = execution.handle { $0.retryDelayElapsed() }
             case .report(let report, let discardOutput):
-                if discardOutput { attempt.pending?.discard() }
+                if discardOutput { attempt.pending.take()?.discard() }
                 let accepted = await self.report(report, attempt)
                 action = execution.handle { $0.reported(accepted: accepted) }
             case .end(let outcome, let discardOutput):
-                if discardOutput { attempt.pending?.discard() }
+                if discardOutput { attempt.pending.take()?.discard() }
                 WorkerMetrics.attemptEnded(outcome, after: .now - execution.claimedAt)
                 return
             }
@@ -215,13 +221,13 @@ struct Attempts: Sendable {
     /// One PUT of the finished output, on a thread of its own that stops sending within a second
     /// of the attempt being stopped — cancelled, the lease found lost, or the lease's local
     /// deadline passed without a renewal (a worker frozen mid-upload).
-    private func upload(_ attempt: Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
+    private func upload(_ attempt: borrowing Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
         let execution = attempt.execution
-        guard let pending = attempt.pending, let export = execution.export, let url = export.uploadURL else {
+        guard let file = attempt.outputFile, let export = execution.export, let url = export.uploadURL else {
             return .failed(JobError(code: "internal", message: "an upload without an output"))
         }
         if tries == 0 { attempt.logger.info("Uploading the output", metadata: ["job.output": "\(JobRequest.displayURL(url))"]) }
-        let (sender, lease, file) = (sender, execution.claimed.lease, pending.temporaryPath)
+        let (sender, lease) = (sender, execution.claimed.lease)
         let contentType = RemoteMedia.contentType(of: export.session.format)
         let response: HTTPResponse
         do {
@@ -247,7 +253,7 @@ struct Attempts: Sendable {
 
     /// Makes the one store call that ends the attempt; `nil` when the store could not be reached
     /// (the lease will expire and the job run again).
-    private func report(_ report: AttemptStateMachine.Report, _ attempt: Attempt) async -> Bool? {
+    private func report(_ report: AttemptStateMachine.Report, _ attempt: borrowing Attempt) async -> Bool? {
         let (execution, logger) = (attempt.execution, attempt.logger)
         let lease = execution.claimed.lease
         do {

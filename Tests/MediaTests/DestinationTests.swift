@@ -17,7 +17,7 @@ struct DestinationTests {
 
     /// A one-second export of `input`, complete but not yet renamed to `output`.
     static func finishedExport(of input: String, to output: String) async throws -> PendingOutput {
-        try await session(input, to: output).exportDeferringCommit().1
+        try await session(input, to: output).exportDeferringCommit().takeOutput()
     }
 
     @Test func aFIFOThatAppearsDuringTheExportIsNotReplaced() async throws {
@@ -26,11 +26,34 @@ struct DestinationTests {
             let output = directory.file("out.mp4")
             let pending = try await Self.finishedExport(of: input, to: output)
             #expect(mkfifo(output, 0o644) == 0)
-            #expect(throws: MediaError.self) { try pending.commit() }
-            do { try pending.commit() } catch { Issue.record("a second commit is a no-op, got \(error)") }
+            do {
+                try pending.commit()
+                Issue.record("committed over a FIFO")
+            } catch let error as MediaError {
+                #expect(error.code == .outputForbidden, "\(error)")
+            }
             var info = stat()
             #expect(lstat(output, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
             #expect(directory.contents() == ["out.mp4"], "the finished file is removed: \(directory.contents())")
+        }
+    }
+
+    @Test("a finished output dropped without commit or discard is deleted; a discarded one too; nothing reaches the destination")
+    func droppedOutputIsDeleted() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("pending-drop") { directory in
+            do {
+                let pending = try await Self.finishedExport(of: input, to: directory.file("dropped.mp4"))
+                #expect(FileManager.default.fileExists(atPath: pending.temporaryPath))
+                _ = consume pending
+            }
+            #expect(directory.contents() == [], "a dropped output leaves nothing: \(directory.contents())")
+            let discarded = try await Self.finishedExport(of: input, to: directory.file("discarded.mp4"))
+            discarded.discard()
+            #expect(directory.contents() == [], "a discarded output leaves nothing: \(directory.contents())")
+            let committed = try await Self.finishedExport(of: input, to: directory.file("kept.mp4"))
+            try committed.commit()
+            #expect(directory.contents() == ["kept.mp4"], "a committed output stays after the value is gone: \(directory.contents())")
         }
     }
 

@@ -96,23 +96,31 @@ public final class ExportSession: @unchecked Sendable {
 
     /// Runs the export on the calling thread (which it blocks) and its own threads.
     public func export() throws(MediaError) -> ExportResult {
-        let (result, pending) = try exportDeferringCommit()
-        try pending.commit()
+        let finished = try exportDeferringCommit()
+        let result = finished.result
+        try finished.output.commit()
         return result
     }
 
     /// Runs the export on its own threads, off the Swift concurrency pool; cancelling the task
     /// cancels the export.
     public func export() async throws -> ExportResult {
-        let (result, pending) = try await exportDeferringCommit()
-        try pending.commit()
+        let finished = try await exportDeferringCommit()
+        let result = finished.result
+        try finished.output.commit()
         return result
     }
 
     /// Exports, but leaves the complete file beside the destination until
     /// `PendingOutput.commit()`: a job checks it still holds its lease before its output
     /// becomes visible.
-    public func exportDeferringCommit() throws(MediaError) -> (ExportResult, PendingOutput) {
+    public func exportDeferringCommit() throws(MediaError) -> FinishedExport {
+        let (result, writer) = try exportKeepingWriter()
+        return FinishedExport(result: result, output: PendingOutput(writer: writer))
+    }
+
+    /// The export, with the writer whose finished file waits for commit.
+    private func exportKeepingWriter() throws(MediaError) -> (ExportResult, AssetWriter) {
         let started = state.withLock { state -> Bool in
             guard state.status == .unknown else { return false }
             state.status = .reading
@@ -133,11 +141,14 @@ public final class ExportSession: @unchecked Sendable {
     }
 
     /// `exportDeferringCommit()` on its own thread; cancelling the task cancels the export.
-    public func exportDeferringCommit() async throws -> (ExportResult, PendingOutput) {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(ExportResult, PendingOutput), any Error>) in
+    public func exportDeferringCommit() async throws -> FinishedExport {
+        // A continuation carries only copyable values: the writer crosses it, and becomes the
+        // one `PendingOutput` on this side. (Should this task never take it, the writer's own
+        // deinit closes its file; the staging sweep removes the leftover.)
+        let (result, writer) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(ExportResult, AssetWriter), any Error>) in
                 let thread = Thread { [self] in
-                    continuation.resume(with: Result { () throws(MediaError) -> (ExportResult, PendingOutput) in try exportDeferringCommit() })
+                    continuation.resume(with: Result { () throws(MediaError) -> (ExportResult, AssetWriter) in try exportKeepingWriter() })
                 }
                 thread.name = "jobctl.export"
                 thread.start()
@@ -145,6 +156,7 @@ public final class ExportSession: @unchecked Sendable {
         } onCancel: {
             cancel()
         }
+        return FinishedExport(result: result, output: PendingOutput(writer: writer))
     }
 
     // MARK: -
@@ -189,7 +201,7 @@ public final class ExportSession: @unchecked Sendable {
         }
     }
 
-    private func run() throws(MediaError) -> (ExportResult, PendingOutput) {
+    private func run() throws(MediaError) -> (ExportResult, AssetWriter) {
         try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
@@ -302,41 +314,40 @@ public final class ExportSession: @unchecked Sendable {
                 return track
             }
         )
-        return (result, PendingOutput(writer: writer))
+        return (result, writer)
     }
 }
 
-/// A finished export not yet at its destination: `commit()` renames it into place,
-/// `discard()` deletes it. Deleted on release if neither was called.
-public final class PendingOutput: @unchecked Sendable {
+/// An export whose file is complete but not yet at its destination.
+public struct FinishedExport: ~Copyable, Sendable {
+    public let result: ExportResult
+    public let output: PendingOutput
+
+    /// The output, to commit or discard later (the result is copied out first).
+    public consuming func takeOutput() -> PendingOutput { output }
+}
+
+/// A finished file not yet at its destination, consumed exactly once: `commit()` renames it
+/// into place, `discard()` deletes it, and one dropped without either is deleted. `~Copyable`
+/// makes "exactly once" a fact the compiler checks; the writer underneath makes a discard after
+/// a commit a no-op (a value's deinit runs after its consuming methods).
+public struct PendingOutput: ~Copyable, Sendable {
     private let writer: AssetWriter
-    private let lock = NSLock()
-    private var settled = false
 
     init(writer: AssetWriter) { self.writer = writer }
 
     /// Where the finished file waits.
     public var temporaryPath: String { writer.temporaryPath }
 
-    public func commit() throws(MediaError) {
-        guard settle() else { return }
+    public consuming func commit() throws(MediaError) {
         try writer.commit()
     }
 
-    public func discard() {
-        guard settle() else { return }
+    public consuming func discard() {
         writer.discard()
     }
 
     deinit {
-        if settle() { writer.discard() }
-    }
-
-    private func settle() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if settled { return false }
-        settled = true
-        return true
+        writer.discard()
     }
 }

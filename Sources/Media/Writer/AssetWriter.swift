@@ -24,6 +24,8 @@ public final class AssetWriter: @unchecked Sendable {
 
     private struct State {
         var status: Status = .unknown
+        /// `commit()` or `discard()` has run.
+        var settled = false
         var error: MediaError?
         /// The temporary file, opened by us (`O_EXCL | O_NOFOLLOW`) and kept open: FFmpeg writes
         /// it through `/proc/self/fd/N`, so a name swapped for a link is never written through.
@@ -149,19 +151,21 @@ public final class AssetWriter: @unchecked Sendable {
     /// What is at the destination is checked again first: only a regular file is ever replaced
     /// (`output_forbidden` otherwise, and the finished file is deleted); and the temporary name
     /// must still be the file this writer wrote.
+    /// Once only: a second `commit()`, or a `discard()` after it, does nothing.
     public func commit() throws(MediaError) {
         precondition(status == .completed, "commit() after finishWritingWithoutCommit()")
+        guard settle() else { return }
         do {
             try OutputDestination.checkKind(destination)
             try checkTemporaryFileIsOurs()
         } catch {
-            discard()
+            removeTemporaryFile()
             throw error
         }
         defer { closeDescriptor() }
         guard rename(temporaryPath, destination) == 0 else {
             let error = AssetWriter.systemError(errno, path: destination)
-            discard()
+            removeTemporaryFile()
             throw error
         }
         let directory = open((destination as NSString).deletingLastPathComponent.isEmpty ? "." : (destination as NSString).deletingLastPathComponent, O_RDONLY)
@@ -171,8 +175,22 @@ public final class AssetWriter: @unchecked Sendable {
         }
     }
 
-    /// Deletes the finished temporary file instead of committing it.
+    /// Deletes the finished temporary file instead of committing it; after a `commit()` (or a
+    /// first `discard()`), does nothing.
     public func discard() {
+        guard settle() else { return }
+        removeTemporaryFile()
+    }
+
+    /// Whether this is the first of `commit()` and `discard()`.
+    private func settle() -> Bool {
+        state.withLock { state in
+            defer { state.settled = true }
+            return !state.settled
+        }
+    }
+
+    private func removeTemporaryFile() {
         unlink(temporaryPath)
         closeDescriptor()
     }
