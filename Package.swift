@@ -31,24 +31,25 @@ let package = Package(
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
         ),
-        // The one error shape (a Code struct over a private enum, a message, the cause, where).
-        .target(name: "JobctlErrors"),
+        // Shared primitives: the one error shape (CodedError), the one atomic Flag, the one bridge
+        // from async code to long blocking work (onDedicatedThread).
+        .target(name: "JobctlCore"),
         // The AVFoundation-shaped export pipeline: Asset, AssetReader, AssetWriter, ExportSession, presets, ranges.
         .target(
             name: "Media",
             dependencies: [
-                "CFFmpeg", "JobctlErrors",
+                "CFFmpeg", "JobctlCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The job model, the status state machine, the retry policy and the JobStore protocol.
-        .target(name: "Queue", dependencies: ["JobctlErrors"]),
+        .target(name: "Queue", dependencies: ["JobctlCore"]),
         // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
         .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite"), .embedInCode("postgres")]),
         // The job table in SQLite (GRDB), for one host.
         .target(
             name: "QueueSQLite",
-            dependencies: ["Queue", "QueueMigrations", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Queue", "QueueMigrations", "JobctlCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The JobStore conformance suite, written once and run against every store.
         .target(name: "QueueTestKit", dependencies: ["Queue"]),
@@ -56,7 +57,7 @@ let package = Package(
         .target(
             name: "QueuePostgres",
             dependencies: [
-                "Queue", "QueueMigrations",
+                "Queue", "QueueMigrations", "JobctlCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -67,12 +68,13 @@ let package = Package(
         // The general HTTP client every outbound request goes through: the address guard (no
         // private, loopback or metadata addresses unless allowed), libcurl with typed shims, and
         // the bridge that runs a blocking request on a thread of its own.
-        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue", "JobctlErrors"]),
+        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue", "JobctlCore"]),
         // Webhooks: Standard Webhooks signing, the delivery schedule, the dispatcher.
         .target(
             name: "Webhooks",
             dependencies: [
                 "SafeHTTP", "Queue",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -83,7 +85,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue", "SafeHTTP",
+                "Media", "Queue", "SafeHTTP", "JobctlCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -123,8 +125,8 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlErrors", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "JobctlCore", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlCore", "QueueTestKit", "MediaTestKit"]),
         // The worker in this process: its state machines (milliseconds), and whole workers on the
         // in-memory store with real FFmpeg on tiny clips (about a second each).
         .testTarget(

@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 
 /// What a job does. The table, the JSON and the worker dispatch on it (docs/spec.md §4).
@@ -99,10 +100,10 @@ public struct Job: Sendable, Hashable, Codable {
             result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt, finishedAt
     }
 
-    /// The input as shown: a URL without credentials or query (`JobRequest.displayURL`).
-    public var displayInput: String { JobRequest.displayURL(input) }
-    /// The output as shown: a URL without credentials or query (`JobRequest.displayURL`).
-    public var displayOutput: String { JobRequest.displayURL(output) }
+    /// The input as shown: a URL without credentials or query (`MediaLocation.displayed`).
+    public var displayInput: String { MediaLocation.displayed(input) }
+    /// The output as shown: a URL without credentials or query (`MediaLocation.displayed`).
+    public var displayOutput: String { MediaLocation.displayed(output) }
 
     /// `range`, `result`, `error`, `webhook` and friends are written as `null` when absent, so
     /// the JSON always has every field (docs/spec.md §4).
@@ -124,7 +125,7 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(tracks, forKey: .tracks)
         try container.encode(result, forKey: .result)
         try container.encode(error, forKey: .error)
-        try container.encode(webhook.map(JobRequest.displayURL), forKey: .webhook)
+        try container.encode(webhook.map(MediaLocation.displayed), forKey: .webhook)
         try container.encode(metadata, forKey: .metadata)
         try container.encode(idempotencyKey, forKey: .idempotencyKey)
         try container.encode(worker, forKey: .worker)

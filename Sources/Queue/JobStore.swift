@@ -1,5 +1,5 @@
 import Foundation
-import JobctlErrors
+import JobctlCore
 
 /// Who runs jobs: recorded with each claim and in the workers table.
 public struct WorkerIdentity: Sendable, Hashable, Codable {

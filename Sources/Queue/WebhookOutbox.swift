@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 
 /// Where a webhook event stands (docs/spec.md §6).
@@ -79,7 +80,7 @@ public struct WebhookDelivery: Sendable, Hashable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(jobID, forKey: .jobID)
         try container.encode(type, forKey: .type)
-        try container.encode(JobRequest.displayURL(url), forKey: .url)
+        try container.encode(MediaLocation.displayed(url), forKey: .url)
         try container.encode(status, forKey: .status)
         try container.encode(attempts, forKey: .attempts)
         try container.encode(nextAttemptAt, forKey: .nextAttemptAt)

@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -15,7 +16,7 @@ extension PostgresJobStore {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
             let host = components.host, !host.isEmpty
         else {
-            throw JobStoreError(.invalidLocation, "\(JobRequest.redactingCredentials(url)) is not a postgres://user:password@host:port/database URL")
+            throw JobStoreError(.invalidLocation, "\(MediaLocation.withoutCredentials(url)) is not a postgres://user:password@host:port/database URL")
         }
         func parameter(_ name: String) -> String? { components.queryItems?.first { $0.name == name }?.value }
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()

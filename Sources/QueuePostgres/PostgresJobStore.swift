@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Logging
 import NIOSSL
 import PostgresNIO
@@ -43,7 +44,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         self.connectionWait = connectionWait
         self.clock = clock
         self.logger = logger
-        location = JobRequest.redactingCredentials(url)
+        location = MediaLocation.withoutCredentials(url)
     }
 
     /// Runs the client's connection pool until `body` returns; migrates first.
@@ -124,7 +125,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     func withinConnectionWait<T: Sendable>(
         _ operation: @escaping @Sendable (_ connected: @escaping @Sendable () -> Void) async throws -> T
     ) async throws -> T {
-        let leased = LeaseFlag()
+        let leased = AtomicFlag()
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await operation { leased.set() } }
             group.addTask { [connectionWait, problems, location] in
@@ -148,12 +149,6 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             }
             throw CancellationError()
         }
-    }
-
-    final class LeaseFlag: Sendable {
-        private let value = Atomic<Bool>(false)
-        var isSet: Bool { value.load(ordering: .acquiring) }
-        func set() { value.store(true, ordering: .releasing) }
     }
 
     /// PSQLError's description is deliberately generic (no secrets); take the server's message.

@@ -4,17 +4,13 @@
 
 import Foundation
 import Glibc
-import Synchronization
+import JobctlCore
 
 /// Watches a SQLite database's directory with inotify and calls `onChange` whenever its
 /// write-ahead log (or the file itself) is written: every commit, by any process, appends to
 /// the `-wal` file. Runs on a thread of its own; `stop()` ends it within a second.
 final class ChangeWatcher: Sendable {
-    private final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
-    }
-
-    private let stopped = Flag()
+    private let stopped = AtomicFlag()
 
     /// Starts watching; `nil` when inotify is unavailable (then workers just poll).
     init?(databasePath: String, onChange: @escaping @Sendable () -> Void) {
@@ -30,7 +26,7 @@ final class ChangeWatcher: Sendable {
         let thread = Thread { [stopped] in
             defer { close(descriptor) }
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while !stopped.value.load(ordering: .acquiring) {
+            while !stopped.isSet {
                 var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&waiting, 1, 1000) > 0 else { continue }
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -42,7 +38,7 @@ final class ChangeWatcher: Sendable {
         thread.start()
     }
 
-    func stop() { stopped.value.store(true, ordering: .releasing) }
+    func stop() { stopped.set() }
 
     deinit { stop() }
 

@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Queue
 import Testing
@@ -8,7 +9,7 @@ extension OutboxChecks {
         let secretURL = "https://user:pa55@hooks.example/jobctl/done?token=abc#frag"
         // Credentials and the query (a token, like a pre-signed URL's signature) are never shown.
         let redacted = "https://hooks.example/jobctl/done"
-        #expect(JobRequest.displayURL(secretURL) == redacted)
+        #expect(MediaLocation.displayed(secretURL) == redacted)
 
         // completed, with tracks and a result.
         let completed = try await h.submit("completed", webhook: secretURL)

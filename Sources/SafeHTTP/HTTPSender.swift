@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import JobctlErrors
+import JobctlCore
 import Queue
 import Synchronization
 
@@ -278,6 +278,8 @@ public final class HTTPSender: Sendable {
     }
 
     /// Per-request state the C callbacks reach through their opaque pointer.
+    /// Sendable: one transfer uses it, on the one thread that runs `curl_easy_perform` (where the
+    /// callbacks run too); it is read after the transfer returns, on that same thread.
     private final class Context: @unchecked Sendable {
         let policy: AddressPolicy
         let limit: Int
@@ -324,6 +326,7 @@ public final class HTTPSender: Sendable {
         }
     }
 
+    /// Sendable: a CURL handle serves one request at a time; idle ones wait in `idle`, behind a mutex.
     private struct UncheckedHandle: @unchecked Sendable {
         let pointer: UnsafeMutableRawPointer
     }

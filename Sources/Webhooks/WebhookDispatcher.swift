@@ -1,6 +1,8 @@
+import JobctlCore
 import SafeHTTP
 import Foundation
 import Logging
+import NIOPosix
 import Metrics
 import Queue
 import ServiceLifecycle
@@ -40,6 +42,9 @@ public final class WebhookDispatcher: Service {
     private let options: Options
     private let logger: Logger
     private let loop: ClaimLoop<DeliveryClaimer>
+    /// Where requests block: one thread per delivery that may run at once, started with
+    /// `run()` and shut down when it returns (not a new thread per webhook).
+    private let pool: NIOThreadPool
 
     public init(outbox: any WebhookOutbox, sender: HTTPSender, secrets: [WebhookSecret], options: Options, logger: Logger) {
         self.outbox = outbox
@@ -49,7 +54,8 @@ public final class WebhookDispatcher: Service {
         var logger = logger
         logger[metadataKey: "dispatcher"] = "\(options.name)"
         self.logger = logger
-        let attempts = DeliveryAttempts(outbox: outbox, sender: sender, secrets: secrets, options: options, logger: logger)
+        pool = NIOThreadPool(numberOfThreads: options.concurrency)
+        let attempts = DeliveryAttempts(outbox: outbox, sender: sender, secrets: secrets, options: options, pool: pool, logger: logger)
         let configuration = ClaimLoopStateMachine.Configuration(concurrency: options.concurrency, drain: .claimDue(for: options.drainDue ?? .zero))
         var changes: (@Sendable () -> AsyncStream<Void>)?
         if let notifying = outbox as? any JobStoreChangeNotifying {
@@ -64,11 +70,13 @@ public final class WebhookDispatcher: Service {
         if secrets.isEmpty {
             logger.warning("No webhook secret: set JOBCTL_WEBHOOK_SECRET (jobctl webhooks secret makes one); webhooks wait until then")
         }
+        pool.start()
         await withGracefulShutdownHandler {
             await loop.run()
         } onGracefulShutdown: { [loop] in
             loop.stop()
         }
+        try? await pool.shutdownGracefully()
     }
 }
 
@@ -99,6 +107,7 @@ struct DeliveryAttempts: Sendable {
     let sender: HTTPSender
     let secrets: [WebhookSecret]
     let options: WebhookDispatcher.Options
+    let pool: NIOThreadPool
     let logger: Logger
 
     /// One attempt: sign, send, record, schedule.
@@ -116,8 +125,7 @@ struct DeliveryAttempts: Sendable {
         )
         let sender = self.sender
         let startedAt = Date()
-        let response = (try? await onDedicatedThread("jobctl.webhook") { sender.post(request) })
-            ?? .notSent("could not start the request")
+        let response = (try? await pool.runIfActive { sender.post(request) }) ?? .notSent("the dispatcher is stopping")
         let attempt = DeliveryAttempt(
             attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
             latency: Int(response.latency.milliseconds), error: response.failure?.message, dispatcher: options.name
@@ -140,7 +148,7 @@ struct DeliveryAttempts: Sendable {
         }
         var metadata: Logger.Metadata = [
             "webhook.id": "\(delivery.id)", "job.id": "\(delivery.jobID)", "webhook.attempt": "\(attempt.attempt)",
-            "webhook.latency_ms": "\(attempt.latency)", "webhook.url": "\(JobRequest.displayURL(delivery.url))",
+            "webhook.latency_ms": "\(attempt.latency)", "webhook.url": "\(MediaLocation.displayed(delivery.url))",
         ]
         if let status = response.statusCode { metadata["http.status"] = "\(status)" }
         if let error = attempt.error { metadata["error"] = "\(error)" }

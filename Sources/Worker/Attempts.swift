@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Logging
 import Media
@@ -226,7 +227,7 @@ struct Attempts: Sendable {
         guard let file = attempt.outputFile, let export = execution.export, let url = export.uploadURL else {
             return .failed(JobError(code: "internal", message: "an upload without an output"))
         }
-        if tries == 0 { attempt.logger.info("Uploading the output", metadata: ["job.output": "\(JobRequest.displayURL(url))"]) }
+        if tries == 0 { attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"]) }
         let (sender, lease) = (sender, execution.claimed.lease)
         let contentType = RemoteMedia.contentType(of: export.session.format)
         let response: HTTPResponse
@@ -262,7 +263,7 @@ struct Attempts: Sendable {
                 guard var result = attempt.result else { preconditionFailure("completed without a result") }
                 if let uploadedBytes, let url = execution.export?.uploadURL {
                     result.bytes = uploadedBytes
-                    result.output = JobRequest.displayURL(url)
+                    result.output = MediaLocation.displayed(url)
                     WorkerMetrics.uploaded(bytes: uploadedBytes)
                 }
                 let accepted = try await store.complete(lease, result: ExportJob.json(result), tracks: execution.export?.tracks ?? [])

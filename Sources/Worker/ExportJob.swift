@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Media
 import Queue
@@ -22,7 +23,7 @@ struct ExportJob: Sendable {
         let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
         try confinement.checkInput(job.input)
         try confinement.checkOutput(job.output)
-        let uploadURL = RemoteMedia.isRemote(job.output) ? job.output : nil
+        let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
         if uploadURL == nil {
             do throws(MediaError) {
                 try OutputDestination.check(job.output, input: job.input)
@@ -41,7 +42,7 @@ struct ExportJob: Sendable {
         }
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
-            if RemoteMedia.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
+            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
             return try Asset(location: job.input, limits: options.limits)
         }
         let session = ExportSession(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Named places where a test can freeze a worker as a debugger or the kernel would: with
 /// `JOBCTL_FAILPOINTS=before-upload,before-rename` in its environment, the worker stops itself
@@ -10,12 +11,11 @@ enum Failpoints {
     private static let enabled: Set<Substring> = Set(
         (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces)[...] }
     )
-    private static let reached = NSLock()
-    nonisolated(unsafe) private static var done: Set<String> = []
+    private static let reached = Mutex<Set<String>>([])
 
     static func hit(_ name: String, logger: Logger) {
         guard enabled.contains(name[...]) else { return }
-        let first = reached.withLock { done.insert(name).inserted }
+        let first = reached.withLock { $0.insert(name).inserted }
         guard first else { return }
         logger.warning("Failpoint reached: stopping until SIGCONT", metadata: ["failpoint": "\(name)"])
         raise(SIGSTOP)

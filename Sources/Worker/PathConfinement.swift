@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Media
 import Queue
@@ -18,7 +19,7 @@ struct PathConfinement: Sendable {
 
     /// `input_not_found` for an input outside the root (whether it exists there is not said).
     func checkInput(_ path: String) throws(JobFailure) {
-        guard let root = inputRoot, !RemoteMedia.isRemote(path) else { return }
+        guard let root = inputRoot, !MediaLocation.isRemote(path) else { return }
         let local = path.lowercased().hasPrefix("file://") ? (URL(string: path)?.path ?? path) : path
         guard Self.isInside(Self.resolved(local), root) else {
             throw JobFailure(error: JobError(code: "input_not_found", message: "\(path) does not exist under this worker's --input-root", retryable: false))
@@ -28,7 +29,7 @@ struct PathConfinement: Sendable {
     /// `output_forbidden` for an output outside the root. The directory is resolved (it must
     /// exist to be written to anyway), and so is the file if it is already there (a symlink).
     func checkOutput(_ path: String) throws(JobFailure) {
-        guard let root = outputRoot, !RemoteMedia.isRemote(path) else { return }
+        guard let root = outputRoot, !MediaLocation.isRemote(path) else { return }
         let directory = Self.resolved((path as NSString).deletingLastPathComponent)
         let name = (path as NSString).lastPathComponent
         let target = Self.resolved((directory as NSString).appendingPathComponent(name))

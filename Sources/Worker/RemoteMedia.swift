@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Media
 import Queue
@@ -12,18 +13,13 @@ struct JobFailure: Error {
 /// `http(s)://` inputs and outputs (docs/spec.md §4, §6): the address guard before FFmpeg reads an
 /// input, and the upload of a finished output with PUT.
 enum RemoteMedia {
-    static func isRemote(_ location: String) -> Bool {
-        let lower = location.lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
-
     /// Asks for the input's first byte through the guarded sender before FFmpeg opens it: the
     /// address guard runs on the address connected to, and the answer gives a precise error
     /// (404 → `input_not_found`, a redirect or 403 → `input_unreadable`, 5xx or no answer →
     /// retried later). FFmpeg then resolves the name again for its own connections: see
     /// docs/security.md for that window.
     static func checkInput(_ url: String, sender: HTTPSender) throws(JobFailure) {
-        let shown = JobRequest.displayURL(url)
+        let shown = MediaLocation.displayed(url)
         let response = sender.send(HTTPRequest(url: url, method: .get(range: 0...0)))
         if response.failed(with: .refused) {
             throw JobFailure(error: JobError(
@@ -77,7 +73,7 @@ enum RemoteMedia {
     /// `output_unwritable`; other answers fail at once (`output_forbidden` when the guard
     /// refused the address).
     static func outcome(of response: HTTPResponse, url: String, tries: Int, retryDelays: [Duration]) -> UploadOutcome {
-        let shown = JobRequest.displayURL(url)
+        let shown = MediaLocation.displayed(url)
         if response.failed(with: .aborted) { return .stopped }
         if response.succeeded { return .uploaded(bytes: response.uploaded) }
         if response.failed(with: .refused) {

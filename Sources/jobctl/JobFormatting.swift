@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 import Queue
 
@@ -35,7 +36,7 @@ enum JobFormatting {
             let duration = result["duration"]?.doubleValue.map { String(format: "%.3f s", $0) } ?? "?"
             lines.append("  result    \(result["output"]?.stringValue ?? job.displayOutput): \(duration), \(bytes)")
         }
-        if let webhook = job.webhook { lines.append("  webhook   \(JobRequest.displayURL(webhook))") }
+        if let webhook = job.webhook { lines.append("  webhook   \(MediaLocation.displayed(webhook))") }
         for (key, value) in job.metadata.sorted(by: { $0.key < $1.key }) { lines.append("  meta      \(key)=\(value)") }
         return lines.joined(separator: "\n")
     }

@@ -1,3 +1,4 @@
+import JobctlCore
 import SafeHTTP
 import ArgumentParser
 import Foundation
@@ -87,7 +88,7 @@ struct SubmitCommand: AsyncParsableCommand {
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let webhook {
             guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
-                throw ValidationError("--webhook must be an http(s) URL, not '\(JobRequest.displayURL(webhook))'")
+                throw ValidationError("--webhook must be an http(s) URL, not '\(MediaLocation.displayed(webhook))'")
             }
         }
         for (flag, location) in [("INPUT", input), ("--output", output ?? "")] where location.contains("://") {
@@ -120,17 +121,17 @@ struct SubmitCommand: AsyncParsableCommand {
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
             if let webhook, let refusal = policy.staticRefusal(for: webhook) {
-                throw CommandFailure.refused(code: "webhook_forbidden", "\(JobRequest.displayURL(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+                throw CommandFailure.refused(code: "webhook_forbidden", "\(MediaLocation.displayed(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
             }
-            if SubmitCommand.isURL(output), let refusal = policy.staticRefusal(for: output) {
-                throw CommandFailure.refused(code: "output_forbidden", "\(JobRequest.displayURL(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
+            if MediaLocation.isRemote(output), let refusal = policy.staticRefusal(for: output) {
+                throw CommandFailure.refused(code: "output_forbidden", "\(MediaLocation.displayed(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
             }
-            if SubmitCommand.isURL(input), let refusal = policy.staticRefusal(for: input) {
-                throw CommandFailure.refused(code: "input_unreadable", "\(JobRequest.displayURL(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
+            if MediaLocation.isRemote(input), let refusal = policy.staticRefusal(for: input) {
+                throw CommandFailure.refused(code: "input_unreadable", "\(MediaLocation.displayed(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
             }
             // What this host can see now (the worker checks again): never a device, a FIFO, a
             // link or the input itself at the output path.
-            if !SubmitCommand.isURL(output) { try OutputDestination.check(output, input: input) }
+            if !MediaLocation.isRemote(output) { try OutputDestination.check(output, input: input) }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
                 if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }
@@ -141,11 +142,6 @@ struct SubmitCommand: AsyncParsableCommand {
                 }
             }
         }
-    }
-
-    static func isURL(_ location: String) -> Bool {
-        let lower = location.lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
     }
 
     static func absolute(_ path: String) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Writing to the terminal: stderr lines, JSON on stdout, and a progress bar when stderr is a TTY.
 enum Terminal {
@@ -30,20 +31,23 @@ enum Terminal {
 }
 
 /// A one-line progress bar redrawn in place on stderr: `[=========>      ]  42%  1.3/3.0 s  2.1x`.
-final class ProgressBar: @unchecked Sendable {
+final class ProgressBar: Sendable {
     private let total: Double?
     private let started = Date()
-    private let lock = NSLock()
-    private var drawn = false
-    private var finished = false
+    private let state = Mutex((drawn: false, finished: false))
 
     /// - Parameter total: seconds of media the operation produces, if known.
     init(total: Double?) { self.total = total }
 
     func draw(fraction: Double) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !finished else { return }
+        state.withLock { state in
+            guard !state.finished else { return }
+            state.drawn = true
+            redraw(fraction: fraction)
+        }
+    }
+
+    private func redraw(fraction: Double) {
         let width = 30
         let filled = Int((fraction * Double(width)).rounded(.down))
         let bar = String(repeating: "=", count: filled) + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
@@ -55,14 +59,13 @@ final class ProgressBar: @unchecked Sendable {
             if elapsed > 0.5 && done > 0 { line += String(format: "  %.1fx", done / elapsed) }
         }
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-        drawn = true
     }
 
     /// Erases the bar.
     func clear() {
-        lock.lock()
-        defer { lock.unlock() }
-        finished = true
-        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        state.withLock { state in
+            state.finished = true
+            if state.drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        }
     }
 }

@@ -1,3 +1,4 @@
+import JobctlCore
 import SafeHTTP
 import ArgumentParser
 import Foundation
@@ -41,7 +42,7 @@ struct WebhooksCommand: AsyncParsableCommand {
                 if json { return try JobFormatting.printJSON(deliveries) }
                 if deliveries.isEmpty { Terminal.printError("no webhook deliveries") }
                 for delivery in deliveries {
-                    print("\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(JobRequest.displayURL(delivery.url))")
+                    print("\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(MediaLocation.displayed(delivery.url))")
                     for attempt in delivery.log {
                         let outcome = attempt.statusCode.map { "HTTP \($0)" } ?? "no response"
                         print("    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms" + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))")
@@ -65,7 +66,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             _ = global.bootstrapLogging()
             try await reportingFailures {
                 let delivery = try await WebhooksCommand.withOutbox(database) { try await $0.redeliver(id) }
-                print("\(delivery.id): queued for delivery to \(JobRequest.displayURL(delivery.url))")
+                print("\(delivery.id): queued for delivery to \(MediaLocation.displayed(delivery.url))")
             }
         }
     }

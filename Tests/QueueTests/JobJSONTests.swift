@@ -1,3 +1,4 @@
+@testable import JobctlCore
 import Foundation
 @testable import Queue
 import Testing
@@ -127,16 +128,16 @@ struct JobJSONTests {
         #expect(!text.contains("pass") && !text.contains("token") && !text.contains("user"), "credentials in \(text)")
         let plain = String(decoding: try JSONEncoder().encode(job), as: UTF8.self)
         #expect(!plain.contains("pass") && !plain.contains("token"), "any encoder: no credentials")
-        #expect(JobRequest.displayURL(url) == expected)
+        #expect(MediaLocation.displayed(url) == expected)
     }
 
     /// Redaction fails closed: what `URLComponents` cannot parse is cut by the characters.
     @Test("blunt redaction of unparsable URLs")
     func bluntRedaction() {
-        #expect(JobRequest.bluntlyRedacted("https://u:p@h.example/a b?token=x#f") == "https://h.example/a b")
-        #expect(JobRequest.bluntlyRedacted("https://h.example/p@th?X-Signature=1") == "https://h.example/p@th")
-        #expect(JobRequest.bluntlyRedacted("https://u@h.example?x=1") == "https://h.example")
-        #expect(JobRequest.bluntlyRedacted("https://u:p@h.example/a?x=1", keepingQuery: true) == "https://h.example/a?x=1")
+        #expect(MediaLocation.bluntlyRedacted("https://u:p@h.example/a b?token=x#f") == "https://h.example/a b")
+        #expect(MediaLocation.bluntlyRedacted("https://h.example/p@th?X-Signature=1") == "https://h.example/p@th")
+        #expect(MediaLocation.bluntlyRedacted("https://u@h.example?x=1") == "https://h.example")
+        #expect(MediaLocation.bluntlyRedacted("https://u:p@h.example/a?x=1", keepingQuery: true) == "https://h.example/a?x=1")
     }
 
     /// Stores build dates from Unix milliseconds (`Date(timeIntervalSince1970: ms / 1000)`); the

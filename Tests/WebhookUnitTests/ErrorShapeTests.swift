@@ -1,4 +1,4 @@
-import JobctlErrors
+import JobctlCore
 import Queue
 import SafeHTTP
 import Testing

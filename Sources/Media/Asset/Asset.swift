@@ -1,11 +1,16 @@
+import JobctlCore
 import CFFmpeg
 import Foundation
+import Synchronization
 
 /// An opened input and its tracks (`AVAsset`): what `jobctl probe` shows and what an
 /// `AssetReader` reads.
 ///
 /// Loading reads the container header and probes the streams; nothing is decoded. An asset is
 /// read by at most one `AssetReader`.
+///
+/// Sendable: immutable after init but for `claimed` (atomic); `input` is used only by the one
+/// reader that claimed the asset, and `interrupt` is atomic.
 public final class Asset: @unchecked Sendable {
     /// The input as given (a path or an `http(s)://` URL).
     public let location: String
@@ -28,9 +33,8 @@ public final class Asset: @unchecked Sendable {
     public let limits: ResourceLimits
 
     let input: InputFile
-    let interrupt: CancellationFlag
-    private let claimLock = NSLock()
-    private var claimed = false
+    let interrupt: AtomicFlag
+    private let claimed = Atomic(false)
 
     /// Opens `location`. Errors: `input_not_found`, `input_unreadable`, `input_unsupported`,
     /// and `limit_exceeded` for more streams than `limits` allow (probing decodes no picture
@@ -40,14 +44,14 @@ public final class Asset: @unchecked Sendable {
         self.location = location
         self.limits = limits
         let url = try Asset.ffmpegURL(for: location)
-        let interrupt = CancellationFlag()
+        let interrupt = AtomicFlag()
         let input: InputFile
         do {
             input = try InputFile(url: url, interrupt: interrupt, limits: limits)
         } catch let error as FFError {
             let detail = FFmpegLog.takeLastError()
             if let detail, detail.contains("max_streams") {
-                throw MediaError(.limitExceeded, "\(Asset.redacted(location)) has more than \(limits.maxTracks) streams, the limit (--max-tracks, JOBCTL_MAX_TRACKS)")
+                throw MediaError(.limitExceeded, "\(MediaLocation.displayed(location)) has more than \(limits.maxTracks) streams, the limit (--max-tracks, JOBCTL_MAX_TRACKS)")
             }
             throw Asset.openError(error, location: location, detail: detail)
         } catch {
@@ -59,7 +63,7 @@ public final class Asset: @unchecked Sendable {
         container = input.formatName
         containerLongName = input.formatLongName
         startTime = context.start_time != noPTS ? context.start_time : 0
-        if let tooMany = limits.tooManyTracks(input.streamCount, in: Asset.redacted(location)) { throw tooMany }
+        if let tooMany = limits.tooManyTracks(input.streamCount, in: MediaLocation.displayed(location)) { throw tooMany }
         tracks = (0..<input.streamCount).map { AssetTrack(stream: input.stream($0)) }
         if context.duration != noPTS && context.duration > 0 {
             duration = context.duration
@@ -74,31 +78,7 @@ public final class Asset: @unchecked Sendable {
     }
 
     /// The name used in messages: the file's name for paths.
-    public var displayName: String { Asset.isRemote(location) ? Asset.redacted(location) : (location as NSString).lastPathComponent }
-
-    /// A URL as messages show it: without credentials, query or fragment (a pre-signed URL's
-    /// query is its signature). Paths are unchanged.
-    static func redacted(_ location: String) -> String {
-        guard isRemote(location) else { return location }
-        guard var components = URLComponents(string: location) else { return bluntlyRedacted(location) }
-        components.user = nil
-        components.password = nil
-        components.query = nil
-        components.fragment = nil
-        return components.string ?? bluntlyRedacted(location)
-    }
-
-    /// What `URLComponents` cannot parse, redacted by the characters: fails closed.
-    private static func bluntlyRedacted(_ location: String) -> String {
-        var text = Substring(location)
-        if let cut = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<cut] }
-        guard let scheme = text.range(of: "://") else { return String(text) }
-        let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
-        if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
-            text = text[..<scheme.upperBound] + text[text.index(after: at)...]
-        }
-        return String(text)
-    }
+    public var displayName: String { MediaLocation.isRemote(location) ? MediaLocation.displayed(location) : (location as NSString).lastPathComponent }
 
     /// Duration in seconds.
     public var durationSeconds: Double? { duration.map { Double($0) / 1_000_000 } }
@@ -113,22 +93,13 @@ public final class Asset: @unchecked Sendable {
 
     /// Marks the asset as read by one reader.
     func claimForReading() -> Bool {
-        claimLock.lock()
-        defer { claimLock.unlock() }
-        if claimed { return false }
-        claimed = true
-        return true
-    }
-
-    static func isRemote(_ location: String) -> Bool {
-        let lower = location.lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+        claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// What FFmpeg opens: `http(s)` URLs as they are, everything else as a local file through
     /// `file:` (so a name like `concat:a|b` can never select another protocol).
     static func ffmpegURL(for location: String) throws(MediaError) -> String {
-        if isRemote(location) { return location }
+        if MediaLocation.isRemote(location) { return location }
         if location.lowercased().hasPrefix("file://") {
             guard let path = URL(string: location)?.path, !path.isEmpty else {
                 throw MediaError(.inputNotFound, "\(location) is not a valid file URL")
@@ -154,10 +125,10 @@ public final class Asset: @unchecked Sendable {
     }
 
     static func openError(_ error: FFError, location full: String, detail: String?) -> MediaError {
-        let location = redacted(full)
+        let location = MediaLocation.displayed(full)
         let detail = detail.map { $0.replacingOccurrences(of: full, with: location) }
         let because = detail.map { " (\($0))" } ?? ""
-        let remote = isRemote(location)
+        let remote = MediaLocation.isRemote(location)
         switch error.code {
         case AVErr.noEntry, AVErr.httpNotFound:
             return MediaError(.inputNotFound, "\(location) does not exist\(because)", detail: error.description)

@@ -1,4 +1,5 @@
 import CFFmpeg
+import JobctlCore
 import Foundation
 import Synchronization
 
@@ -10,6 +11,9 @@ import Synchronization
 /// audio and video are therefore processed concurrently. `progress` and `status` can be read,
 /// and `cancel()` called, from any thread; a cancelled or failed export leaves no file at the
 /// destination.
+///
+/// Sendable: its configuration is immutable; status, progress, the reader, writer and pairs
+/// are in `state` (a mutex).
 public final class ExportSession: @unchecked Sendable {
     public let asset: Asset
     public let preset: Preset
@@ -146,13 +150,7 @@ public final class ExportSession: @unchecked Sendable {
         // one `PendingOutput` on this side. (Should this task never take it, the writer's own
         // deinit closes its file; the staging sweep removes the leftover.)
         let (result, writer) = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(ExportResult, AssetWriter), any Error>) in
-                let thread = Thread { [self] in
-                    continuation.resume(with: Result { () throws(MediaError) -> (ExportResult, AssetWriter) in try exportKeepingWriter() })
-                }
-                thread.name = "jobctl.export"
-                thread.start()
-            }
+            try await onDedicatedThread("jobctl.export") { [self] in try exportKeepingWriter() }
         } onCancel: {
             cancel()
         }
@@ -206,8 +204,7 @@ public final class ExportSession: @unchecked Sendable {
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
         try checkLimits(plan, range: range)
-        let reader = try AssetReader(asset: asset)
-        reader.timeRange = timeRange
+        let reader = try AssetReader(asset: asset, timeRange: timeRange)
         let writer = try AssetWriter(destination: outputPath, format: format, temporaryTag: temporaryTag, limits: asset.limits)
         var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
         do throws(MediaError) {

@@ -59,3 +59,6 @@ extension AVRational {
     var double: Double { den == 0 ? 0 : Double(num) / Double(den) }
     var isValid: Bool { num > 0 && den > 0 }
 }
+
+/// A time base is two `Int32`s: safe to send anywhere (the C import does not say so).
+extension AVRational: @retroactive @unchecked Sendable {}

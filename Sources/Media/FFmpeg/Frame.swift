@@ -1,6 +1,7 @@
 import CFFmpeg
 
-/// An owned `AVFrame` (its own reference to the buffers). Moved, never shared.
+/// An owned `AVFrame` (its own reference to the buffers). Moved, never shared. (Sendable on that
+/// invariant: one owner at a time.)
 final class Frame: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<AVFrame>
 

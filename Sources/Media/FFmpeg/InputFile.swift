@@ -1,3 +1,4 @@
+import JobctlCore
 import CFFmpeg
 import Foundation
 
@@ -35,15 +36,15 @@ final class InputFile {
 
     let context: UnsafeMutablePointer<AVFormatContext>
     /// Kept alive for the interrupt callback's opaque pointer.
-    private let interrupt: CancellationFlag
+    private let interrupt: AtomicFlag
 
-    init(url: String, interrupt: CancellationFlag, limits: ResourceLimits) throws {
+    init(url: String, interrupt: AtomicFlag, limits: ResourceLimits) throws {
         guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
         self.interrupt = interrupt
         allocated.pointee.interrupt_callback = AVIOInterruptCB(
             callback: { opaque in
                 guard let opaque else { return 0 }
-                return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().isSet ? 1 : 0
+                return Unmanaged<AtomicFlag>.fromOpaque(opaque).takeUnretainedValue().isSet ? 1 : 0
             },
             opaque: Unmanaged.passUnretained(interrupt).toOpaque()
         )
@@ -52,7 +53,7 @@ final class InputFile {
         av_dict_set(&options, "format_whitelist", Self.demuxerWhitelist, 0)
         // A file declaring thousands of streams fails here, before each costs memory.
         av_dict_set(&options, "max_streams", "\(limits.maxTracks)", 0)
-        if url.hasPrefix("http://") || url.hasPrefix("https://") {
+        if MediaLocation.isRemote(url) {
             for (key, value) in Self.httpOptions { av_dict_set(&options, key, value, 0) }
         }
         defer { av_dict_free(&options) }

@@ -1,15 +1,16 @@
 import CFFmpeg
 import Foundation
+import Synchronization
 
 /// A muxer (`AVFormatContext` for output) writing one file.
 ///
 /// Every track's thread writes packets through `write(_:)`; the muxer is not thread-safe, so
-/// the interleaving write happens under a lock.
+/// the interleaving write happens under a lock. `isOpen` lives in the lock: `abort()` comes
+/// from another thread.
 final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     let path: String
-    private let lock = NSLock()
-    private var isOpen = false
+    private let isOpen = Mutex(false)
 
     init(path: String, formatName: String) throws {
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
@@ -20,7 +21,7 @@ final class OutputFile {
     }
 
     deinit {
-        if isOpen { avio_closep(&context.pointee.pb) }
+        if isOpen.withLock({ $0 }) { avio_closep(&context.pointee.pb) }
         avformat_free_context(context)
     }
 
@@ -45,7 +46,7 @@ final class OutputFile {
             context.pointee.url = av_strdup(location)
         }
         try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
-        isOpen = true
+        isOpen.withLock { $0 = true }
         var dictionary: OpaquePointer? = nil
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         defer { av_dict_free(&dictionary) }
@@ -57,34 +58,34 @@ final class OutputFile {
     /// `AVERROR_EXIT` instead of touching the closed file.
     @discardableResult
     func write(_ packet: UnsafeMutablePointer<AVPacket>) throws -> Int64 {
-        lock.lock()
-        defer { lock.unlock() }
-        guard isOpen else {
-            av_packet_unref(packet)
-            throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
+        try isOpen.withLock { isOpen in
+            guard isOpen else {
+                av_packet_unref(packet)
+                throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
+            }
+            try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
+            return avio_tell(context.pointee.pb)
         }
-        try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
-        return avio_tell(context.pointee.pb)
     }
 
     /// Flushes the interleaving queue, writes the trailer (and, for `+faststart`, moves the index
     /// to the front), and closes the file.
     func finish() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard isOpen else { throw FFError(code: AVErr.exit, operation: "av_write_trailer after abort") }
-        try check(av_write_trailer(context), "av_write_trailer")
-        isOpen = false
-        try check(avio_closep(&context.pointee.pb), "avio_closep")
+        try isOpen.withLock { isOpen in
+            guard isOpen else { throw FFError(code: AVErr.exit, operation: "av_write_trailer after abort") }
+            try check(av_write_trailer(context), "av_write_trailer")
+            isOpen = false
+            try check(avio_closep(&context.pointee.pb), "avio_closep")
+        }
     }
 
     /// Closes the file without a trailer (it is about to be deleted).
     func abort() {
-        lock.lock()
-        defer { lock.unlock() }
-        if isOpen {
-            avio_closep(&context.pointee.pb)
-            isOpen = false
+        isOpen.withLock { isOpen in
+            if isOpen {
+                avio_closep(&context.pointee.pb)
+                isOpen = false
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 import CFFmpeg
 
 /// An owned `AVPacket`. Moved between threads, never shared: once handed to a queue or the
-/// muxer, the sender no longer touches it.
+/// muxer, the sender no longer touches it. (Sendable on that invariant: one owner at a time.)
 final class Packet: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<AVPacket>
 

@@ -7,29 +7,36 @@ import Synchronization
 /// `startReading()` seeks, then runs one demuxer thread that routes each packet to its track's
 /// bounded queue, and one thread per output that decodes and converts. Status moves
 /// `unknown → reading → completed | failed | cancelled`.
+///
+/// Sendable: the configuration (`asset`, `timeRange`) is fixed at init; everything that changes
+/// (status, outputs, the window) is in `state`, behind a mutex; `threads` is thread-safe.
 public final class AssetReader: @unchecked Sendable {
     public let asset: Asset
     /// The range to read, relative to the asset's start; intersected with its duration.
-    public var timeRange: TimeRange = .all
-    public private(set) var outputs: [AssetReaderTrackOutput] = []
+    public let timeRange: TimeRange
 
     private let threads = ThreadGroup()
     private let state = Mutex(State())
 
     private struct State {
         var status: Status = .unknown
+        var outputs: [AssetReaderTrackOutput] = []
         var error: MediaError?
         var window: ReadWindow?
         var inputEndedEarly: String?
         var lastDemuxError: String?
     }
 
-    public init(asset: Asset) throws(MediaError) {
+    public init(asset: Asset, timeRange: TimeRange = .all) throws(MediaError) {
         guard asset.claimForReading() else {
             throw MediaError(.internalError, "\(asset.displayName) is already being read by another reader")
         }
         self.asset = asset
+        self.timeRange = timeRange
     }
+
+    /// The outputs added so far, in order.
+    public var outputs: [AssetReaderTrackOutput] { state.withLock { $0.outputs } }
 
     public var status: Status { state.withLock { $0.status } }
     public var error: MediaError? { state.withLock { $0.error } }
@@ -51,14 +58,17 @@ public final class AssetReader: @unchecked Sendable {
     var lastDemuxError: String? { state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError } }
 
     public func add(_ output: AssetReaderTrackOutput) {
-        precondition(status == .unknown, "outputs are added before reading starts")
         precondition(asset.tracks.contains { $0.index == output.track.index }, "the output's track belongs to another asset")
+        state.withLock { state in
+            precondition(state.status == .unknown, "outputs are added before reading starts")
+            state.outputs.append(output)
+        }
         output.reader = self
-        outputs.append(output)
     }
 
     /// Resolves the range, seeks, creates the decoders and starts the threads.
     public func startReading() throws(MediaError) {
+        let outputs = self.outputs
         precondition(status == .unknown && !outputs.isEmpty)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         var window = ReadWindow(start: asset.startTime + range.start, end: range.end.map { asset.startTime + $0 })
@@ -145,6 +155,7 @@ public final class AssetReader: @unchecked Sendable {
 
     private func stopEverything() {
         asset.interrupt.set()
+        let outputs = self.outputs
         for output in outputs {
             output.packets.cancel()
             output.samples.cancel()
@@ -164,7 +175,7 @@ public final class AssetReader: @unchecked Sendable {
 
     /// Which output each stream's packets go to, where each stream's range ends, and how to
     /// place its packets on the export's timeline.
-    private struct Routes: @unchecked Sendable {
+    private struct Routes: Sendable {
         var byStream: [Int: (output: AssetReaderTrackOutput, end: Int64?, timeBase: AVRational)] = [:]
         /// The window's start (absolute µs): time 0 of the timeline.
         let origin: Int64

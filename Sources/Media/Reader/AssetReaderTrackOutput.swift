@@ -10,6 +10,9 @@ import Synchronization
 /// Each output decodes on its own thread and hands samples over through a bounded queue:
 /// `copyNextSample()` blocks until one is ready, so a slow writer input holds back this output,
 /// and the reader's demuxer with it (memory stays bounded whatever the input's length).
+///
+/// Sendable: `track` and `settings` are immutable, what changes is in `state` (a mutex), and
+/// the queues are thread-safe.
 public final class AssetReaderTrackOutput: @unchecked Sendable {
     public enum Settings: Sendable, Hashable {
         /// Decoded pictures at `size` (display orientation, square pixels).
@@ -34,11 +37,17 @@ public final class AssetReaderTrackOutput: @unchecked Sendable {
     let packets = BlockingQueue<Packet>(capacity: packetQueueCapacity)
     let samples: BlockingQueue<SampleBuffer>
     private let state = Mutex(State())
-    weak var reader: AssetReader?
 
     private struct State {
         var status: Status = .unknown
         var samplesRead: Int64 = 0
+        /// The reader it was added to (set once, by `AssetReader.add`).
+        weak var reader: AssetReader?
+    }
+
+    var reader: AssetReader? {
+        get { state.withLock { $0.reader } }
+        set { state.withLock { $0.reader = newValue } }
     }
 
     public init(track: AssetTrack, settings: Settings?) {

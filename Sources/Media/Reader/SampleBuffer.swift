@@ -4,7 +4,7 @@ import CFFmpeg
 /// a decoded video frame, a run of decoded audio samples, or (passthrough) a compressed packet.
 ///
 /// Timestamps are relative to the export's start: the first sample of the range is at 0.
-/// Owned by one stage at a time: moved through queues, never shared.
+/// Owned by one stage at a time: moved through queues, never shared (Sendable on that invariant).
 public struct SampleBuffer: @unchecked Sendable {
     enum Payload {
         /// A picture in the output's size and pixel format; `pts`/`duration` in `timeBase`.

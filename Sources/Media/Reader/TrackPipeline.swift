@@ -1,7 +1,7 @@
 import CFFmpeg
 
 /// The time window a reader delivers, in the asset's own timestamps (absolute microseconds).
-struct ReadWindow: @unchecked Sendable {
+struct ReadWindow: Sendable {
     /// The instant that becomes 0 in the output.
     var start: Int64
     /// Exclusive end; `nil`: to the end of the input.

@@ -6,6 +6,7 @@ import Foundation
 /// media data"), `pop` blocks while it is empty. `close()` ends the stream after the queued
 /// elements; `cancel()` drops everything and wakes both sides for good, so a stage that stops
 /// early never leaves its producer blocked.
+/// Sendable: every field is read and written under `condition` (an `NSCondition`).
 final class BlockingQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [Element] = []

@@ -1,4 +1,4 @@
-import JobctlErrors
+import JobctlCore
 
 /// An error of the export pipeline, with a code from the user-facing contract (docs/spec.md §4).
 ///

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// FFmpeg calls block for milliseconds to seconds, so they run on their own threads, never on
 /// the Swift concurrency pool (docs/ffmpeg.md, "Threading").
-final class ThreadGroup: @unchecked Sendable {
+final class ThreadGroup: Sendable {
     private let group = DispatchGroup()
 
     /// Starts `body` on a new thread named `name`.
@@ -26,11 +26,3 @@ final class ThreadGroup: @unchecked Sendable {
     }
 }
 
-/// A flag set once, from any thread; also FFmpeg's `AVIOInterruptCB` opaque pointer.
-final class CancellationFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isSet: Bool { value.load(ordering: .acquiring) }
-
-    func set() { value.store(true, ordering: .releasing) }
-}

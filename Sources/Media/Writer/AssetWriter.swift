@@ -11,6 +11,9 @@ import Synchronization
 /// Nobody ever sees a partial file at the destination: the writer writes a hidden temporary
 /// file beside it (same directory, so the same file system) and, in `finishWriting()`, flushes
 /// it to disk and renames it over the destination. A failed or cancelled writer deletes it.
+///
+/// Sendable: its configuration is immutable; status, the descriptor and whether it settled are
+/// in `state` (a mutex); the muxer (`OutputFile`) locks itself.
 public final class AssetWriter: @unchecked Sendable {
     public let destination: String
     public let format: ContainerFormat

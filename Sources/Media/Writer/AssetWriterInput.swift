@@ -5,6 +5,9 @@ import Synchronization
 ///
 /// One thread appends to an input; `append` encodes synchronously and hands the packets to the
 /// writer's muxer. Counters and status can be read from any thread.
+///
+/// Sendable: its configuration is immutable; counters and status are in a mutex; the engine
+/// is used only by the one appending thread.
 public final class AssetWriterInput: @unchecked Sendable {
     public enum Settings: Sendable {
         /// H.264/H.265 pictures at `size` (square pixels, `yuv420p`).

@@ -1,3 +1,4 @@
+import JobctlCore
 import Foundation
 
 /// What may be at an output path (docs/spec.md §4): nothing yet, or a regular file, which the finished
@@ -13,7 +14,7 @@ public enum OutputDestination {
     /// `http(s)` URL; remote inputs cannot be the output). Does not check the directory.
     public static func check(_ path: String, input: String?) throws(MediaError) {
         try checkKind(path)
-        guard let input, !Asset.isRemote(input) else { return }
+        guard let input, !MediaLocation.isRemote(input) else { return }
         let inputPath = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
         if isSameFile(inputPath, path) {
             throw MediaError(.outputForbidden, "\(path) is the input itself: writing it would replace the source with its own transcode; choose another output")
