@@ -11,7 +11,7 @@ SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
 DEMO := demo
 
-.PHONY: all deps test-deps build release demo test test-unit test-integration bench clean
+.PHONY: all deps test-deps build release demo test test-unit test-integration format lint bench clean
 
 all: build
 
@@ -62,10 +62,19 @@ demo: build
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
 INTEGRATION = ^(IntegrationTests|JobctlTests)\.
-test: test-deps
+test: test-deps lint
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
 	$(MAKE) --no-print-directory test-unit test-integration
+
+# The style of swift-nio (.swift-format: 120 columns, one argument per line when a call wraps).
+# `make format` rewrites the tree; `make lint` (part of `make test`) fails on any difference.
+SOURCES = Sources Tests migrations Package.swift
+format:
+	$(SWIFT) format --in-place --parallel --recursive $(SOURCES)
+
+lint:
+	$(SWIFT) format lint --strict --parallel --recursive $(SOURCES)
 
 test-unit:
 	$(SWIFT) test --skip-build --skip '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)

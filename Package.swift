@@ -29,7 +29,9 @@ let package = Package(
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
-            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
+            providers: [
+                .apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])
+            ]
         ),
         // Shared primitives: the one error shape (CodedError), the one atomic Flag, the one bridge
         // from async code to long blocking work (onDedicatedThread).
@@ -45,7 +47,11 @@ let package = Package(
         // The job model, the status state machine, the retry policy and the JobStore protocol.
         .target(name: "Queue", dependencies: ["JobctlCore"]),
         // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
-        .target(name: "QueueMigrations", path: "migrations", resources: [.embedInCode("sqlite"), .embedInCode("postgres")]),
+        .target(
+            name: "QueueMigrations",
+            path: "migrations",
+            resources: [.embedInCode("sqlite"), .embedInCode("postgres")]
+        ),
         // The job table in SQLite (GRDB), for one host.
         .target(
             name: "QueueSQLite",
@@ -125,8 +131,14 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "JobctlCore", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]),
-        .testTarget(name: "WebhookUnitTests", dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlCore", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(
+            name: "QueueTests",
+            dependencies: ["Queue", "JobctlCore", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]
+        ),
+        .testTarget(
+            name: "WebhookUnitTests",
+            dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlCore", "QueueTestKit", "MediaTestKit"]
+        ),
         // The worker in this process: its state machines (milliseconds), and whole workers on the
         // in-memory store with real FFmpeg on tiny clips (about a second each).
         .testTarget(
@@ -135,7 +147,10 @@ let package = Package(
         ),
         // Integration tests, fewer and slower: real worker processes (SIGKILL, SIGTERM, SIGSTOP),
         // a real PostgreSQL server, real HTTP receivers, database files damaged from outside.
-        .testTarget(name: "IntegrationTests", dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

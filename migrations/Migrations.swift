@@ -18,6 +18,6 @@ public enum Migrations {
     ]
 
     public static let postgres: [Migration] = [
-        Migration("0001_jobs", PackageResources._001_jobs_postgres_sql),
+        Migration("0001_jobs", PackageResources._001_jobs_postgres_sql)
     ]
 }

@@ -39,7 +39,8 @@ public enum MediaLocation {
         var text = Substring(url)
         if !keepingQuery, let cut = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<cut] }
         guard let scheme = text.range(of: "://") else { return String(text) }
-        let authorityEnd = text[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        let authorityEnd =
+            text[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
         if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
             text = text[..<scheme.upperBound] + text[text.index(after: at)...]
         }

@@ -8,16 +8,25 @@ import Synchronization
 /// of its own reaps it.
 public final class ChildProcess: Sendable {
     public let pid: pid_t
-    private let state = Mutex<(exit: (status: Int32, at: ContinuousClock.Instant)?, waiting: [CheckedContinuation<Int32, Never>])>((nil, []))
+    private let state = Mutex<
+        (exit: (status: Int32, at: ContinuousClock.Instant)?, waiting: [CheckedContinuation<Int32, Never>])
+    >((nil, []))
 
     /// Starts `executable` (a path, or a name looked up in PATH). `input`, `output` and `error`
     /// become its descriptors 0, 1 and 2 (-1: /dev/null); the caller keeps its own copies.
     public init(
-        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: String? = nil,
-        input: Int32 = -1, output: Int32 = -1, error: Int32 = -1
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        currentDirectory: String? = nil,
+        input: Int32 = -1,
+        output: Int32 = -1,
+        error: Int32 = -1
     ) throws {
         let path = try ProcessRunner.resolve(executable)
-        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }.map { "\($0.key)=\($0.value)" }
+        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }.map {
+            "\($0.key)=\($0.value)"
+        }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup($0) } + [nil]
         defer {
@@ -27,7 +36,14 @@ public final class ChildProcess: Sendable {
         var pid: pid_t = 0
         let result = cspawn(path, argv, envp, currentDirectory, input, output, error, &pid)
         guard result == 0 else {
-            throw ProcessFailure(command: path, result: ProcessResult(status: 127, stdout: Data(), stderr: "posix_spawn: \(String(cString: strerror(result)))"))
+            throw ProcessFailure(
+                command: path,
+                result: ProcessResult(
+                    status: 127,
+                    stdout: Data(),
+                    stderr: "posix_spawn: \(String(cString: strerror(result)))"
+                )
+            )
         }
         self.pid = pid
         let child = pid

@@ -86,38 +86,58 @@ public struct ProbeInfo: Decodable, Sendable {
 
 public enum FFProbe {
     public static func probe(_ path: String) async throws -> ProbeInfo {
-        let result = try await ProcessRunner.check("ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path])
+        let result = try await ProcessRunner.check(
+            "ffprobe",
+            ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path]
+        )
         return try JSONDecoder().decode(ProbeInfo.self, from: result.stdout)
     }
 
     /// Presentation times (seconds, as in the file) of every frame of the first video stream,
     /// in display order, from decoding.
     public static func videoFrameTimes(_ path: String) async throws -> [Double] {
-        let result = try await ProcessRunner.check("ffprobe", [
-            "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp_time", "-of", "csv=p=0", path,
-        ])
-        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap { Double($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ",")))) }.sorted()
+        let result = try await ProcessRunner.check(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp_time", "-of",
+                "csv=p=0", path,
+            ]
+        )
+        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap {
+            Double($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ","))))
+        }.sorted()
     }
 
     /// Decoded audio sample count of audio stream `index` (0-based among audio streams).
     public static func audioSampleCount(_ path: String, audioStream index: Int = 0) async throws -> Int {
-        let result = try await ProcessRunner.check("ffprobe", [
-            "-v", "error", "-select_streams", "a:\(index)", "-show_entries", "frame=nb_samples", "-of", "csv=p=0", path,
-        ])
-        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ",")))) }.reduce(0, +)
+        let result = try await ProcessRunner.check(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "a:\(index)", "-show_entries", "frame=nb_samples", "-of", "csv=p=0",
+                path,
+            ]
+        )
+        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap {
+            Int($0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: ","))))
+        }.reduce(0, +)
     }
 
     /// What `ffmpeg -v error -i PATH -f null -` prints: empty when the file decodes cleanly.
     public static func decodeErrors(_ path: String) async throws -> String {
         let result = try await ProcessRunner.run("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
-        return (result.stderr + (result.status == 0 ? "" : "\n(exit \(result.status))")).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (result.stderr + (result.status == 0 ? "" : "\n(exit \(result.status))")).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
     }
 
     /// The times (seconds from the file's first sample) of the `count` loudest clicks of the
     /// first audio stream, decoded to mono at its own rate, at least 0.1 s apart, in order.
     public static func audioPeaks(_ path: String, count: Int) async throws -> [Double] {
         guard let audio = try await probe(path).audio.first, let rate = audio.sampleRate else { return [] }
-        let result = try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "f32le", "-"])
+        let result = try await ProcessRunner.check(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "f32le", "-"]
+        )
         let samples = result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         var peaks: [Int] = []
         let spacing = rate / 10
@@ -134,10 +154,16 @@ public enum FFProbe {
 
     /// The mean luma (0…255) of every frame of the first video stream, in order.
     public static func lumaMeans(_ path: String) async throws -> [Double] {
-        guard let video = try await probe(path).video, let width = video.width, let height = video.height else { return [] }
-        let result = try await ProcessRunner.check("ffmpeg", [
-            "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-vf", "format=gray", "-f", "rawvideo", "-fps_mode", "passthrough", "-",
-        ])
+        guard let video = try await probe(path).video, let width = video.width, let height = video.height else {
+            return []
+        }
+        let result = try await ProcessRunner.check(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-vf", "format=gray", "-f", "rawvideo",
+                "-fps_mode", "passthrough", "-",
+            ]
+        )
         let size = width * height
         let bytes = [UInt8](result.stdout)
         return stride(from: 0, to: bytes.count - size + 1, by: size).map { start in

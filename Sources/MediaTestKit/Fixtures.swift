@@ -1,27 +1,30 @@
+// Over 400 lines on purpose: one table of ~40 fixtures, each case next to the ffmpeg command
+// that makes it, so a reader sees what a test's input is without jumping between files.
+
 import Foundation
 
 /// Test inputs, generated with the ffmpeg CLI (never committed): small (a few seconds,
 /// 320x240) files covering real-world shapes, plus deliberately bad ones.
 public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
-    // Real-world shapes (issue 2, item 5).
-    case basic               // mp4, H.264 High with B-frames, AAC stereo 48 kHz, moov at the end
-    case faststart           // the same with the index at the front
-    case vfr                 // variable frame rate: 25 fps for 2 s, then 50 fps
-    case rotated             // display matrix: shown rotated 90° clockwise (a phone video)
-    case anamorphic          // 480x360 with SAR 4:3 (shown 640x360)
-    case odd444              // 321x241, 4:4:4, mono 22.05 kHz audio
-    case tenBitMatroska      // Matroska, H.264 High 10 (yuv420p10le), AC-3 audio
-    case surround            // AAC 5.1
-    case multiAudio          // two audio tracks (eng stereo 48 kHz, fra mono 44.1 kHz)
-    case audioOnly           // FLAC stereo
-    case videoOnly           // H.264 without audio
-    case transportStream     // MPEG-TS, open GOP, B-frames, one keyframe per 3 s, PTS offset 3600 s
-    case webm                // VP9 + Opus
-    case avi                 // MPEG-4 Part 2 + MP3 in AVI
-    case prores              // MOV, ProRes 4:2:2 10-bit + PCM
+    // Real-world shapes.
+    case basic  // mp4, H.264 High with B-frames, AAC stereo 48 kHz, moov at the end
+    case faststart  // the same with the index at the front
+    case vfr  // variable frame rate: 25 fps for 2 s, then 50 fps
+    case rotated  // display matrix: shown rotated 90° clockwise (a phone video)
+    case anamorphic  // 480x360 with SAR 4:3 (shown 640x360)
+    case odd444  // 321x241, 4:4:4, mono 22.05 kHz audio
+    case tenBitMatroska  // Matroska, H.264 High 10 (yuv420p10le), AC-3 audio
+    case surround  // AAC 5.1
+    case multiAudio  // two audio tracks (eng stereo 48 kHz, fra mono 44.1 kHz)
+    case audioOnly  // FLAC stereo
+    case videoOnly  // H.264 without audio
+    case transportStream  // MPEG-TS, open GOP, B-frames, one keyframe per 3 s, PTS offset 3600 s
+    case webm  // VP9 + Opus
+    case avi  // MPEG-4 Part 2 + MP3 in AVI
+    case prores  // MOV, ProRes 4:2:2 10-bit + PCM
     // Frame accuracy: every frame a different flat grey (luma 16 + 2·n), keyframe every 10 frames.
     case greyRamp
-    case greyRampTS          // the same in MPEG-TS with a PTS offset
+    case greyRampTS  // the same in MPEG-TS with a PTS offset
     // Sync: the grey ramp with PCM audio (48 kHz) that clicks at exactly 1.5 s and 2.5 s.
     case impulses
     // An 8x8 picture: too small for x265.
@@ -33,19 +36,19 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case empty
     case truncatedMoovAtEnd  // basic cut in half: its index is gone
     case truncatedFaststart  // faststart cut in half: index intact, media data missing
-    case corrupted           // transportStream with a sixth of its bytes overwritten
-    case garbage             // faststart with every media byte replaced by noise
-    case subtitleSource      // an .srt file
-    case subtitleOnly        // Matroska with only a subtitle track
-    case playlist            // an HLS playlist pointing at a local file
+    case corrupted  // transportStream with a sixth of its bytes overwritten
+    case garbage  // faststart with every media byte replaced by noise
+    case subtitleSource  // an .srt file
+    case subtitleOnly  // Matroska with only a subtitle track
+    case playlist  // an HLS playlist pointing at a local file
     // Limits (docs/spec.md §7): small files that claim a lot.
-    case lateAudio           // Matroska: 2 s of video, its audio starting 1 hour later
+    case lateAudio  // Matroska: 2 s of video, its audio starting 1 hour later
     case hugeDeclaredDuration  // the same with the audio 10,000,000 s later
-    case timestampJump       // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)
-    case hugePicture         // 8192x8192, two frames, about 200 KB
-    case growingPicture      // raw H.264: 160x120 for 1 s, then an 8192x8192 picture
-    case manyTracks          // Matroska with 70 short audio tracks
-    case understatedDuration // videoOnly (4 s) whose headers claim 1 s
+    case timestampJump  // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)
+    case hugePicture  // 8192x8192, two frames, about 200 KB
+    case growingPicture  // raw H.264: 160x120 for 1 s, then an 8192x8192 picture
+    case manyTracks  // Matroska with 70 short audio tracks
+    case understatedDuration  // videoOnly (4 s) whose headers claim 1 s
     // Fuzzing seeds: 2 s, 160x120, one per container (FuzzTests flips their bytes).
     case seedMP4, seedMOV, seedMKV, seedTS, seedAVI, seedMP3
 
@@ -103,65 +106,130 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case divideDeclaredDurations(by: UInt32)
     }
 
-    private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] { ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate)"] }
-    private static func tone(_ rate: Int = 48000, frequency: Int = 440) -> [String] { ["-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(rate)"] }
+    private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] {
+        ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate)"]
+    }
+    private static func tone(_ rate: Int = 48000, frequency: Int = 440) -> [String] {
+        ["-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(rate)"]
+    }
     private static let x264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]
-    private static let greyFrames = ["-f", "lavfi", "-i", "color=c=black:s=64x48:r=25:d=4,format=gray,geq=lum='16+2*N'"]
-    private static let greyEncoding = ["-c:v", "libx264", "-preset", "veryfast", "-qp", "0", "-pix_fmt", "yuv420p", "-x264-params", "keyint=10:min-keyint=10:scenecut=0:bframes=2"]
+    private static let greyFrames = [
+        "-f", "lavfi", "-i", "color=c=black:s=64x48:r=25:d=4,format=gray,geq=lum='16+2*N'",
+    ]
+    private static let greyEncoding = [
+        "-c:v", "libx264", "-preset", "veryfast", "-qp", "0", "-pix_fmt", "yuv420p", "-x264-params",
+        "keyint=10:min-keyint=10:scenecut=0:bframes=2",
+    ]
 
     var recipe: Recipe {
         let seconds = ["-t", "4"]
         switch self {
         case .basic:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + Self.x264 + ["-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + Self.x264 + [
+                    "-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "OUT",
+                ]
+            )
         case .faststart:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + Self.x264 + ["-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "-movflags", "+faststart", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + Self.x264 + [
+                    "-x264-params", "keyint=50:bframes=2", "-c:a", "aac", "-ac", "2", "-movflags", "+faststart", "OUT",
+                ]
+            )
         case .vfr:
-            return .ffmpeg(Self.video(rate: 50) + Self.tone() + seconds + ["-vf", "select='if(lt(t,2),not(mod(n,2)),1)'", "-fps_mode", "vfr"] + Self.x264 + ["-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                Self.video(rate: 50) + Self.tone() + seconds + [
+                    "-vf", "select='if(lt(t,2),not(mod(n,2)),1)'", "-fps_mode", "vfr",
+                ] + Self.x264 + ["-c:a", "aac", "OUT"]
+            )
         case .rotated:
             return .derived(.basic, .rotate(degrees: 90))
         case .anamorphic:
-            return .ffmpeg(Self.video("480x360") + Self.tone() + seconds + ["-vf", "setsar=4/3"] + Self.x264 + ["-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                Self.video("480x360") + Self.tone() + seconds + ["-vf", "setsar=4/3"] + Self.x264 + [
+                    "-c:a", "aac", "OUT",
+                ]
+            )
         case .odd444:
-            return .ffmpeg(["-f", "lavfi", "-i", "testsrc=size=321x241:rate=25"] + Self.tone(22050) + seconds
-                + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv444p", "-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                ["-f", "lavfi", "-i", "testsrc=size=321x241:rate=25"] + Self.tone(22050) + seconds
+                    + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv444p", "-c:a", "aac", "OUT"]
+            )
         case .tenBitMatroska:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p10le", "-c:a", "ac3", "-ac", "2", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + [
+                    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p10le", "-c:a", "ac3", "-ac", "2",
+                    "OUT",
+                ]
+            )
         case .surround:
-            return .ffmpeg(Self.video() + Self.tone() + seconds
-                + ["-filter_complex", "[1:a]pan=5.1|c0=c0|c1=0.5*c0|c2=c0|c3=c0|c4=0.8*c0|c5=0.3*c0[a]", "-map", "0:v", "-map", "[a]"]
-                + Self.x264 + ["-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds
+                    + [
+                        "-filter_complex", "[1:a]pan=5.1|c0=c0|c1=0.5*c0|c2=c0|c3=c0|c4=0.8*c0|c5=0.3*c0[a]", "-map",
+                        "0:v", "-map", "[a]",
+                    ]
+                    + Self.x264 + ["-c:a", "aac", "OUT"]
+            )
         case .multiAudio:
-            return .ffmpeg(Self.video() + Self.tone() + Self.tone(44100, frequency: 880) + seconds
-                + ["-map", "0:v", "-map", "1:a", "-map", "2:a"] + Self.x264
-                + ["-c:a", "aac", "-ac:a:0", "2", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + Self.tone(44100, frequency: 880) + seconds
+                    + ["-map", "0:v", "-map", "1:a", "-map", "2:a"] + Self.x264
+                    + [
+                        "-c:a", "aac", "-ac:a:0", "2", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1",
+                        "language=fra", "OUT",
+                    ]
+            )
         case .audioOnly:
             return .ffmpeg(Self.tone(44100) + seconds + ["-ac", "2", "-c:a", "flac", "OUT"])
         case .videoOnly:
             return .ffmpeg(Self.video() + seconds + Self.x264 + ["OUT"])
         case .transportStream:
-            return .ffmpeg(Self.video() + Self.tone() + ["-t", "6"] + Self.x264
-                + ["-x264-params", "keyint=75:min-keyint=75:scenecut=0:open-gop=1:bframes=3", "-c:a", "aac", "-output_ts_offset", "3600", "-f", "mpegts", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + ["-t", "6"] + Self.x264
+                    + [
+                        "-x264-params", "keyint=75:min-keyint=75:scenecut=0:open-gop=1:bframes=3", "-c:a", "aac",
+                        "-output_ts_offset", "3600", "-f", "mpegts", "OUT",
+                    ]
+            )
         case .webm:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "300k", "-c:a", "libopus", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + [
+                    "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "300k", "-c:a", "libopus",
+                    "OUT",
+                ]
+            )
         case .avi:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "mpeg4", "-q:v", "5", "-c:a", "libmp3lame", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + ["-c:v", "mpeg4", "-q:v", "5", "-c:a", "libmp3lame", "OUT"]
+            )
         case .prores:
-            return .ffmpeg(Self.video() + Self.tone() + seconds + ["-c:v", "prores_ks", "-profile:v", "0", "-c:a", "pcm_s16le", "OUT"])
+            return .ffmpeg(
+                Self.video() + Self.tone() + seconds + [
+                    "-c:v", "prores_ks", "-profile:v", "0", "-c:a", "pcm_s16le", "OUT",
+                ]
+            )
         case .greyRamp:
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["OUT"])
         case .greyRampTS:
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["-output_ts_offset", "100", "-f", "mpegts", "OUT"])
         case .impulses:
-            return .ffmpeg(Self.greyFrames + ["-f", "lavfi", "-i", "aevalsrc=exprs='0.9*(eq(n,72000)+eq(n,120000))':s=48000:d=4"]
-                + Self.greyEncoding + ["-c:a", "pcm_s16le", "OUT"])
+            return .ffmpeg(
+                Self.greyFrames + ["-f", "lavfi", "-i", "aevalsrc=exprs='0.9*(eq(n,72000)+eq(n,120000))':s=48000:d=4"]
+                    + Self.greyEncoding + ["-c:a", "pcm_s16le", "OUT"]
+            )
         case .tiny:
             return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=8x8:rate=25", "-t", "1"] + Self.x264 + ["OUT"])
         case .long:
             // Temporal noise makes encoding it expensive (~10 s with `highest` in a debug build),
             // so a cancel always lands mid-export, however fast the machine.
-            return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25,noise=alls=40:allf=t"] + Self.tone()
-                + ["-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25,noise=alls=40:allf=t"] + Self.tone()
+                    + [
+                        "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p",
+                        "-c:a", "aac", "OUT",
+                    ]
+            )
         case .notMedia:
             return .text(String(repeating: "This is a text file, not a video.\n", count: 200))
         case .empty:
@@ -182,26 +250,56 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .playlist(.basic)
         case .lateAudio, .hugeDeclaredDuration:
             let offset = self == .lateAudio ? "3600" : "10000000"
-            return .ffmpeg(Self.video("160x120") + ["-itsoffset", offset] + Self.tone(44100)
-                + ["-t", "2", "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                Self.video("160x120") + ["-itsoffset", offset] + Self.tone(44100)
+                    + [
+                        "-t", "2", "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt",
+                        "yuv420p", "-c:a", "aac", "OUT",
+                    ]
+            )
         case .timestampJump:
-            return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=8", "-vf", "setpts='if(gte(N,50),PTS+3600/TB,PTS)'",
-                "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT"])
+            return .ffmpeg([
+                "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=8", "-vf",
+                "setpts='if(gte(N,50),PTS+3600/TB,PTS)'",
+                "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT",
+            ])
         case .hugePicture:
-            return .ffmpeg(["-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=2:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT"])
+            return .ffmpeg([
+                "-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=2:d=1", "-c:v", "libx264", "-preset", "ultrafast",
+                "-pix_fmt", "yuv420p", "OUT",
+            ])
         case .growingPicture:
             return .concatenation([
-                .ffmpegStdout(Self.video("160x120") + ["-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1"]),
-                .ffmpegStdout(["-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=25:d=0.04", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1"]),
+                .ffmpegStdout(
+                    Self.video("160x120") + [
+                        "-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264",
+                        "pipe:1",
+                    ]
+                ),
+                .ffmpegStdout([
+                    "-f", "lavfi", "-i", "color=c=gray:s=8192x8192:r=25:d=0.04", "-c:v", "libx264", "-preset",
+                    "ultrafast", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1",
+                ]),
             ])
         case .manyTracks:
-            return .ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5:sample_rate=8000"] + (0..<70).flatMap { _ in ["-map", "0:a"] } + ["-c:a", "pcm_s16le", "OUT"])
+            return .ffmpeg(
+                ["-f", "lavfi", "-i", "sine=d=0.5:sample_rate=8000"] + (0..<70).flatMap { _ in ["-map", "0:a"] } + [
+                    "-c:a", "pcm_s16le", "OUT",
+                ]
+            )
         case .understatedDuration:
             return .derived(.videoOnly, .divideDeclaredDurations(by: 4))
         case .seedMP4, .seedMOV, .seedMKV, .seedTS:
-            return .ffmpeg(Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "12", "-c:a", "aac", "OUT"])
+            return .ffmpeg(
+                Self.video("160x120") + Self.tone(44100) + [
+                    "-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "12", "-c:a",
+                    "aac", "OUT",
+                ]
+            )
         case .seedAVI:
-            return .ffmpeg(Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "mpeg4", "-c:a", "libmp3lame", "OUT"])
+            return .ffmpeg(
+                Self.video("160x120") + Self.tone(44100) + ["-t", "2", "-c:v", "mpeg4", "-c:a", "libmp3lame", "OUT"]
+            )
         case .seedMP3:
             return .ffmpeg(Self.tone(44100) + ["-t", "2", "-c:a", "libmp3lame", "OUT"])
         }
@@ -239,10 +337,16 @@ public actor Fixtures {
     private static func make(_ recipe: Fixture.Recipe, at partial: String) async throws {
         switch recipe {
         case .ffmpeg(let arguments):
-            try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 })
+            try await ProcessRunner.check(
+                "ffmpeg",
+                ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 }
+            )
         case .ffmpegFrom(let source, let arguments):
             let input = try await shared.path(source)
-            try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 == "IN" ? input : $0 })
+            try await ProcessRunner.check(
+                "ffmpeg",
+                ["-nostdin", "-v", "error", "-y"] + arguments.map { $0 == "OUT" ? partial : $0 == "IN" ? input : $0 }
+            )
         case .ffmpegStdout(let arguments):
             let result = try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y"] + arguments)
             try result.stdout.write(to: URL(fileURLWithPath: partial))
@@ -259,7 +363,8 @@ public actor Fixtures {
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
         case .playlist(let target):
             let segment = try await shared.path(target)
-            let text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nfile://\(segment)\n#EXTINF:4.0,\n/etc/passwd\n#EXT-X-ENDLIST\n"
+            let text =
+                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nfile://\(segment)\n#EXTINF:4.0,\n/etc/passwd\n#EXT-X-ENDLIST\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
         case .derived(let source, let transform):
             var data = try Data(contentsOf: URL(fileURLWithPath: try await shared.path(source)))
@@ -277,19 +382,24 @@ public actor Fixtures {
             guard let tkhd = data.range(of: Data("tkhd".utf8)) else { return }
             let version = data[tkhd.upperBound]
             let matrixOffset = tkhd.upperBound + (version == 1 ? 52 : 40)
-            let (a, b, c, d): (Int32, Int32, Int32, Int32) = switch degrees {
-            case 90: (0, 0x10000, -0x10000, 0)
-            case 180: (-0x10000, 0, 0, -0x10000)
-            case 270: (0, -0x10000, 0x10000, 0)
-            default: (0x10000, 0, 0, 0x10000)
-            }
+            let (a, b, c, d): (Int32, Int32, Int32, Int32) =
+                switch degrees {
+                case 90: (0, 0x10000, -0x10000, 0)
+                case 180: (-0x10000, 0, 0, -0x10000)
+                case 270: (0, -0x10000, 0x10000, 0)
+                default: (0x10000, 0, 0, 0x10000)
+                }
             let matrix: [Int32] = [a, b, 0, c, d, 0, 0, 0, 0x4000_0000]
             for (position, value) in matrix.enumerated() {
-                withUnsafeBytes(of: value.bigEndian) { data.replaceSubrange(matrixOffset + position * 4..<matrixOffset + position * 4 + 4, with: $0) }
+                withUnsafeBytes(of: value.bigEndian) {
+                    data.replaceSubrange(matrixOffset + position * 4..<matrixOffset + position * 4 + 4, with: $0)
+                }
             }
         case .overwrite(let from, let to):
             var generator = Noise(seed: 42)
-            for index in Int(Double(data.count) * from)..<Int(Double(data.count) * to) { data[index] = generator.next() }
+            for index in Int(Double(data.count) * from)..<Int(Double(data.count) * to) {
+                data[index] = generator.next()
+            }
         case .divideDeclaredDurations(let divisor):
             // (box, offset of the duration after the box type) for version-0 boxes.
             for (box, offset) in [("mvhd", 20), ("tkhd", 24), ("mdhd", 20)] {
@@ -306,7 +416,9 @@ public actor Fixtures {
             guard let mdat = data.range(of: Data("mdat".utf8)) else { return }
             let size = data[mdat.lowerBound - 4..<mdat.lowerBound].reduce(0) { $0 << 8 | Int($1) }
             var generator = Noise(seed: 7)
-            for index in mdat.upperBound..<min(data.count, mdat.lowerBound - 4 + size) { data[index] = generator.next() }
+            for index in mdat.upperBound..<min(data.count, mdat.lowerBound - 4 + size) {
+                data[index] = generator.next()
+            }
         }
     }
 

@@ -5,14 +5,21 @@ import Synchronization
 public enum Jobctl {
     public static let path: String = {
         if let override = ProcessInfo.processInfo.environment["JOBCTL_BINARY"] { return override }
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jobctl").path
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "jobctl"
+        ).path
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
         // Running from the package root: .build/debug/jobctl.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/jobctl").path
     }()
 
-    public static func run(_ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil) async throws -> ProcessResult {
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        in directory: String? = nil
+    ) async throws -> ProcessResult {
         try await ProcessRunner.run(path, arguments, environment: environment, currentDirectory: directory)
     }
 

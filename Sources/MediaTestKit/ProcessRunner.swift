@@ -20,13 +20,23 @@ public enum ProcessRunner {
     /// Runs `executable` (a path, or a name looked up in PATH) and returns its status (128 + n
     /// when signal n ended it) and output.
     public static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: String? = nil
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        currentDirectory: String? = nil
     ) async throws -> ProcessResult {
         let output = try ChildPipe()
         let errors = try ChildPipe()
         let child: ChildProcess
         do {
-            child = try ChildProcess(executable, arguments, environment: environment, currentDirectory: currentDirectory, output: output.write, error: errors.write)
+            child = try ChildProcess(
+                executable,
+                arguments,
+                environment: environment,
+                currentDirectory: currentDirectory,
+                output: output.write,
+                error: errors.write
+            )
         } catch {
             for descriptor in [output.read, output.write, errors.read, errors.write] { close(descriptor) }
             throw error
@@ -57,7 +67,10 @@ public enum ProcessRunner {
             let candidate = "\(directory)/\(executable)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
-        throw ProcessFailure(command: executable, result: ProcessResult(status: 127, stdout: Data(), stderr: "\(executable) is not in PATH"))
+        throw ProcessFailure(
+            command: executable,
+            result: ProcessResult(status: 127, stdout: Data(), stderr: "\(executable) is not in PATH")
+        )
     }
 }
 
@@ -85,7 +98,10 @@ public struct TemporaryDirectory: Sendable {
 }
 
 /// Runs `body` with a temporary directory that is removed afterwards.
-public func withTemporaryDirectory<T>(_ label: String = "test", _ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+public func withTemporaryDirectory<T>(
+    _ label: String = "test",
+    _ body: (TemporaryDirectory) async throws -> T
+) async throws -> T {
     let directory = try TemporaryDirectory(label)
     defer { directory.remove() }
     return try await body(directory)

@@ -13,11 +13,15 @@ public actor TestPostgres {
         if let server { return try await server.value }
         let task = Task { () throws -> String in
             if let url = ProcessInfo.processInfo.environment["JOBCTL_TEST_POSTGRES"], !url.isEmpty { return url }
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
                 .appendingPathComponent("scripts/test-postgres.sh").path
             let directory = self.directory
             let port = 20000 + Int(ProcessInfo.processInfo.processIdentifier % 20000)
-            let result = try await ProcessRunner.check(script, ["start", directory, "\(port)", "\(ProcessInfo.processInfo.processIdentifier)"])
+            let result = try await ProcessRunner.check(
+                script,
+                ["start", directory, "\(port)", "\(ProcessInfo.processInfo.processIdentifier)"]
+            )
             return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         server = task
@@ -31,12 +35,15 @@ public actor TestPostgres {
         return directory + "/ca.crt"
     }
 
-    private var directory: String { NSTemporaryDirectory() + "jobctl-postgres-\(ProcessInfo.processInfo.processIdentifier)" }
+    private var directory: String {
+        NSTemporaryDirectory() + "jobctl-postgres-\(ProcessInfo.processInfo.processIdentifier)"
+    }
 
     /// A new, empty database on the server; its URL.
     public func freshDatabase(_ label: String = "test") async throws -> String {
         let server = try await serverURL()
-        let name = "jobctl_\(label.lowercased().filter { $0.isLetter || $0.isNumber })_\(UUID().uuidString.prefix(8).lowercased())"
+        let name =
+            "jobctl_\(label.lowercased().filter { $0.isLetter || $0.isNumber })_\(UUID().uuidString.prefix(8).lowercased())"
         try await ProcessRunner.check("psql", [server, "-q", "-c", "CREATE DATABASE \(name)"])
         let base = server.hasSuffix("/postgres") ? String(server.dropLast("/postgres".count)) : server
         return "\(base)/\(name)?sslmode=disable"

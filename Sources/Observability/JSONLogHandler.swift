@@ -34,7 +34,12 @@ public struct JSONLogHandler: LogHandler {
         object["logger"] = label
         object["message"] = "\(event.message)"
         object["source"] = event.source
-        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard
+            var line = try? JSONSerialization.data(
+                withJSONObject: object,
+                options: [.sortedKeys, .withoutEscapingSlashes]
+            )
+        else { return }
         line.append(0x0A)
         Self.output.withLock { _ in
             line.withUnsafeBytes { bytes in
@@ -64,8 +69,14 @@ public struct JSONLogHandler: LogHandler {
         var seconds = time.tv_sec
         gmtime_r(&seconds, &parts)
         return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-            parts.tm_hour, parts.tm_min, parts.tm_sec, time.tv_nsec / 1_000_000
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            parts.tm_year + 1900,
+            parts.tm_mon + 1,
+            parts.tm_mday,
+            parts.tm_hour,
+            parts.tm_min,
+            parts.tm_sec,
+            time.tv_nsec / 1_000_000
         )
     }
 }

@@ -20,7 +20,13 @@ public final class MetricsServer: Service {
     private let logger: Logger
     private let bound = AsyncStream<Int>.makeStream()
 
-    public init(host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger, health: @escaping HealthCheck) {
+    public init(
+        host: String,
+        port: Int,
+        registry: PrometheusCollectorRegistry,
+        logger: Logger,
+        health: @escaping HealthCheck
+    ) {
         self.host = host
         self.port = port
         self.registry = registry
@@ -34,11 +40,16 @@ public final class MetricsServer: Service {
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel
+                    )
                 }
             }
         let port = server.channel.localAddress?.port ?? port
-        logger.info("Metrics on http://\(host):\(port)/metrics, health on /healthz", metadata: ["metrics.port": "\(port)"])
+        logger.info(
+            "Metrics on http://\(host):\(port)/metrics, health on /healthz",
+            metadata: ["metrics.port": "\(port)"]
+        )
         // Stops accepting when the service group shuts down (it is the last service to stop).
         do {
             try await cancelWhenGracefulShutdown {
@@ -74,8 +85,12 @@ public final class MetricsServer: Service {
                         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
                         headers.add(name: "Cache-Control", value: "no-store")
                         if !request.isKeepAlive { headers.add(name: "Connection", value: "close") }
-                        try await outbound.write(.head(HTTPResponseHead(version: request.version, status: status, headers: headers)))
-                        if request.method != .HEAD { try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body)))) }
+                        try await outbound.write(
+                            .head(HTTPResponseHead(version: request.version, status: status, headers: headers))
+                        )
+                        if request.method != .HEAD {
+                            try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body))))
+                        }
                         try await outbound.write(.end(nil))
                         if !request.isKeepAlive { return }
                         head = nil
@@ -98,7 +113,10 @@ public final class MetricsServer: Service {
             let (healthy, details) = await health()
             var body = details
             body["status"] = healthy ? "ok" : "unhealthy"
-            let json = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            let json =
+                (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])).map {
+                    String(decoding: $0, as: UTF8.self)
+                } ?? "{}"
             return (healthy ? .ok : .serviceUnavailable, "application/json", json + "\n")
         default:
             return (.notFound, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n")

@@ -48,7 +48,9 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
 
     /// - Parameter changes: the store's change notifications (`JobStoreChangeNotifying`), if any.
     public init(
-        driver: Driver, configuration: ClaimLoopStateMachine.Configuration, pollInterval: Duration,
+        driver: Driver,
+        configuration: ClaimLoopStateMachine.Configuration,
+        pollInterval: Duration,
         changes: (@Sendable () -> AsyncStream<Void>)?
     ) {
         self.driver = driver

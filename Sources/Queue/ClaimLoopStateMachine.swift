@@ -30,8 +30,11 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
         public var damagedBackoff: Duration
 
         public init(
-            concurrency: Int, drain: Drain, once: Bool = false,
-            backoff: ClosedRange<Duration> = .milliseconds(500)...(.seconds(10)), damagedBackoff: Duration = .seconds(10)
+            concurrency: Int,
+            drain: Drain,
+            once: Bool = false,
+            backoff: ClosedRange<Duration> = .milliseconds(500)...(.seconds(10)),
+            damagedBackoff: Duration = .seconds(10)
         ) {
             self.concurrency = max(1, concurrency)
             self.drain = drain
@@ -75,7 +78,9 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
 
     /// Whether another item could be claimed (a store notification wakes the loop only then):
     /// a free slot, and not draining — or draining by claiming what is due.
-    public var hasFreeSlots: Bool { !finished && running < configuration.concurrency && (drainStarted == nil || isDrainingClaims) }
+    public var hasFreeSlots: Bool {
+        !finished && running < configuration.concurrency && (drainStarted == nil || isDrainingClaims)
+    }
 
     // MARK: Events
 

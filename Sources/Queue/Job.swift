@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 
 /// What a job does. The table, the JSON and the worker dispatch on it (docs/spec.md §4).
 public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
@@ -45,10 +45,31 @@ public struct Job: Sendable, Hashable, Codable {
     public var finishedAt: Date?
 
     public init(
-        id: JobID, kind: JobKind, status: JobStatus, input: String, output: String, preset: String, presetSettings: JSONValue,
-        format: String?, range: Range?, priority: Int, attempt: Int, maxAttempts: Int, progress: Double, tracks: [JobTrack],
-        result: JSONValue?, error: JobError?, webhook: String?, metadata: [String: String], idempotencyKey: String?, worker: String?,
-        cancelRequested: Bool, runAt: Date, createdAt: Date, startedAt: Date?, finishedAt: Date?
+        id: JobID,
+        kind: JobKind,
+        status: JobStatus,
+        input: String,
+        output: String,
+        preset: String,
+        presetSettings: JSONValue,
+        format: String?,
+        range: Range?,
+        priority: Int,
+        attempt: Int,
+        maxAttempts: Int,
+        progress: Double,
+        tracks: [JobTrack],
+        result: JSONValue?,
+        error: JobError?,
+        webhook: String?,
+        metadata: [String: String],
+        idempotencyKey: String?,
+        worker: String?,
+        cancelRequested: Bool,
+        runAt: Date,
+        createdAt: Date,
+        startedAt: Date?,
+        finishedAt: Date?
     ) {
         self.id = id
         self.kind = kind
@@ -96,8 +117,10 @@ public struct Job: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts, progress, tracks,
-            result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt, finishedAt
+        case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts,
+            progress, tracks,
+            result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt,
+            finishedAt
     }
 
     /// The input as shown: a URL without credentials or query (`MediaLocation.displayed`).
@@ -161,7 +184,15 @@ public struct JobTrack: Sendable, Hashable, Codable {
         try container.encode(written, forKey: .written)
     }
 
-    public init(index: Int, sourceIndex: Int, mediaType: String, status: JobStatus, codec: String?, read: Int64, written: Int64) {
+    public init(
+        index: Int,
+        sourceIndex: Int,
+        mediaType: String,
+        status: JobStatus,
+        codec: String?,
+        read: Int64,
+        written: Int64
+    ) {
         self.index = index
         self.sourceIndex = sourceIndex
         self.mediaType = mediaType
@@ -201,7 +232,8 @@ extension Job {
     /// UTC timestamps with milliseconds.
     public static func makeJSONEncoder(pretty: Bool = true) -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(Job.timestamp(date))
@@ -213,6 +245,8 @@ extension Job {
     /// from milliseconds can sit a hair below its millisecond: format the middle of it.
     public static func timestamp(_ date: Date) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000))
+        return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(
+            Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000)
+        )
     }
 }

@@ -16,9 +16,18 @@ public struct JobRequest: Sendable, Hashable {
     public var webhook: String?
 
     public init(
-        kind: JobKind = .export, input: String, output: String, preset: String, presetSettings: JSONValue = .null,
-        format: String? = nil, range: Job.Range? = nil, priority: Int = 0, maxAttempts: Int = 3,
-        idempotencyKey: String? = nil, metadata: [String: String] = [:], webhook: String? = nil
+        kind: JobKind = .export,
+        input: String,
+        output: String,
+        preset: String,
+        presetSettings: JSONValue = .null,
+        format: String? = nil,
+        range: Job.Range? = nil,
+        priority: Int = 0,
+        maxAttempts: Int = 3,
+        idempotencyKey: String? = nil,
+        metadata: [String: String] = [:],
+        webhook: String? = nil
     ) {
         self.kind = kind
         self.input = input

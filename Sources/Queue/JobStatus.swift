@@ -41,7 +41,8 @@ public enum JobEvent: Sendable, Hashable, CaseIterable {
     case retry
 
     public static let allCases: [JobEvent] = [
-        .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel, .confirmCancelled, .retry,
+        .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel,
+        .confirmCancelled, .retry,
     ]
 }
 
@@ -79,7 +80,13 @@ public enum JobStateMachine {
         /// The number of attempts the job was submitted with; `retry` grants it again.
         public var attemptBudget: Int
 
-        public init(status: JobStatus, cancelRequested: Bool = false, attempt: Int, maxAttempts: Int, attemptBudget: Int? = nil) {
+        public init(
+            status: JobStatus,
+            cancelRequested: Bool = false,
+            attempt: Int,
+            maxAttempts: Int,
+            attemptBudget: Int? = nil
+        ) {
             self.status = status
             self.cancelRequested = cancelRequested
             self.attempt = attempt
@@ -111,7 +118,8 @@ public enum JobStateMachine {
             next.status = .completed
         case (.reading, .fail(let retryable)):
             // A retryable failure after a cancel request ends the job: it never runs again.
-            next.status = retryable && state.cancelRequested ? .cancelled : retryable && state.attemptsLeft ? .unknown : .failed
+            next.status =
+                retryable && state.cancelRequested ? .cancelled : retryable && state.attemptsLeft ? .unknown : .failed
         case (.reading, .leaseExpired):
             next.status = state.cancelRequested ? .cancelled : state.attemptsLeft ? .unknown : .failed
         case (.reading, .release):

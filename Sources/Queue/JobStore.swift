@@ -29,7 +29,16 @@ public struct WorkerInfo: Sendable, Hashable, Codable {
     /// The jobs it holds now (status `reading` under its name).
     public var runningJobs: [JobID]
 
-    public init(name: String, host: String, pid: Int32, version: String, startedAt: Date, heartbeatAt: Date, stoppedAt: Date?, runningJobs: [JobID]) {
+    public init(
+        name: String,
+        host: String,
+        pid: Int32,
+        version: String,
+        startedAt: Date,
+        heartbeatAt: Date,
+        stoppedAt: Date?,
+        runningJobs: [JobID]
+    ) {
         self.name = name
         self.host = host
         self.pid = pid
@@ -117,7 +126,10 @@ public struct JobStoreError: CodedError, Sendable {
     /// code the CLI prints (`error: database_unavailable: …`).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case notFound = "not_found", conflict, unavailable = "database_unavailable", corrupt = "database_corrupt"
+            case notFound = "not_found"
+            case conflict
+            case unavailable = "database_unavailable"
+            case corrupt = "database_corrupt"
             case invalidLocation = "usage"
         }
 
@@ -148,7 +160,12 @@ public struct JobStoreError: CodedError, Sendable {
     public var location: ErrorLocation
 
     public init(
-        _ code: Code, _ message: String, status: JobStatus? = nil, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line
+        _ code: Code,
+        _ message: String,
+        status: JobStatus? = nil,
+        cause: (any Error)? = nil,
+        file: String = #fileID,
+        line: Int = #line
     ) {
         self.code = code
         self.message = message

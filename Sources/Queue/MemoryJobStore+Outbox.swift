@@ -14,11 +14,23 @@ extension MemoryJobStore {
         guard job.status.isTerminal, let url = job.webhook else { return }
         let type = "job.\(job.status.rawValue)"
         // A job and its JSON encoder cannot fail to encode (no non-finite numbers reach a Job).
-        let body = (try? Job.makeJSONEncoder(pretty: false).encode(WebhookPayload(type: type, timestamp: now, data: job))) ?? Data()
+        let body =
+            (try? Job.makeJSONEncoder(pretty: false).encode(WebhookPayload(type: type, timestamp: now, data: job)))
+            ?? Data()
         let id = "msg_" + JobID.make().rawValue.replacingOccurrences(of: "-", with: "")
         let delivery = WebhookDelivery(
-            id: id, jobID: job.id, type: type, url: url, status: .pending, attempts: 0, nextAttemptAt: now, createdAt: now,
-            deliveredAt: nil, lastStatusCode: nil, lastError: nil, log: []
+            id: id,
+            jobID: job.id,
+            type: type,
+            url: url,
+            status: .pending,
+            attempts: 0,
+            nextAttemptAt: now,
+            createdAt: now,
+            deliveredAt: nil,
+            lastStatusCode: nil,
+            lastError: nil,
+            log: []
         )
         tables.deliveries[id] = StoredDelivery(delivery: delivery, payload: body)
     }
@@ -44,7 +56,12 @@ extension MemoryJobStore {
                 tables.deliveries[stored.delivery.id] = stored
                 var listed = stored.delivery
                 listed.log = []
-                return ClaimedDelivery(delivery: listed, payload: stored.payload, leaseToken: stored.leaseToken!, dispatcher: dispatcher)
+                return ClaimedDelivery(
+                    delivery: listed,
+                    payload: stored.payload,
+                    leaseToken: stored.leaseToken!,
+                    dispatcher: dispatcher
+                )
             }
             .sorted(by: ClaimedDelivery.dueOrder)
         }
@@ -90,7 +107,10 @@ extension MemoryJobStore {
 
     public func deliveries(job: JobID?, limit: Int) async throws -> [WebhookDelivery] {
         read { tables in
-            MemoryJobStore.newestFirst(tables.deliveries.values.map(\.delivery).filter { job == nil || $0.jobID == job }, limit: limit) {
+            MemoryJobStore.newestFirst(
+                tables.deliveries.values.map(\.delivery).filter { job == nil || $0.jobID == job },
+                limit: limit
+            ) {
                 ($0.createdAt, $0.id)
             }
         }
@@ -99,7 +119,9 @@ extension MemoryJobStore {
     public func redeliver(_ id: String) async throws -> WebhookDelivery {
         let now = self.now
         return try write { tables in
-            guard var stored = tables.deliveries[id] else { throw JobStoreError(.notFound, "no webhook delivery \(id)") }
+            guard var stored = tables.deliveries[id] else {
+                throw JobStoreError(.notFound, "no webhook delivery \(id)")
+            }
             guard stored.delivery.status != .delivering else {
                 throw JobStoreError(.conflict, "delivery \(id) is being sent right now", status: .reading)
             }

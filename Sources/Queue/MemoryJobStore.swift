@@ -36,7 +36,10 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
         var machineState: JobStateMachine.State {
             JobStateMachine.State(
-                status: job.status, cancelRequested: job.cancelRequested, attempt: job.attempt, maxAttempts: job.maxAttempts,
+                status: job.status,
+                cancelRequested: job.cancelRequested,
+                attempt: job.attempt,
+                maxAttempts: job.maxAttempts,
                 attemptBudget: attemptBudget
             )
         }
@@ -86,15 +89,37 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     public func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
         let now = self.now
         return write { tables in
-            if let key = request.idempotencyKey, let existing = tables.jobs.values.first(where: { $0.job.idempotencyKey == key }) {
+            if let key = request.idempotencyKey,
+                let existing = tables.jobs.values.first(where: { $0.job.idempotencyKey == key })
+            {
                 return (existing.job, false)
             }
             let job = Job(
-                id: JobID.make(at: now), kind: request.kind, status: .unknown, input: request.input, output: request.output,
-                preset: request.preset, presetSettings: request.presetSettings, format: request.format, range: request.range,
-                priority: request.priority, attempt: 0, maxAttempts: request.maxAttempts, progress: 0, tracks: [], result: nil,
-                error: nil, webhook: request.webhook, metadata: request.metadata, idempotencyKey: request.idempotencyKey,
-                worker: nil, cancelRequested: false, runAt: now, createdAt: now, startedAt: nil, finishedAt: nil
+                id: JobID.make(at: now),
+                kind: request.kind,
+                status: .unknown,
+                input: request.input,
+                output: request.output,
+                preset: request.preset,
+                presetSettings: request.presetSettings,
+                format: request.format,
+                range: request.range,
+                priority: request.priority,
+                attempt: 0,
+                maxAttempts: request.maxAttempts,
+                progress: 0,
+                tracks: [],
+                result: nil,
+                error: nil,
+                webhook: request.webhook,
+                metadata: request.metadata,
+                idempotencyKey: request.idempotencyKey,
+                worker: nil,
+                cancelRequested: false,
+                runAt: now,
+                createdAt: now,
+                startedAt: nil,
+                finishedAt: nil
             )
             tables.jobs[job.id] = Record(job: job, attemptBudget: request.maxAttempts)
             return (job, true)
@@ -111,7 +136,8 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             // Jobs whose worker vanished: those the machine ends (cancel requested, last
             // attempt) end now; the others compete with queued jobs.
             var expired: Set<JobID> = []
-            for (id, record) in tables.jobs where record.job.status == .reading && record.leaseExpiresAt.map({ $0 <= now }) == true {
+            for (id, record) in tables.jobs
+            where record.job.status == .reading && record.leaseExpiresAt.map({ $0 <= now }) == true {
                 guard let next = JobStateMachine.next(record.machineState, on: .leaseExpired) else { continue }
                 if next.status == .unknown {
                     expired.insert(id)
@@ -122,7 +148,8 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 if ended.job.status == .failed {
                     ended.job.error = JobError(
                         code: "lease_lost",
-                        message: "its worker \(record.job.worker ?? "?") stopped renewing the lease on attempt \(record.job.attempt) of \(record.job.maxAttempts)",
+                        message:
+                            "its worker \(record.job.worker ?? "?") stopped renewing the lease on attempt \(record.job.attempt) of \(record.job.maxAttempts)",
                         retryable: true
                     )
                 }
@@ -147,13 +174,23 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 record.job.startedAt = now
                 record.job.finishedAt = nil
                 tables.jobs[candidate.id] = record
-                let lease = Lease(jobID: candidate.id, token: record.leaseToken!, attempt: record.job.attempt, worker: worker.name)
+                let lease = Lease(
+                    jobID: candidate.id,
+                    token: record.leaseToken!,
+                    attempt: record.job.attempt,
+                    worker: worker.name
+                )
                 return ClaimedJob(job: record.job, lease: lease)
             }
         }
     }
 
-    public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
+    public func heartbeat(
+        _ lease: Lease,
+        progress: Double,
+        tracks: [JobTrack],
+        extendBy: Duration
+    ) async throws -> LeaseState {
         let now = self.now
         return write { tables in
             guard var record = tables.jobs[lease.jobID], record.holds(lease) else { return .lost }
@@ -181,7 +218,9 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
         finish(lease, on: .fail(retryable: error.retryable)) { job, before, now in
             job.error = error
-            if error.retryable && before.attemptsLeft { job.runAt = Date(milliseconds: now.milliseconds + retryDelay.milliseconds) }
+            if error.retryable && before.attemptsLeft {
+                job.runAt = Date(milliseconds: now.milliseconds + retryDelay.milliseconds)
+            }
         }
     }
 
@@ -197,7 +236,11 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     }
 
     /// Ends the attempt `lease` holds with `event`; `update` gets the state before the event and now.
-    private func finish(_ lease: Lease, on event: JobEvent, update: (inout Job, JobStateMachine.State, Date) -> Void) -> Bool {
+    private func finish(
+        _ lease: Lease,
+        on event: JobEvent,
+        update: (inout Job, JobStateMachine.State, Date) -> Void
+    ) -> Bool {
         let now = self.now
         return write { tables in
             guard var record = tables.jobs[lease.jobID], record.holds(lease) else { return false }
@@ -219,7 +262,11 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
             let status = record.job.status
             guard let next = record.apply(.cancel) else {
-                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) has already ended (\(status)); nothing to cancel",
+                    status: status
+                )
             }
             if next.status == .cancelled { record.job.finishedAt = now }
             tables.jobs[id] = record
@@ -234,7 +281,11 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
             let status = record.job.status
             guard record.apply(.retry) != nil else {
-                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
+                    status: status
+                )
             }
             record.job.runAt = now
             record.job.progress = 0
@@ -250,14 +301,19 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
         read { tables in
-            MemoryJobStore.newestFirst(tables.jobs.values.map(\.job).filter { status == nil || $0.status == status }, limit: limit) {
+            MemoryJobStore.newestFirst(
+                tables.jobs.values.map(\.job).filter { status == nil || $0.status == status },
+                limit: limit
+            ) {
                 ($0.createdAt, $0.id.rawValue)
             }
         }
     }
 
     public func statusCounts() async throws -> [JobStatus: Int] {
-        read { tables in tables.jobs.values.reduce(into: [:]) { counts, record in counts[record.job.status, default: 0] += 1 } }
+        read { tables in
+            tables.jobs.values.reduce(into: [:]) { counts, record in counts[record.job.status, default: 0] += 1 }
+        }
     }
 
     // MARK: WorkerRegistry
@@ -266,8 +322,14 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         let now = self.now
         write { tables in
             tables.workers[worker.name] = WorkerInfo(
-                name: worker.name, host: worker.host, pid: worker.pid, version: worker.version, startedAt: now, heartbeatAt: now,
-                stoppedAt: nil, runningJobs: []
+                name: worker.name,
+                host: worker.host,
+                pid: worker.pid,
+                version: worker.version,
+                startedAt: now,
+                heartbeatAt: now,
+                stoppedAt: nil,
+                runningJobs: []
             )
         }
     }

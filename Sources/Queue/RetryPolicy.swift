@@ -19,7 +19,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public static let `default` = RetryPolicy()
 
     /// The delay before retrying after `attempt` failed.
-    public func delay<Generator: RandomNumberGenerator>(afterAttempt attempt: Int, using generator: inout Generator) -> Duration {
+    public func delay<Generator: RandomNumberGenerator>(
+        afterAttempt attempt: Int,
+        using generator: inout Generator
+    ) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
         let seconds = min(base.seconds * Double(1 << exponent), maximum.seconds)
         let factor = 1 - jitter * Double.random(in: 0...1, using: &generator)

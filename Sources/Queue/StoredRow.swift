@@ -14,8 +14,10 @@ public protocol StoredRow {
 public enum StoredColumns {
     /// The `jobs` columns a `Job` is built from (`SELECT \(StoredColumns.job) FROM jobs`).
     public static let job = [
-        "id", "kind", "status", "input", "output", "preset", "preset_settings", "format", "range_start", "range_duration", "priority",
-        "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook", "metadata",
+        "id", "kind", "status", "input", "output", "preset", "preset_settings", "format", "range_start",
+        "range_duration", "priority",
+        "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook",
+        "metadata",
         "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at",
     ].joined(separator: ", ")
 
@@ -26,7 +28,11 @@ public enum StoredColumns {
 
 extension StoredRow {
     /// A column that may not be NULL; a NULL there is a damaged row.
-    public func required<Value>(_ column: String, _ read: (String) throws -> Value?, row: @autoclosure () -> String) throws -> Value {
+    public func required<Value>(
+        _ column: String,
+        _ read: (String) throws -> Value?,
+        row: @autoclosure () -> String
+    ) throws -> Value {
         guard let value = try read(column) else {
             throw JobStoreError(.corrupt, "\(row()) has no \(column), which every row must have (the row is damaged)")
         }
@@ -54,7 +60,9 @@ extension StoredRow {
             progress: try required("progress", real, row: name),
             tracks: tracks,
             result: try StoredJSON.decode(JSONValue.self, text("result")),
-            error: try errorCode.map { JobError(code: $0, message: try text("error_message") ?? "", retryable: try boolean("error_retryable")) },
+            error: try errorCode.map {
+                JobError(code: $0, message: try text("error_message") ?? "", retryable: try boolean("error_retryable"))
+            },
             webhook: try text("webhook"),
             metadata: try StoredJSON.decode([String: String].self, text("metadata")) ?? [:],
             idempotencyKey: try text("idempotency_key"),

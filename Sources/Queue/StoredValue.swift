@@ -4,7 +4,10 @@
 /// queued job that a worker then runs.
 public enum StoredValue {
     public static func decode<Value: RawRepresentable>(
-        _ raw: String, as type: Value.Type = Value.self, column: String, row: String
+        _ raw: String,
+        as type: Value.Type = Value.self,
+        column: String,
+        row: String
     ) throws -> Value where Value.RawValue == String {
         guard let value = Value(rawValue: raw) else {
             throw JobStoreError(

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 
 /// Where a webhook event stands (docs/spec.md §6).
 public enum DeliveryStatus: String, Sendable, Hashable, Codable, CaseIterable {
@@ -53,8 +53,18 @@ public struct WebhookDelivery: Sendable, Hashable, Codable {
     public var log: [DeliveryAttempt]
 
     public init(
-        id: String, jobID: JobID, type: String, url: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date?,
-        createdAt: Date, deliveredAt: Date?, lastStatusCode: Int?, lastError: String?, log: [DeliveryAttempt]
+        id: String,
+        jobID: JobID,
+        type: String,
+        url: String,
+        status: DeliveryStatus,
+        attempts: Int,
+        nextAttemptAt: Date?,
+        createdAt: Date,
+        deliveredAt: Date?,
+        lastStatusCode: Int?,
+        lastError: String?,
+        log: [DeliveryAttempt]
     ) {
         self.id = id
         self.jobID = jobID
@@ -71,7 +81,9 @@ public struct WebhookDelivery: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, jobID = "jobId", type, url, status, attempts, nextAttemptAt, createdAt, deliveredAt, lastStatusCode, lastError, log
+        case id
+        case jobID = "jobId"
+        case type, url, status, attempts, nextAttemptAt, createdAt, deliveredAt, lastStatusCode, lastError, log
     }
 
     /// Every field, `null` when absent; the URL without credentials.

@@ -31,7 +31,9 @@ extension PostgresJobStore {
             }
         } else if queued {
             // The usual case: one statement, atomic on its own.
-            claimed = try await withConnection { connection in try await self.claim(.queued, as: worker, limit: limit, lease: lease, connection) }
+            claimed = try await withConnection { connection in
+                try await self.claim(.queued, as: worker, limit: limit, lease: lease, connection)
+            }
         } else {
             return []
         }
@@ -41,13 +43,18 @@ extension PostgresJobStore {
     /// Where claims come from: queued jobs that are due, and running jobs whose lease expired.
     enum ClaimSource: String {
         case queued = "j.status = 'unknown' AND j.run_at <= t.now"
-        case queuedOrExpired = "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
+        case queuedOrExpired =
+            "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
     }
 
     /// Takes up to `limit` jobs from `source` in index order (SKIP LOCKED: concurrent claimers
     /// take different rows), starts their attempt and clears their previous attempt's tracks.
     func claim(
-        _ source: ClaimSource, as worker: WorkerIdentity, limit: Int, lease: Duration, _ connection: PostgresConnection
+        _ source: ClaimSource,
+        as worker: WorkerIdentity,
+        limit: Int,
+        lease: Duration,
+        _ connection: PostgresConnection
     ) async throws -> [ClaimedJob] {
         let rows = try await connection.query(
             """
@@ -72,7 +79,12 @@ extension PostgresJobStore {
             let access = row.makeRandomAccess()
             let job = try Stored(access).job(tracks: [])
             let token = try access["lease_token"].decode(String.self)
-            claimed.append(ClaimedJob(job: job, lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)))
+            claimed.append(
+                ClaimedJob(
+                    job: job,
+                    lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)
+                )
+            )
         }
         return claimed
     }
@@ -87,7 +99,8 @@ extension PostgresJobStore {
             UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, finished_at = \(now),
                 updated_at = \(now)
             WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(String.self) { ended.append(id) }
         for try await id in try await connection.query(
             """
@@ -95,13 +108,19 @@ extension PostgresJobStore {
                 error_code = 'lease_lost', error_retryable = TRUE,
                 error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts
             WHERE status = 'reading' AND lease_expires_at <= \(now) AND attempt >= max_attempts RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(String.self) { ended.append(id) }
         for id in ended { try await enqueueEvent(for: JobID(id), connection, now: now) }
     }
 
     /// One statement (atomic on its own): the fenced lease extension and the tracks.
-    public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
+    public func heartbeat(
+        _ lease: Lease,
+        progress: Double,
+        tracks: [JobTrack],
+        extendBy: Duration
+    ) async throws -> LeaseState {
         let tracksJSON = try StoredJSON.encode(tracks)
         return try await withConnection { connection in
             for try await value in try await connection.query(
@@ -113,7 +132,8 @@ extension PostgresJobStore {
                     RETURNING id, cancel_requested, \(tracksJSON)::jsonb AS tracks
                 ), \(unescaped: Self.replaceTracksCTEs)
                 SELECT cancel_requested FROM done
-                """, logger: self.logger
+                """,
+                logger: self.logger
             ).decode(Bool.self) { return .held(cancelRequested: value) }
             return .lost
         }
@@ -124,7 +144,8 @@ extension PostgresJobStore {
         return try await withConnection { connection in
             var ids: Set<JobID> = []
             for try await id in try await connection.query(
-                "SELECT id FROM jobctl.jobs WHERE id = ANY(\(leases.map(\.jobID.rawValue))) AND cancel_requested", logger: self.logger
+                "SELECT id FROM jobctl.jobs WHERE id = ANY(\(leases.map(\.jobID.rawValue))) AND cancel_requested",
+                logger: self.logger
             ).decode(String.self) { ids.insert(JobID(id)) }
             return ids
         }

@@ -1,9 +1,9 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Logging
+import NIOSSL
 import PostgresNIO
 import Queue
-import NIOSSL
 
 // The postgres:// URL, with libpq's sslmode meanings, as a client configuration.
 extension PostgresJobStore {
@@ -13,10 +13,14 @@ extension PostgresJobStore {
     /// server with a self-signed certificate (Debian's default) works; `verify-ca` checks the
     /// certificate against `sslrootcert` (else the system's roots); `verify-full` the host name too.
     package static func configuration(from url: String) throws -> PostgresClient.Configuration {
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
+        guard let components = URLComponents(string: url),
+            ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? ""),
             let host = components.host, !host.isEmpty
         else {
-            throw JobStoreError(.invalidLocation, "\(MediaLocation.withoutCredentials(url)) is not a postgres://user:password@host:port/database URL")
+            throw JobStoreError(
+                .invalidLocation,
+                "\(MediaLocation.withoutCredentials(url)) is not a postgres://user:password@host:port/database URL"
+            )
         }
         func parameter(_ name: String) -> String? { components.queryItems?.first { $0.name == name }?.value }
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
@@ -41,12 +45,19 @@ extension PostgresJobStore {
             tlsConfiguration.certificateVerification = .fullVerification
             tls = .require(tlsConfiguration)
         default:
-            throw JobStoreError(.invalidLocation, "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full")
+            throw JobStoreError(
+                .invalidLocation,
+                "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full"
+            )
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres",
-            password: components.password, database: database.isEmpty ? nil : database, tls: tls
+            host: host,
+            port: components.port ?? 5432,
+            username: components.user ?? "postgres",
+            password: components.password,
+            database: database.isEmpty ? nil : database,
+            tls: tls
         )
         configuration.options.maximumConnections = 16
         return configuration

@@ -11,7 +11,9 @@ extension PostgresJobStore {
     /// keeping the last reason a connection could not be made, for the error a command shows.
     static func backgroundLogger(_ logger: Logger, problems: ConnectionProblems) -> Logger {
         let level = logger.logLevel
-        return Logger(label: logger.label) { _ in PoolLogHandler(wrapped: logger.handler, problems: problems, level: level) }
+        return Logger(label: logger.label) { _ in
+            PoolLogHandler(wrapped: logger.handler, problems: problems, level: level)
+        }
     }
 
     /// The last reason the pool gave for not connecting, until a connection succeeds. A reason
@@ -20,7 +22,9 @@ extension PostgresJobStore {
     final class ConnectionProblems: Sendable {
         private let last = Mutex<(reason: String, final: Bool, at: ContinuousClock.Instant)?>(nil)
         var lastFailure: (reason: String, final: Bool, at: ContinuousClock.Instant)? { last.withLock { $0 } }
-        func failed(_ failure: (reason: String, final: Bool)) { last.withLock { $0 = (failure.reason, failure.final, .now) } }
+        func failed(_ failure: (reason: String, final: Bool)) {
+            last.withLock { $0 = (failure.reason, failure.final, .now) }
+        }
         func connected() { last.withLock { $0 = nil } }
     }
 
@@ -60,9 +64,14 @@ extension PostgresJobStore {
     /// it is final.
     static func connectionFailure(_ text: String) -> (reason: String, final: Bool) {
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
-            return ("its TLS certificate is not trusted (give the CA with sslrootcert=PATH, or use sslmode=require to encrypt without checking the certificate)", true)
+            return (
+                "its TLS certificate is not trusted (give the CA with sslrootcert=PATH, or use sslmode=require to encrypt without checking the certificate)",
+                true
+            )
         }
-        if text.contains("Connection refused") { return ("connection refused (is PostgreSQL running and listening on that host and port?)", false) }
+        if text.contains("Connection refused") {
+            return ("connection refused (is PostgreSQL running and listening on that host and port?)", false)
+        }
         if text.contains("UnknownHost") { return ("the host name does not resolve", false) }
         if text.contains("connectTimeout") || text.contains("imeout") {
             return ("no answer within 10 s (a firewall, or the wrong host or port?)", false)

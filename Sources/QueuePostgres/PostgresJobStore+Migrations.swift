@@ -15,14 +15,21 @@ extension PostgresJobStore {
             try await connection.query("SELECT pg_advisory_xact_lock(7261829301)", logger: self.logger)
             try await connection.query("CREATE SCHEMA IF NOT EXISTS jobctl", logger: self.logger)
             try await connection.query(
-                "CREATE TABLE IF NOT EXISTS jobctl.schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)", logger: self.logger
+                "CREATE TABLE IF NOT EXISTS jobctl.schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: self.logger
             )
             var applied: Set<String> = []
-            for try await name in try await connection.query("SELECT name FROM jobctl.schema_migrations", logger: self.logger).decode(String.self) {
+            for try await name in try await connection.query(
+                "SELECT name FROM jobctl.schema_migrations",
+                logger: self.logger
+            ).decode(String.self) {
                 applied.insert(name)
             }
             if let unknown = applied.subtracting(Migrations.postgres.map(\.name)).sorted().first {
-                throw JobStoreError(.unavailable, "the job database \(self.location) has migration \(unknown), from a newer jobctl; upgrade jobctl")
+                throw JobStoreError(
+                    .unavailable,
+                    "the job database \(self.location) has migration \(unknown), from a newer jobctl; upgrade jobctl"
+                )
             }
             for migration in Migrations.postgres where !applied.contains(migration.name) {
                 // One statement per query (the extended protocol takes one); the files hold no
@@ -31,7 +38,8 @@ extension PostgresJobStore {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
                 }
                 try await connection.query(
-                    "INSERT INTO jobctl.schema_migrations (name, applied_at) VALUES (\(migration.name), \(Date().milliseconds))", logger: self.logger
+                    "INSERT INTO jobctl.schema_migrations (name, applied_at) VALUES (\(migration.name), \(Date().milliseconds))",
+                    logger: self.logger
                 )
             }
         }
@@ -45,7 +53,11 @@ extension PostgresJobStore {
         }
         return lines.joined(separator: "\n")
             .components(separatedBy: ";\n")
-            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: ";")) }
+            .map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(
+                    in: CharacterSet(charactersIn: ";")
+                )
+            }
             .filter { !$0.isEmpty }
     }
 }

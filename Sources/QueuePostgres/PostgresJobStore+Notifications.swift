@@ -63,7 +63,10 @@ extension PostgresJobStore {
             } catch {
                 broadcast(connected: false)
                 if Task.isCancelled { break }
-                logger.warning("Listening for job notifications failed; polling until reconnected", metadata: ["error": "\(Self.describe(error))"])
+                logger.warning(
+                    "Listening for job notifications failed; polling until reconnected",
+                    metadata: ["error": "\(Self.describe(error))"]
+                )
             }
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, .seconds(5))

@@ -12,7 +12,9 @@ extension PostgresJobStore {
         let job = try await job(id, connection)
         guard job.status.isTerminal, let url = job.webhook else { return }
         let type = "job.\(job.status.rawValue)"
-        let body = try Job.makeJSONEncoder(pretty: false).encode(WebhookPayload(type: type, timestamp: Date(milliseconds: now), data: job))
+        let body = try Job.makeJSONEncoder(pretty: false).encode(
+            WebhookPayload(type: type, timestamp: Date(milliseconds: now), data: job)
+        )
         let deliveryID = "msg_" + JobID.make().rawValue.replacingOccurrences(of: "-", with: "")
         try await connection.query(
             """
@@ -22,7 +24,8 @@ extension PostgresJobStore {
                 RETURNING id
             )
             SELECT pg_notify('\(unescaped: Self.channel)', 'webhook') FROM added
-            """, logger: logger
+            """,
+            logger: logger
         )
     }
 
@@ -33,7 +36,8 @@ extension PostgresJobStore {
                 """
                 SELECT EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
                     OR EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'delivering' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
-                """, logger: self.logger
+                """,
+                logger: self.logger
             ).decode(Bool.self) { return value }
             return false
         }
@@ -50,15 +54,20 @@ extension PostgresJobStore {
                     ORDER BY coalesce(next_attempt_at, created_at), created_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 )
                 RETURNING \(unescaped: StoredColumns.delivery), payload, lease_token
-                """, logger: self.logger
+                """,
+                logger: self.logger
             )
             var claimed: [ClaimedDelivery] = []
             for try await row in rows {
                 let access = row.makeRandomAccess()
-                claimed.append(ClaimedDelivery(
-                    delivery: try Stored(access).delivery(log: []), payload: Data(try access["payload"].decode(String.self).utf8),
-                    leaseToken: try access["lease_token"].decode(String.self), dispatcher: dispatcher
-                ))
+                claimed.append(
+                    ClaimedDelivery(
+                        delivery: try Stored(access).delivery(log: []),
+                        payload: Data(try access["payload"].decode(String.self).utf8),
+                        leaseToken: try access["lease_token"].decode(String.self),
+                        dispatcher: dispatcher
+                    )
+                )
             }
             return claimed.sorted(by: ClaimedDelivery.dueOrder)
         }
@@ -67,11 +76,12 @@ extension PostgresJobStore {
     public func record(_ claimed: ClaimedDelivery, outcome: DeliveryOutcome) async throws -> Bool {
         try await transaction { connection in
             let now = try await self.currentTime(connection)
-            let (attempt, status, next, deliveredAt): (DeliveryAttempt, DeliveryStatus, Int64?, Int64?) = switch outcome {
-            case .delivered(let attempt): (attempt, .delivered, nil, now)
-            case .retry(let attempt, let delay): (attempt, .pending, now + delay.milliseconds, nil)
-            case .failed(let attempt): (attempt, .failed, nil, nil)
-            }
+            let (attempt, status, next, deliveredAt): (DeliveryAttempt, DeliveryStatus, Int64?, Int64?) =
+                switch outcome {
+                case .delivered(let attempt): (attempt, .delivered, nil, now)
+                case .retry(let attempt, let delay): (attempt, .pending, now + delay.milliseconds, nil)
+                case .failed(let attempt): (attempt, .failed, nil, nil)
+                }
             var number: Int?
             for try await value in try await connection.query(
                 """
@@ -80,14 +90,16 @@ extension PostgresJobStore {
                     lease_token = NULL, lease_expires_at = NULL, updated_at = \(now)
                 WHERE id = \(claimed.delivery.id) AND lease_token = \(claimed.leaseToken) AND status = 'delivering'
                 RETURNING attempts
-                """, logger: self.logger
+                """,
+                logger: self.logger
             ).decode(Int.self) { number = value }
             guard let number else { return false }
             try await connection.query(
                 """
                 INSERT INTO jobctl.webhook_attempts (delivery_id, attempt, at, status_code, latency_ms, error, dispatcher)
                 VALUES (\(claimed.delivery.id), \(number), \(attempt.at.milliseconds), \(attempt.statusCode), \(attempt.latency), \(attempt.error), \(attempt.dispatcher))
-                """, logger: self.logger
+                """,
+                logger: self.logger
             )
             if status == .pending { try await self.notify(connection, "webhook") }
             return true
@@ -101,9 +113,12 @@ extension PostgresJobStore {
                 """
                 SELECT \(unescaped: StoredColumns.delivery) FROM jobctl.webhook_deliveries WHERE \(job?.rawValue)::text IS NULL OR job_id = \(job?.rawValue)
                 ORDER BY created_at DESC, id DESC LIMIT \(limit)
-                """, logger: self.logger
+                """,
+                logger: self.logger
             ) { deliveries.append(try Stored(row.makeRandomAccess()).delivery(log: [])) }
-            for index in deliveries.indices { deliveries[index].log = try await self.attempts(of: deliveries[index].id, connection) }
+            for index in deliveries.indices {
+                deliveries[index].log = try await self.attempts(of: deliveries[index].id, connection)
+            }
             return deliveries
         }
     }
@@ -113,7 +128,8 @@ extension PostgresJobStore {
             let now = try await self.currentTime(connection)
             var status: String?
             for try await value in try await connection.query(
-                "SELECT status FROM jobctl.webhook_deliveries WHERE id = \(id) FOR UPDATE", logger: self.logger
+                "SELECT status FROM jobctl.webhook_deliveries WHERE id = \(id) FOR UPDATE",
+                logger: self.logger
             ).decode(String.self) { status = value }
             guard let status else { throw JobStoreError(.notFound, "no webhook delivery \(id)") }
             guard status != DeliveryStatus.delivering.rawValue else {
@@ -125,7 +141,8 @@ extension PostgresJobStore {
             )
             try await self.notify(connection, "webhook")
             for try await row in try await connection.query(
-                "SELECT \(unescaped: StoredColumns.delivery) FROM jobctl.webhook_deliveries WHERE id = \(id)", logger: self.logger
+                "SELECT \(unescaped: StoredColumns.delivery) FROM jobctl.webhook_deliveries WHERE id = \(id)",
+                logger: self.logger
             ) {
                 return try Stored(row.makeRandomAccess()).delivery(log: try await self.attempts(of: id, connection))
             }
@@ -139,7 +156,16 @@ extension PostgresJobStore {
             "SELECT attempt, at, status_code, latency_ms, error, dispatcher FROM jobctl.webhook_attempts WHERE delivery_id = \(id) ORDER BY attempt",
             logger: logger
         ).decode((Int, Int64, Int?, Int, String?, String).self) {
-            attempts.append(DeliveryAttempt(attempt: attempt, at: Date(milliseconds: at), statusCode: status, latency: latency, error: error, dispatcher: dispatcher))
+            attempts.append(
+                DeliveryAttempt(
+                    attempt: attempt,
+                    at: Date(milliseconds: at),
+                    statusCode: status,
+                    latency: latency,
+                    error: error,
+                    dispatcher: dispatcher
+                )
+            )
         }
         return attempts
     }

@@ -13,7 +13,10 @@ extension PostgresJobStore {
             if let key = request.idempotencyKey {
                 // Serialize submits with the same key (an advisory lock on its hash).
                 try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(key)))", logger: self.logger)
-                if let existing = try await self.firstJob("SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE idempotency_key = \(key)", connection) {
+                if let existing = try await self.firstJob(
+                    "SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE idempotency_key = \(key)",
+                    connection
+                ) {
                     return (existing, false)
                 }
             }
@@ -36,7 +39,10 @@ extension PostgresJobStore {
 
     public func job(_ id: JobID) async throws -> Job? {
         try await withConnection { connection in
-            try await self.firstJob("SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE id = \(id.rawValue)", connection)
+            try await self.firstJob(
+                "SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE id = \(id.rawValue)",
+                connection
+            )
         }
     }
 
@@ -59,7 +65,8 @@ extension PostgresJobStore {
         try await withConnection { connection in
             var counts: [JobStatus: Int] = [:]
             for try await (status, count) in try await connection.query(
-                "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status", logger: self.logger
+                "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status",
+                logger: self.logger
             ).decode((String, Int).self) {
                 if let status = JobStatus(rawValue: status) { counts[status] = count }
             }

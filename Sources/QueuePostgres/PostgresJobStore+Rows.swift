@@ -7,7 +7,8 @@ import Queue
 extension PostgresJobStore {
     func status(of id: JobID, _ connection: PostgresConnection, lock: Bool = false) async throws -> JobStatus {
         let rows = try await connection.query(
-            "SELECT status FROM jobctl.jobs WHERE id = \(id.rawValue) \(unescaped: lock ? "FOR UPDATE" : "")", logger: logger
+            "SELECT status FROM jobctl.jobs WHERE id = \(id.rawValue) \(unescaped: lock ? "FOR UPDATE" : "")",
+            logger: logger
         )
         for try await raw in rows.decode(String.self) {
             return try StoredValue.decode(raw, column: "status", row: "job \(id)")
@@ -16,7 +17,12 @@ extension PostgresJobStore {
     }
 
     func job(_ id: JobID, _ connection: PostgresConnection) async throws -> Job {
-        guard let job = try await firstJob("SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE id = \(id.rawValue)", connection) else {
+        guard
+            let job = try await firstJob(
+                "SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE id = \(id.rawValue)",
+                connection
+            )
+        else {
             throw JobStoreError(.notFound, "no job \(id)")
         }
         return job
@@ -37,12 +43,20 @@ extension PostgresJobStore {
             """
             SELECT job_id, idx, source_index, media_type, status, codec, read, written FROM jobctl.job_tracks
             WHERE job_id = ANY(\(jobs.map(\.id.rawValue))) ORDER BY job_id, idx
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int, Int, String, String, String?, Int64, Int64).self) {
-            tracks[JobID(id), default: []].append(JobTrack(
-                index: index, sourceIndex: source, mediaType: media, status: try StoredValue.decode(status, column: "track status", row: "job \(id)"),
-                codec: codec, read: read, written: written
-            ))
+            tracks[JobID(id), default: []].append(
+                JobTrack(
+                    index: index,
+                    sourceIndex: source,
+                    mediaType: media,
+                    status: try StoredValue.decode(status, column: "track status", row: "job \(id)"),
+                    codec: codec,
+                    read: read,
+                    written: written
+                )
+            )
         }
         return jobs.map { job in
             var job = job

@@ -132,18 +132,24 @@ extension PostgresJobStore {
             switch status {
             case .unknown:
                 try await connection.query(
-                    "UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger
+                    "UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(id.rawValue)",
+                    logger: self.logger
                 )
                 try await self.enqueueEvent(for: id, connection, now: now)
                 return .cancelled(try await self.job(id, connection))
             case .reading:
                 try await connection.query(
-                    "UPDATE jobctl.jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger
+                    "UPDATE jobctl.jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(id.rawValue)",
+                    logger: self.logger
                 )
                 try await self.notify(connection, "cancel")
                 return .requested(try await self.job(id, connection))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) has already ended (\(status)); nothing to cancel",
+                    status: status
+                )
             }
         }
     }
@@ -153,14 +159,19 @@ extension PostgresJobStore {
             let now = try await self.currentTime(connection)
             let status = try await self.status(of: id, connection, lock: true)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
+                    status: status
+                )
             }
             try await connection.query(
                 """
                 UPDATE jobctl.jobs SET status = 'unknown', run_at = \(now), max_attempts = attempt + attempt_budget, progress = 0, result = NULL,
                     error_code = NULL, error_message = NULL, error_retryable = NULL, cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
                 WHERE id = \(id.rawValue)
-                """, logger: self.logger
+                """,
+                logger: self.logger
             )
             try await self.notify(connection, "job")
             return try await self.job(id, connection)

@@ -34,12 +34,17 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// - Parameter connectionWait: how long an operation waits for a connection before it fails
     ///   with the reason (the server down, refused, a certificate not trusted…).
     public init(
-        url: String, clock: (@Sendable () -> Date)? = nil, connectionWait: Duration = .seconds(15),
+        url: String,
+        clock: (@Sendable () -> Date)? = nil,
+        connectionWait: Duration = .seconds(15),
         logger: Logger = Logger(label: "jobctl.postgres")
     ) throws {
         let configuration = try PostgresJobStore.configuration(from: url)
         let problems = ConnectionProblems()
-        client = PostgresClient(configuration: configuration, backgroundLogger: Self.backgroundLogger(logger, problems: problems))
+        client = PostgresClient(
+            configuration: configuration,
+            backgroundLogger: Self.backgroundLogger(logger, problems: problems)
+        )
         self.problems = problems
         self.connectionWait = connectionWait
         self.clock = clock
@@ -49,7 +54,9 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     /// Runs the client's connection pool until `body` returns; migrates first.
     public static func withStore<T: Sendable>(
-        url: String, clock: (@Sendable () -> Date)? = nil, logger: Logger = Logger(label: "jobctl.postgres"),
+        url: String,
+        clock: (@Sendable () -> Date)? = nil,
+        logger: Logger = Logger(label: "jobctl.postgres"),
         _ body: @escaping @Sendable (PostgresJobStore) async throws -> T
     ) async throws -> T {
         let store = try PostgresJobStore(url: url, clock: clock, logger: logger)
@@ -84,7 +91,8 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
 
     // MARK: Plumbing
 
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T
+    {
         do {
             return try await withinConnectionWait { connected in
                 try await self.client.withTransaction(logger: self.logger) { connection in
@@ -97,13 +105,23 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         } catch let error as PostgresTransactionError {
             if let closure = error.closureError as? JobStoreError { throw closure }
             let underlying = error.closureError ?? error.commitError ?? error.beginError ?? error
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(underlying))", cause: underlying)
+            throw JobStoreError(
+                .unavailable,
+                "the job database \(location) failed: \(Self.describe(underlying))",
+                cause: underlying
+            )
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))", cause: error)
+            throw JobStoreError(
+                .unavailable,
+                "the job database \(location) failed: \(Self.describe(error))",
+                cause: error
+            )
         }
     }
 
-    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
             return try await withinConnectionWait { connected in
                 try await self.client.withConnection { connection in
@@ -114,7 +132,11 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         } catch let error as JobStoreError {
             throw error
         } catch {
-            throw JobStoreError(.unavailable, "the job database \(location) failed: \(Self.describe(error))", cause: error)
+            throw JobStoreError(
+                .unavailable,
+                "the job database \(location) failed: \(Self.describe(error))",
+                cause: error
+            )
         }
     }
 

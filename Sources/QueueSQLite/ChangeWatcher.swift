@@ -1,10 +1,10 @@
-#if !os(Linux)
-#error("jobctl runs on Linux only: this file needs inotify")
-#endif
-
 import Foundation
 import Glibc
 import JobctlCore
+
+#if !os(Linux)
+#error("jobctl runs on Linux only: this file needs inotify")
+#endif
 
 /// Watches a SQLite database's directory with inotify and calls `onChange` whenever its
 /// write-ahead log (or the file itself) is written: every commit, by any process, appends to

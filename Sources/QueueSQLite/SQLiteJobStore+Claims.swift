@@ -27,70 +27,91 @@ extension SQLiteJobStore {
             // however long the queue is. Jobs whose worker vanished: cancelled if that was
             // asked, failed when out of attempts.
             var ended = try String.fetchAll(
-                db.cachedStatement(sql: """
-                    UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, finished_at = :now,
-                        updated_at = :now
-                    WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
-                    RETURNING id
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, finished_at = :now,
+                            updated_at = :now
+                        WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
+                        RETURNING id
+                        """
+                ),
                 arguments: ["now": now]
             )
             ended += try String.fetchAll(
-                db.cachedStatement(sql: """
-                    UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
-                        error_code = 'lease_lost', error_retryable = 1,
-                        error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
-                            || attempt || ' of ' || max_attempts
-                    WHERE status = 'reading' AND lease_expires_at <= :now AND attempt >= max_attempts
-                    RETURNING id
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
+                            error_code = 'lease_lost', error_retryable = 1,
+                            error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
+                                || attempt || ' of ' || max_attempts
+                        WHERE status = 'reading' AND lease_expires_at <= :now AND attempt >= max_attempts
+                        RETURNING id
+                        """
+                ),
                 arguments: ["now": now]
             )
             for id in ended { try SQLiteJobStore.enqueueEvent(for: JobID(id), db, now: now) }
             let rows = try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
-                        lease_expires_at = :expires, cancel_requested = 0, progress = 0, started_at = :now, finished_at = NULL,
-                        updated_at = :now
-                    WHERE id IN (
-                        SELECT id FROM (
-                            SELECT * FROM (
-                                SELECT id, priority, created_at FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now
-                                ORDER BY priority DESC, created_at, id LIMIT :limit
+                db.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
+                            lease_expires_at = :expires, cancel_requested = 0, progress = 0, started_at = :now, finished_at = NULL,
+                            updated_at = :now
+                        WHERE id IN (
+                            SELECT id FROM (
+                                SELECT * FROM (
+                                    SELECT id, priority, created_at FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now
+                                    ORDER BY priority DESC, created_at, id LIMIT :limit
+                                )
+                                UNION ALL
+                                SELECT * FROM (
+                                    SELECT id, priority, created_at FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now
+                                    ORDER BY priority DESC, created_at, id LIMIT :limit
+                                )
                             )
-                            UNION ALL
-                            SELECT * FROM (
-                                SELECT id, priority, created_at FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now
-                                ORDER BY priority DESC, created_at, id LIMIT :limit
-                            )
+                            ORDER BY priority DESC, created_at, id LIMIT :limit
                         )
-                        ORDER BY priority DESC, created_at, id LIMIT :limit
-                    )
-                    RETURNING \(StoredColumns.job), lease_token
-                    """),
+                        RETURNING \(StoredColumns.job), lease_token
+                        """
+                ),
                 arguments: ["worker": worker.name, "expires": expires, "now": now, "limit": limit]
             )
-            try db.run(sql: "DELETE FROM job_tracks WHERE job_id IN (SELECT value FROM json_each(?))", arguments: [
-                try StoredJSON.encode(rows.map { $0["id"] as String }),
-            ])
+            try db.run(
+                sql: "DELETE FROM job_tracks WHERE job_id IN (SELECT value FROM json_each(?))",
+                arguments: [
+                    try StoredJSON.encode(rows.map { $0["id"] as String })
+                ]
+            )
             return try rows.map { row in
                 let job = try Stored(row).job(tracks: [])
-                return ClaimedJob(job: job, lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name))
+                return ClaimedJob(
+                    job: job,
+                    lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name)
+                )
             }
             .sorted(by: ClaimedJob.claimOrder)
         }
     }
 
-    public func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState {
+    public func heartbeat(
+        _ lease: Lease,
+        progress: Double,
+        tracks: [JobTrack],
+        extendBy: Duration
+    ) async throws -> LeaseState {
         let now = self.now
         return try await write { db in
             let cancelRequested = try Bool.fetchOne(
-                db.cachedStatement(sql: """
-                    UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
-                    WHERE id = ? AND lease_token = ? AND status = 'reading'
-                    RETURNING cancel_requested
-                    """),
-                arguments: [now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token]
+                db.cachedStatement(
+                    sql: """
+                        UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
+                        WHERE id = ? AND lease_token = ? AND status = 'reading'
+                        RETURNING cancel_requested
+                        """
+                ),
+                arguments: [
+                    now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token,
+                ]
             )
             guard let cancelRequested else { return .lost }
             try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db)

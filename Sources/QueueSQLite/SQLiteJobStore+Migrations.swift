@@ -26,7 +26,10 @@ extension SQLiteJobStore {
         do {
             try pool.write(adoptLegacyHistory)
             if try pool.read(migrator.hasBeenSuperseded) {
-                throw JobStoreError(.unavailable, "the job database \(path) was migrated by a newer jobctl; upgrade jobctl")
+                throw JobStoreError(
+                    .unavailable,
+                    "the job database \(path) was migrated by a newer jobctl; upgrade jobctl"
+                )
             }
             var tries = 0
             while true {
@@ -50,9 +53,11 @@ extension SQLiteJobStore {
     /// `schema_migrations`: copy them to `grdb_migrations` once (the old table stays, unread).
     private static func adoptLegacyHistory(_ db: Database) throws {
         guard try db.tableExists("schema_migrations") else { return }
-        try db.execute(sql: """
-            CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-            INSERT OR IGNORE INTO grdb_migrations (identifier) SELECT name FROM schema_migrations;
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT OR IGNORE INTO grdb_migrations (identifier) SELECT name FROM schema_migrations;
+                """
+        )
     }
 }

@@ -11,7 +11,11 @@ extension SQLiteJobStore {
         let id = JobID.make(at: clock())
         return try await write { db in
             if let key = request.idempotencyKey,
-                let existing = try Row.fetchOne(db, sql: "SELECT \(StoredColumns.job) FROM jobs WHERE idempotency_key = ?", arguments: [key])
+                let existing = try Row.fetchOne(
+                    db,
+                    sql: "SELECT \(StoredColumns.job) FROM jobs WHERE idempotency_key = ?",
+                    arguments: [key]
+                )
             {
                 return (try SQLiteJobStore.job(existing, db), false)
             }
@@ -22,8 +26,10 @@ extension SQLiteJobStore {
                     VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    id.rawValue, request.kind.rawValue, request.input, request.output, request.preset, try StoredJSON.encode(request.presetSettings),
-                    request.format, request.range?.start, request.range?.duration, request.priority, request.maxAttempts, request.maxAttempts,
+                    id.rawValue, request.kind.rawValue, request.input, request.output, request.preset,
+                    try StoredJSON.encode(request.presetSettings),
+                    request.format, request.range?.start, request.range?.duration, request.priority,
+                    request.maxAttempts, request.maxAttempts,
                     now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, now, now,
                 ]
             )
@@ -33,7 +39,12 @@ extension SQLiteJobStore {
 
     public func job(_ id: JobID) async throws -> Job? {
         try await read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoredColumns.job) FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT \(StoredColumns.job) FROM jobs WHERE id = ?"),
+                    arguments: [id.rawValue]
+                )
+            else { return nil }
             return try SQLiteJobStore.job(row, db)
         }
     }
@@ -42,7 +53,8 @@ extension SQLiteJobStore {
         try await read { db in
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT \(StoredColumns.job) FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+                sql:
+                    "SELECT \(StoredColumns.job) FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
                 arguments: [status?.rawValue, limit]
             )
             return try rows.map { try SQLiteJobStore.job($0, db) }

@@ -5,14 +5,24 @@ import Queue
 // Rows read by column name; jobs and deliveries are built by the shared `StoredRow`.
 extension SQLiteJobStore {
     static func status(of id: JobID, _ db: Database) throws -> JobStatus {
-        guard let raw = try String.fetchOne(db.cachedStatement(sql: "SELECT status FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else {
+        guard
+            let raw = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT status FROM jobs WHERE id = ?"),
+                arguments: [id.rawValue]
+            )
+        else {
             throw JobStoreError(.notFound, "no job \(id)")
         }
         return try StoredValue.decode(raw, column: "status", row: "job \(id)")
     }
 
     static func job(_ id: JobID, _ db: Database) throws -> Job {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(StoredColumns.job) FROM jobs WHERE id = ?"), arguments: [id.rawValue]) else {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(StoredColumns.job) FROM jobs WHERE id = ?"),
+                arguments: [id.rawValue]
+            )
+        else {
             throw JobStoreError(.notFound, "no job \(id)")
         }
         return try job(row, db)
@@ -20,14 +30,19 @@ extension SQLiteJobStore {
 
     static func job(_ row: Row, _ db: Database) throws -> Job {
         let statement = try db.cachedStatement(
-            sql: "SELECT idx, source_index, media_type, status, codec, read, written FROM job_tracks WHERE job_id = ? ORDER BY idx"
+            sql:
+                "SELECT idx, source_index, media_type, status, codec, read, written FROM job_tracks WHERE job_id = ? ORDER BY idx"
         )
         let id: String = row["id"]
         let tracks = try Row.fetchAll(statement, arguments: [id]).map { track in
             JobTrack(
-                index: track["idx"], sourceIndex: track["source_index"], mediaType: track["media_type"],
-                status: try StoredValue.decode(track["status"] as String, column: "track status", row: "job \(id)"), codec: track["codec"],
-                read: track["read"], written: track["written"]
+                index: track["idx"],
+                sourceIndex: track["source_index"],
+                mediaType: track["media_type"],
+                status: try StoredValue.decode(track["status"] as String, column: "track status", row: "job \(id)"),
+                codec: track["codec"],
+                read: track["read"],
+                written: track["written"]
             )
         }
         return try Stored(row).job(tracks: tracks)
@@ -37,8 +52,12 @@ extension SQLiteJobStore {
         try db.run(sql: "DELETE FROM job_tracks WHERE job_id = ?", arguments: [id.rawValue])
         for track in tracks {
             try db.run(
-                sql: "INSERT INTO job_tracks (job_id, idx, source_index, media_type, status, codec, read, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                arguments: [id.rawValue, track.index, track.sourceIndex, track.mediaType, track.status.rawValue, track.codec, track.read, track.written]
+                sql:
+                    "INSERT INTO job_tracks (job_id, idx, source_index, media_type, status, codec, read, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    id.rawValue, track.index, track.sourceIndex, track.mediaType, track.status.rawValue, track.codec,
+                    track.read, track.written,
+                ]
             )
         }
     }

@@ -6,21 +6,34 @@ import Queue
 // each the SQL of one row of JobStateMachine's table, fenced by the lease token.
 extension SQLiteJobStore {
     public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
-        try await finish(lease, tracks: tracks, sql: """
-            status = 'completed', progress = 1, result = :result, error_code = NULL, error_message = NULL, error_retryable = NULL,
-            finished_at = :now
-            """, arguments: ["result": try StoredJSON.encode(result)])
+        try await finish(
+            lease,
+            tracks: tracks,
+            sql: """
+                status = 'completed', progress = 1, result = :result, error_code = NULL, error_message = NULL, error_retryable = NULL,
+                finished_at = :now
+                """,
+            arguments: ["result": try StoredJSON.encode(result)]
+        )
     }
 
     public func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
         // A retryable failure of a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease, tracks: nil, sql: """
-            status = CASE WHEN :retryable AND cancel_requested = 1 THEN 'cancelled'
-                WHEN :retryable AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
-            run_at = CASE WHEN :retryable AND attempt < max_attempts THEN :now + :delay ELSE run_at END,
-            finished_at = CASE WHEN :retryable AND cancel_requested = 0 AND attempt < max_attempts THEN NULL ELSE :now END,
-            error_code = :code, error_message = :message, error_retryable = :retryable
-            """, arguments: ["retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code, "message": error.message])
+        try await finish(
+            lease,
+            tracks: nil,
+            sql: """
+                status = CASE WHEN :retryable AND cancel_requested = 1 THEN 'cancelled'
+                    WHEN :retryable AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
+                run_at = CASE WHEN :retryable AND attempt < max_attempts THEN :now + :delay ELSE run_at END,
+                finished_at = CASE WHEN :retryable AND cancel_requested = 0 AND attempt < max_attempts THEN NULL ELSE :now END,
+                error_code = :code, error_message = :message, error_retryable = :retryable
+                """,
+            arguments: [
+                "retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code,
+                "message": error.message,
+            ]
+        )
     }
 
     public func confirmCancelled(_ lease: Lease) async throws -> Bool {
@@ -29,15 +42,25 @@ extension SQLiteJobStore {
 
     public func release(_ lease: Lease) async throws -> Bool {
         // Handing back a job whose cancellation was asked for ends it cancelled.
-        try await finish(lease, tracks: nil, sql: """
-            status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'unknown' END,
-            finished_at = CASE WHEN cancel_requested = 1 THEN :now ELSE NULL END,
-            attempt = CASE WHEN cancel_requested = 1 THEN attempt ELSE attempt - 1 END, run_at = :now, progress = 0
-            """, arguments: [:])
+        try await finish(
+            lease,
+            tracks: nil,
+            sql: """
+                status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'unknown' END,
+                finished_at = CASE WHEN cancel_requested = 1 THEN :now ELSE NULL END,
+                attempt = CASE WHEN cancel_requested = 1 THEN attempt ELSE attempt - 1 END, run_at = :now, progress = 0
+                """,
+            arguments: [:]
+        )
     }
 
     /// Ends the current attempt with `sql`'s assignments, if `lease` still holds it.
-    func finish(_ lease: Lease, tracks: [JobTrack]?, sql assignments: String, arguments: StatementArguments) async throws -> Bool {
+    func finish(
+        _ lease: Lease,
+        tracks: [JobTrack]?,
+        sql assignments: String,
+        arguments: StatementArguments
+    ) async throws -> Bool {
         let now = self.now
         var merged = arguments
         _ = merged.append(contentsOf: ["now": now, "id": lease.jobID.rawValue, "token": lease.token])
@@ -72,10 +95,17 @@ extension SQLiteJobStore {
                 try SQLiteJobStore.enqueueEvent(for: id, db, now: now)
                 return .cancelled(try SQLiteJobStore.job(id, db))
             case .reading:
-                try db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, id.rawValue])
+                try db.execute(
+                    sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
+                    arguments: [now, id.rawValue]
+                )
                 return .requested(try SQLiteJobStore.job(id, db))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(.conflict, "job \(id) has already ended (\(status)); nothing to cancel", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) has already ended (\(status)); nothing to cancel",
+                    status: status
+                )
             }
         }
     }
@@ -85,7 +115,11 @@ extension SQLiteJobStore {
         return try await write { db in
             let status = try SQLiteJobStore.status(of: id, db)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(.conflict, "job \(id) is \(status); only failed or cancelled jobs can be retried", status: status)
+                throw JobStoreError(
+                    .conflict,
+                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
+                    status: status
+                )
             }
             try db.execute(
                 sql: """

@@ -30,24 +30,38 @@ extension SQLiteJobStore {
     public func workerStopped(_ worker: WorkerIdentity) async throws {
         let now = self.now
         try await write { db in
-            try db.execute(sql: "UPDATE workers SET stopped_at = ?, heartbeat_at = ? WHERE name = ?", arguments: [now, now, worker.name])
+            try db.execute(
+                sql: "UPDATE workers SET stopped_at = ?, heartbeat_at = ? WHERE name = ?",
+                arguments: [now, now, worker.name]
+            )
         }
     }
 
-
     public func workers() async throws -> [WorkerInfo] {
         try await read { db in
-            let running = try Row.fetchAll(db, sql: "SELECT worker, id FROM jobs WHERE status = 'reading' ORDER BY started_at")
+            let running = try Row.fetchAll(
+                db,
+                sql: "SELECT worker, id FROM jobs WHERE status = 'reading' ORDER BY started_at"
+            )
             var jobs: [String: [JobID]] = [:]
             for row in running { jobs[row["worker"] as String? ?? "", default: []].append(JobID(row["id"] as String)) }
-            return try Row.fetchAll(db, sql: "SELECT name, host, pid, version, started_at, heartbeat_at, stopped_at FROM workers ORDER BY heartbeat_at DESC, name")
-                .map { row in
-                    WorkerInfo(
-                        name: row["name"], host: row["host"], pid: row["pid"], version: row["version"],
-                        startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]),
-                        stoppedAt: (row["stopped_at"] as Int64?).map(Date.init(milliseconds:)), runningJobs: jobs[row["name"]] ?? []
-                    )
-                }
+            return try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT name, host, pid, version, started_at, heartbeat_at, stopped_at FROM workers ORDER BY heartbeat_at DESC, name"
+            )
+            .map { row in
+                WorkerInfo(
+                    name: row["name"],
+                    host: row["host"],
+                    pid: row["pid"],
+                    version: row["version"],
+                    startedAt: Date(milliseconds: row["started_at"]),
+                    heartbeatAt: Date(milliseconds: row["heartbeat_at"]),
+                    stoppedAt: (row["stopped_at"] as Int64?).map(Date.init(milliseconds:)),
+                    runningJobs: jobs[row["name"]] ?? []
+                )
+            }
         }
     }
 }

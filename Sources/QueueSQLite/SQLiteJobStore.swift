@@ -17,7 +17,8 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     /// Opens (creating if needed) and migrates the database at `path`.
     /// - Parameter clock: the store's notion of now (tests move it to expire leases).
-    public init(path: String, busyTimeout: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(path: String, busyTimeout: TimeInterval = 60, clock: @escaping @Sendable () -> Date = { Date() }) throws
+    {
         self.path = path
         self.clock = clock
         var configuration = Configuration()
@@ -81,7 +82,9 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     /// A database error as the store reports it: a damaged file is `corrupt` (no retry can
     /// help), anything else `unavailable`.
     static func storeError(_ error: any Error, path: String, doing what: String) -> JobStoreError {
-        if let error = error as? DatabaseError, [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode) {
+        if let error = error as? DatabaseError,
+            [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+        {
             return JobStoreError(
                 .corrupt,
                 "the job database \(path) is damaged (\(describe(error))): stop every worker using it, keep a copy, and rebuild it with `sqlite3 \(path) .dump | sqlite3 NEW.sqlite` (docs/operations.md, \"A damaged SQLite database\")",
@@ -89,11 +92,16 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             )
         }
         if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_CANTOPEN {
-            let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+            let directory =
+                (path as NSString).deletingLastPathComponent.isEmpty
+                ? "." : (path as NSString).deletingLastPathComponent
             var isDirectory: ObjCBool = false
-            let reason = !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
+            let reason =
+                !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue
                 ? "the directory \(directory) does not exist"
-                : FileManager.default.isWritableFile(atPath: directory) ? describe(error) : "\(directory) is not writable by this user (SQLite needs to create its -wal and -shm files there)"
+                : FileManager.default.isWritableFile(atPath: directory)
+                    ? describe(error)
+                    : "\(directory) is not writable by this user (SQLite needs to create its -wal and -shm files there)"
             return JobStoreError(.unavailable, "\(what): \(reason)", cause: error)
         }
         return JobStoreError(.unavailable, "\(what): \(describe(error))", cause: error)
@@ -123,4 +131,3 @@ extension Database {
         try cachedStatement(sql: sql).execute(arguments: arguments)
     }
 }
-

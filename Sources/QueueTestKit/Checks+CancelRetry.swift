@@ -17,7 +17,9 @@ extension Checks {
             #expect(job.status == .reading)
             #expect(job.cancelRequested)
         case .cancelled(let job):
-            Issue.record("cancel of a running job cancelled it at once (status \(job.status)); expected a request to its worker")
+            Issue.record(
+                "cancel of a running job cancelled it at once (status \(job.status)); expected a request to its worker"
+            )
         }
         let requested = try await h.fetch(running.id)
         #expect(requested.status == .reading)
@@ -27,14 +29,22 @@ extension Checks {
         #expect(requests == [running.id])
         #expect(try await h.handle(1).cancellationRequests(among: [otherClaim.lease]) == [])
         #expect(try await h.handle(1).cancellationRequests(among: []) == [])
-        #expect(try await h.store.heartbeat(runningClaim.lease, progress: 0.4, tracks: [], extendBy: .seconds(30)) == .held(cancelRequested: true))
-        #expect(try await h.store.heartbeat(otherClaim.lease, progress: 0.4, tracks: [], extendBy: .seconds(30)) == .held(cancelRequested: false))
+        #expect(
+            try await h.store.heartbeat(runningClaim.lease, progress: 0.4, tracks: [], extendBy: .seconds(30))
+                == .held(cancelRequested: true)
+        )
+        #expect(
+            try await h.store.heartbeat(otherClaim.lease, progress: 0.4, tracks: [], extendBy: .seconds(30))
+                == .held(cancelRequested: false)
+        )
         h.clock.advance(by: .seconds(1))
         #expect(try await h.store.confirmCancelled(runningClaim.lease))
         let cancelledRunning = try await h.fetch(running.id)
         #expect(cancelledRunning.status == .cancelled)
         #expect(ms(cancelledRunning.finishedAt) == h.clock.milliseconds)
-        #expect(try await h.store.heartbeat(runningClaim.lease, progress: 0.5, tracks: [], extendBy: .seconds(30)) == .lost)
+        #expect(
+            try await h.store.heartbeat(runningClaim.lease, progress: 0.5, tracks: [], extendBy: .seconds(30)) == .lost
+        )
 
         // completed and failed.
         let completed = try await h.submit("completed")
@@ -53,18 +63,30 @@ extension Checks {
             #expect(job.status == .cancelled)
             #expect(ms(job.finishedAt) == h.clock.milliseconds)
         case .requested(let job):
-            Issue.record("cancel of a queued job only requested it (status \(job.status)); expected it cancelled at once")
+            Issue.record(
+                "cancel of a queued job only requested it (status \(job.status)); expected it cancelled at once"
+            )
         }
         let cancelledQueued = try await h.fetch(queued.id)
         #expect(cancelledQueued.status == .cancelled)
         #expect(ms(cancelledQueued.finishedAt) == h.clock.milliseconds)
         try await h.expectNothingClaimed("a cancelled job is never claimed")
 
-        await h.expectStoreError(.conflict, status: .completed, "cancel of a completed job") { try await h.store.cancel(completed.id) }
-        await h.expectStoreError(.conflict, status: .failed, "cancel of a failed job") { try await h.store.cancel(failed.id) }
-        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (queued) job") { try await h.store.cancel(queued.id) }
-        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (running) job") { try await h.store.cancel(running.id) }
-        await h.expectStoreError(.notFound, "cancel of an unknown id") { try await h.store.cancel(JobID.make(at: h.clock.date)) }
+        await h.expectStoreError(.conflict, status: .completed, "cancel of a completed job") {
+            try await h.store.cancel(completed.id)
+        }
+        await h.expectStoreError(.conflict, status: .failed, "cancel of a failed job") {
+            try await h.store.cancel(failed.id)
+        }
+        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (queued) job") {
+            try await h.store.cancel(queued.id)
+        }
+        await h.expectStoreError(.conflict, status: .cancelled, "cancel of a cancelled (running) job") {
+            try await h.store.cancel(running.id)
+        }
+        await h.expectStoreError(.notFound, "cancel of an unknown id") {
+            try await h.store.cancel(JobID.make(at: h.clock.date))
+        }
         #expect(try await h.fetch(completed.id).status == .completed)
         #expect(try await h.fetch(failed.id).status == .failed)
     }
@@ -109,11 +131,17 @@ extension Checks {
         let claimed = try await h.handle(2).claim(as: workerB, limit: 10, lease: .seconds(30))
         #expect(claimed.map(\.job.input) == [], "jobs whose cancellation was requested are claimed again")
         let afterRelease = try await h.fetch(released.id)
-        #expect(afterRelease.status == .cancelled, "cancel requested, then the worker released the job: expected cancelled, is \(afterRelease.status)")
+        #expect(
+            afterRelease.status == .cancelled,
+            "cancel requested, then the worker released the job: expected cancelled, is \(afterRelease.status)"
+        )
         let afterFail = try await h.fetch(failed.id)
         // `JobStore.fail`: a retryable failure with attempts left ends `cancelled` when cancellation
         // was requested (the user asked for the job to stop; retrying it would ignore them).
-        #expect(afterFail.status == .cancelled, "cancel requested, then a retryable failure: expected cancelled, is \(afterFail.status)")
+        #expect(
+            afterFail.status == .cancelled,
+            "cancel requested, then a retryable failure: expected cancelled, is \(afterFail.status)"
+        )
     }
 
     static func retry(_ h: Harness) async throws {
@@ -163,20 +191,38 @@ extension Checks {
         checkRetried(try await h.store.retry(final.id), attempt: 1, maxAttempts: 4, "retry's job (final failure)")
         let finalAgain = try await h.claim(final.id)
         #expect(finalAgain.lease.attempt == 2)
-        await h.expectStoreError(.conflict, status: .reading, "retry of a running job") { try await h.store.retry(final.id) }
+        await h.expectStoreError(.conflict, status: .reading, "retry of a running job") {
+            try await h.store.retry(final.id)
+        }
 
         // cancelled while queued: 0 attempts used, 3 left; while running: 1 used, 3 more.
-        checkRetried(try await h.store.retry(queued.id), attempt: 0, maxAttempts: 3, "retry's job (cancelled while queued)")
+        checkRetried(
+            try await h.store.retry(queued.id),
+            attempt: 0,
+            maxAttempts: 3,
+            "retry's job (cancelled while queued)"
+        )
         let queuedAgain = try await h.claim(queued.id)
         #expect(queuedAgain.lease.attempt == 1)
-        checkRetried(try await h.store.retry(running.id), attempt: 1, maxAttempts: 4, "retry's job (cancelled while running)")
+        checkRetried(
+            try await h.store.retry(running.id),
+            attempt: 1,
+            maxAttempts: 4,
+            "retry's job (cancelled while running)"
+        )
         let runningAgain = try await h.claim(running.id)
         #expect(runningAgain.lease.attempt == 2)
 
-        await h.expectStoreError(.conflict, status: .completed, "retry of a completed job") { try await h.store.retry(exhausted.id) }
+        await h.expectStoreError(.conflict, status: .completed, "retry of a completed job") {
+            try await h.store.retry(exhausted.id)
+        }
         let fresh = try await h.submit("fresh")
-        await h.expectStoreError(.conflict, status: .unknown, "retry of a queued job") { try await h.store.retry(fresh.id) }
-        await h.expectStoreError(.notFound, "retry of an unknown id") { try await h.store.retry(JobID.make(at: h.clock.date)) }
+        await h.expectStoreError(.conflict, status: .unknown, "retry of a queued job") {
+            try await h.store.retry(fresh.id)
+        }
+        await h.expectStoreError(.notFound, "retry of an unknown id") {
+            try await h.store.retry(JobID.make(at: h.clock.date))
+        }
         #expect(try await h.fetch(fresh.id).status == .unknown)
         #expect(try await h.fetch(exhausted.id).status == .completed)
     }

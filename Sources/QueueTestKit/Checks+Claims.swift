@@ -12,12 +12,16 @@ extension Checks {
         #expect(try await h.store.fail(first.lease, error: retryableError, retryDelay: .seconds(60)))
         h.clock.advance(by: .milliseconds(1))
 
-        let specs: [(String, Int)] = [("p0-a", 0), ("p5-a", 5), ("p0-b", 0), ("pm1", -1), ("p5-b", 5), ("p10", 10), ("p0-c", 0)]
+        let specs: [(String, Int)] = [
+            ("p0-a", 0), ("p5-a", 5), ("p0-b", 0), ("pm1", -1), ("p5-b", 5), ("p10", 10), ("p0-c", 0),
+        ]
         for (index, (name, priority)) in specs.enumerated() {
             try await h.submit(name, priority: priority, on: index)
             h.clock.advance(by: .milliseconds(1))
         }
-        func inputs(_ claimed: [ClaimedJob]) -> [String] { claimed.map { String($0.job.input.dropFirst(6).dropLast(4)) } }
+        func inputs(_ claimed: [ClaimedJob]) -> [String] {
+            claimed.map { String($0.job.input.dropFirst(6).dropLast(4)) }
+        }
 
         let three = try await h.handle(1).claim(as: workerA, limit: 3, lease: long)
         #expect(inputs(three) == ["p10", "p5-a", "p5-b"], "limit 3: the three first, in order")
@@ -39,7 +43,9 @@ extension Checks {
     }
 
     static func expiredLeaseClaimOrder(_ h: Harness) async throws {
-        func inputs(_ claimed: [ClaimedJob]) -> [String] { claimed.map { String($0.job.input.dropFirst(6).dropLast(4)) } }
+        func inputs(_ claimed: [ClaimedJob]) -> [String] {
+            claimed.map { String($0.job.input.dropFirst(6).dropLast(4)) }
+        }
         let low = try await h.submit("expired-low", priority: 1)
         _ = try await h.claim(low.id, lease: .seconds(30))
         h.clock.advance(by: .milliseconds(1))
@@ -84,7 +90,10 @@ extension Checks {
             #expect(item.lease.worker == "worker-a")
             #expect(!item.lease.token.isEmpty)
         }
-        #expect(Set(claimed.map(\.lease.token)).count == 3, "every lease has its own token: \(claimed.map(\.lease.token))")
+        #expect(
+            Set(claimed.map(\.lease.token)).count == 3,
+            "every lease has its own token: \(claimed.map(\.lease.token))"
+        )
         try await h.expectNothingClaimed("every job is running")
     }
 
@@ -97,7 +106,12 @@ extension Checks {
         let perTask = try await withThrowingTaskGroup(of: (String, [ClaimedJob]).self) { group in
             for task in 0..<8 {
                 let store = h.handle(task)
-                let worker = WorkerIdentity(name: "worker-\(task)", host: "host-\(task % 4)", pid: Int32(1000 + task), version: "conformance")
+                let worker = WorkerIdentity(
+                    name: "worker-\(task)",
+                    host: "host-\(task % 4)",
+                    pid: Int32(1000 + task),
+                    version: "conformance"
+                )
                 let limit = 1 + task % 3
                 group.addTask {
                     var mine: [ClaimedJob] = []
@@ -122,7 +136,10 @@ extension Checks {
         let twice = ids.filter { !seen.insert($0).inserted }
         #expect(twice.count == 0, "\(twice.count) claims of jobs already claimed, e.g. \(twice.prefix(3))")
         #expect(claimed.count == 60)
-        #expect(Set(ids) == Set(submitted), "missing: \(Set(submitted).subtracting(ids).count), extra: \(Set(ids).subtracting(submitted).count)")
+        #expect(
+            Set(ids) == Set(submitted),
+            "missing: \(Set(submitted).subtracting(ids).count), extra: \(Set(ids).subtracting(submitted).count)"
+        )
         #expect(Set(claimed.map(\.lease.token)).count == claimed.count, "every claim has its own token")
         #expect(claimed.allSatisfy { $0.job.attempt == 1 && $0.lease.attempt == 1 }, "every job on attempt 1")
         var wrongWorker: [String] = []
@@ -130,11 +147,16 @@ extension Checks {
             for item in jobs {
                 let recorded = try await h.fetch(item.job.id).worker
                 if item.job.worker != worker || recorded != worker {
-                    wrongWorker.append("\(item.job.input): claimed by \(worker), claim says \(item.job.worker ?? "nil"), job says \(recorded ?? "nil")")
+                    wrongWorker.append(
+                        "\(item.job.input): claimed by \(worker), claim says \(item.job.worker ?? "nil"), job says \(recorded ?? "nil")"
+                    )
                 }
             }
         }
-        #expect(wrongWorker.count == 0, "the job records the worker that claimed it: \(wrongWorker.count) do not, e.g. \(wrongWorker.prefix(3))")
+        #expect(
+            wrongWorker.count == 0,
+            "the job records the worker that claimed it: \(wrongWorker.count) do not, e.g. \(wrongWorker.prefix(3))"
+        )
         let running = try await h.store.jobs(status: .reading, limit: 1000)
         #expect(running.count == 60)
         try await h.expectNothingClaimed("all 60 jobs are running")

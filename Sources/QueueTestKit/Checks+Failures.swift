@@ -76,7 +76,10 @@ extension Checks {
         #expect(failed.error?.message.isEmpty == false)
         #expect(failed.attempt == 1)
         #expect(ms(failed.finishedAt) == h.clock.milliseconds)
-        #expect(try await h.store.heartbeat(claimed.lease, progress: 0.5, tracks: [], extendBy: .seconds(30)) == .lost, "the dead worker comes back")
+        #expect(
+            try await h.store.heartbeat(claimed.lease, progress: 0.5, tracks: [], extendBy: .seconds(30)) == .lost,
+            "the dead worker comes back"
+        )
         #expect(try await h.store.complete(claimed.lease, result: .null, tracks: []) == false)
         #expect(try await h.fetch(job.id).status == .failed)
     }

@@ -13,7 +13,9 @@ extension Checks {
         // job-0 completed, job-1 running, job-2 and job-3 queued, job-4 cancelled.
         let claimed = try await h.store.claim(as: workerA, limit: 2, lease: .seconds(30))
         #expect(claimed.map(\.job.id) == [ids[0], ids[1]])
-        if let first = claimed.first { #expect(try await h.store.complete(first.lease, result: .object([:]), tracks: [])) }
+        if let first = claimed.first {
+            #expect(try await h.store.complete(first.lease, result: .object([:]), tracks: []))
+        }
         _ = try await h.store.cancel(ids[4])
 
         for index in h.stores.indices {
@@ -30,7 +32,10 @@ extension Checks {
         let statuses = try await h.store.jobs(status: nil, limit: 100).map(\.status)
         #expect(statuses == [.cancelled, .unknown, .unknown, .reading, .completed])
         for index in h.stores.indices {
-            #expect(try await h.handle(index).statusCounts() == [.unknown: 2, .reading: 1, .completed: 1, .cancelled: 1], "counts on handle \(index)")
+            #expect(
+                try await h.handle(index).statusCounts() == [.unknown: 2, .reading: 1, .completed: 1, .cancelled: 1],
+                "counts on handle \(index)"
+            )
         }
     }
 

@@ -8,7 +8,12 @@ extension Checks {
         let job = try await h.submit("beating")
         let claimed = try await h.claim(job.id, lease: .seconds(30))
         h.clock.advance(by: .seconds(20))
-        let state = try await h.handle(1).heartbeat(claimed.lease, progress: 0.25, tracks: [videoTrack, audioTrack], extendBy: .seconds(30))
+        let state = try await h.handle(1).heartbeat(
+            claimed.lease,
+            progress: 0.25,
+            tracks: [videoTrack, audioTrack],
+            extendBy: .seconds(30)
+        )
         #expect(state == .held(cancelRequested: false))
         var fetched = try await h.fetch(job.id)
         #expect(fetched.progress == 0.25)
@@ -24,7 +29,12 @@ extension Checks {
         var audioDone = audioTrack
         audioDone.status = .completed
         audioDone.read = 132_300
-        let second = try await h.handle(2).heartbeat(claimed.lease, progress: 0.5, tracks: [videoTrack, audioDone], extendBy: .seconds(30))
+        let second = try await h.handle(2).heartbeat(
+            claimed.lease,
+            progress: 0.5,
+            tracks: [videoTrack, audioDone],
+            extendBy: .seconds(30)
+        )
         #expect(second == .held(cancelRequested: false))
         fetched = try await h.fetch(job.id, on: 3)
         #expect(fetched.progress == 0.5)
@@ -65,14 +75,39 @@ extension Checks {
 
     static func staleWorkerFencing(_ h: Harness) async throws {
         let (id, old, new) = try await reclaimed(h)
-        let newState = try await h.handle(1).heartbeat(new.lease, progress: 0.3, tracks: [videoTrack], extendBy: .seconds(30))
+        let newState = try await h.handle(1).heartbeat(
+            new.lease,
+            progress: 0.3,
+            tracks: [videoTrack],
+            extendBy: .seconds(30)
+        )
         #expect(newState == .held(cancelRequested: false))
 
-        let staleTracks = [JobTrack(index: 0, sourceIndex: 0, mediaType: "video", status: .completed, codec: "h264", read: 999, written: 999)]
-        #expect(try await h.store.heartbeat(old, progress: 0.9, tracks: staleTracks, extendBy: .seconds(30)) == .lost, "stale heartbeat")
-        #expect(try await h.store.complete(old, result: .object(["output": .string("/stale")]), tracks: staleTracks) == false, "stale complete")
+        let staleTracks = [
+            JobTrack(
+                index: 0,
+                sourceIndex: 0,
+                mediaType: "video",
+                status: .completed,
+                codec: "h264",
+                read: 999,
+                written: 999
+            )
+        ]
+        #expect(
+            try await h.store.heartbeat(old, progress: 0.9, tracks: staleTracks, extendBy: .seconds(30)) == .lost,
+            "stale heartbeat"
+        )
+        #expect(
+            try await h.store.complete(old, result: .object(["output": .string("/stale")]), tracks: staleTracks)
+                == false,
+            "stale complete"
+        )
         #expect(try await h.store.fail(old, error: finalError, retryDelay: .zero) == false, "stale fail (final)")
-        #expect(try await h.store.fail(old, error: retryableError, retryDelay: .zero) == false, "stale fail (retryable)")
+        #expect(
+            try await h.store.fail(old, error: retryableError, retryDelay: .zero) == false,
+            "stale fail (retryable)"
+        )
         #expect(try await h.store.confirmCancelled(old) == false, "stale confirmCancelled")
         #expect(try await h.store.release(old) == false, "stale release")
 
@@ -88,25 +123,43 @@ extension Checks {
         #expect(job.cancelRequested == false)
 
         // The new worker still holds the job, and can finish it.
-        #expect(try await h.handle(1).heartbeat(new.lease, progress: 0.6, tracks: [videoTrack], extendBy: .seconds(30)) == .held(cancelRequested: false))
-        #expect(try await h.handle(1).complete(new.lease, result: .object(["output": .string("/out/reclaimed.mp4")]), tracks: []))
+        #expect(
+            try await h.handle(1).heartbeat(new.lease, progress: 0.6, tracks: [videoTrack], extendBy: .seconds(30))
+                == .held(cancelRequested: false)
+        )
+        #expect(
+            try await h.handle(1).complete(
+                new.lease,
+                result: .object(["output": .string("/out/reclaimed.mp4")]),
+                tracks: []
+            )
+        )
         #expect(try await h.fetch(id).status == .completed)
     }
 
     static func complete(_ h: Harness) async throws {
         let job = try await h.submit("done")
         let first = try await h.claim(job.id)
-        #expect(try await h.store.fail(first.lease, error: retryableError, retryDelay: .zero), "a first attempt fails (retryable)")
+        #expect(
+            try await h.store.fail(first.lease, error: retryableError, retryDelay: .zero),
+            "a first attempt fails (retryable)"
+        )
         #expect(try await h.fetch(job.id).error == retryableError)
         let second = try await h.claim(job.id, as: workerB)
         #expect(second.lease.attempt == 2)
-        _ = try await h.store.heartbeat(second.lease, progress: 0.7, tracks: [videoTrack, audioTrack], extendBy: .seconds(30))
+        _ = try await h.store.heartbeat(
+            second.lease,
+            progress: 0.7,
+            tracks: [videoTrack, audioTrack],
+            extendBy: .seconds(30)
+        )
         h.clock.advance(by: .seconds(3))
 
         let result: JSONValue = .object([
             "output": .string("/out/done.mp4"), "bytes": .number(1_234_567), "duration": .number(3.0),
             "actualRange": .object(["start": .number(0.96), "duration": .number(3.04)]),
-            "tracks": .array([.object(["index": .number(0), "codec": .string("h264")])]), "faststart": .bool(true), "note": .null,
+            "tracks": .array([.object(["index": .number(0), "codec": .string("h264")])]), "faststart": .bool(true),
+            "note": .null,
         ])
         #expect(try await h.handle(2).complete(second.lease, result: result, tracks: doneTracks))
         let done = try await h.fetch(job.id)
@@ -120,9 +173,19 @@ extension Checks {
         #expect(done.worker == "worker-b")
 
         h.clock.advance(by: .seconds(1))
-        #expect(try await h.store.complete(second.lease, result: .object(["output": .string("/again")]), tracks: []) == false, "second complete")
-        #expect(try await h.store.heartbeat(second.lease, progress: 0.1, tracks: [], extendBy: .seconds(30)) == .lost, "heartbeat after complete")
-        #expect(try await h.store.fail(second.lease, error: retryableError, retryDelay: .zero) == false, "fail after complete")
+        #expect(
+            try await h.store.complete(second.lease, result: .object(["output": .string("/again")]), tracks: [])
+                == false,
+            "second complete"
+        )
+        #expect(
+            try await h.store.heartbeat(second.lease, progress: 0.1, tracks: [], extendBy: .seconds(30)) == .lost,
+            "heartbeat after complete"
+        )
+        #expect(
+            try await h.store.fail(second.lease, error: retryableError, retryDelay: .zero) == false,
+            "fail after complete"
+        )
         let after = try await h.fetch(job.id)
         #expect(after.status == .completed)
         #expect(after.result == result)

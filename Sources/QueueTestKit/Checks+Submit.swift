@@ -8,18 +8,30 @@ extension Checks {
         let settings: JSONValue = .object([
             "name": .string("low"),
             "video": .object([
-                "codec": .string("libx264"), "maxWidth": .number(426), "maxHeight": .number(240), "bitrate": .number(300_000),
+                "codec": .string("libx264"), "maxWidth": .number(426), "maxHeight": .number(240),
+                "bitrate": .number(300_000),
                 "crf": .null, "scale": .number(0.5),
             ]),
-            "audio": .object(["channels": .number(1), "bitrate": .number(64_000), "sampleRate": .number(44_100), "zero": .number(0)]),
+            "audio": .object([
+                "channels": .number(1), "bitrate": .number(64_000), "sampleRate": .number(44_100), "zero": .number(0),
+            ]),
             "faststart": .bool(true),
             "hevc": .bool(false),
             "extra": .array([.string("a/b"), .number(-1.25), .bool(true), .null, .array([]), .object([:])]),
         ])
         let request = JobRequest(
-            kind: .export, input: "/data/in put/talk ü.mov", output: "/out/clip.mp4", preset: "low", presetSettings: settings,
-            format: "mp4", range: Job.Range(start: 1.5, duration: 3.25), priority: 7, maxAttempts: 5, idempotencyKey: "round-trip-key",
-            metadata: ["customer": "acme", "note": "ünïcode ✓, \"quoted\""], webhook: "https://user:pass@app.example/hooks/export?x=1"
+            kind: .export,
+            input: "/data/in put/talk ü.mov",
+            output: "/out/clip.mp4",
+            preset: "low",
+            presetSettings: settings,
+            format: "mp4",
+            range: Job.Range(start: 1.5, duration: 3.25),
+            priority: 7,
+            maxAttempts: 5,
+            idempotencyKey: "round-trip-key",
+            metadata: ["customer": "acme", "note": "ünïcode ✓, \"quoted\""],
+            webhook: "https://user:pass@app.example/hooks/export?x=1"
         )
         let createdAt = h.clock.milliseconds
         let (submitted, created) = try await h.store.submit(request)
@@ -43,7 +55,10 @@ extension Checks {
             #expect(job.tracks == [], "\(source)")
             #expect(job.result == nil, "\(source)")
             #expect(job.error == nil, "\(source)")
-            #expect(job.webhook == "https://user:pass@app.example/hooks/export?x=1", "\(source): the store keeps the URL it must call")
+            #expect(
+                job.webhook == "https://user:pass@app.example/hooks/export?x=1",
+                "\(source): the store keeps the URL it must call"
+            )
             #expect(job.metadata == ["customer": "acme", "note": "ünïcode ✓, \"quoted\""], "\(source)")
             #expect(job.idempotencyKey == "round-trip-key", "\(source)")
             #expect(job.worker == nil, "\(source)")
@@ -73,7 +88,14 @@ extension Checks {
         #expect(bareJob.metadata == [:])
         #expect(bareJob.idempotencyKey == nil)
         #expect(ms(bareJob.createdAt) == h.clock.milliseconds)
-        let toTheEnd = JobRequest(input: "/data/end.mov", output: "/out/end.m4a", preset: "m4a", format: "m4a", range: Job.Range(start: 0, duration: nil), priority: -3)
+        let toTheEnd = JobRequest(
+            input: "/data/end.mov",
+            output: "/out/end.m4a",
+            preset: "m4a",
+            format: "m4a",
+            range: Job.Range(start: 0, duration: nil),
+            priority: -3
+        )
         let toTheEndJob = try await h.fetch(try await h.store.submit(toTheEnd).job.id)
         #expect(toTheEndJob.range == Job.Range(start: 0, duration: nil))
         #expect(toTheEndJob.priority == -3)

@@ -139,7 +139,10 @@ struct Harness: Sendable {
         try #require(!stores.isEmpty, "the store factory returned no handle")
         for store in stores { try await store.migrate() }
         let existing = try await stores[0].jobs(status: nil, limit: 1000)
-        try #require(existing.isEmpty, "the store factory must return handles on an empty database; it has \(existing.count) jobs")
+        try #require(
+            existing.isEmpty,
+            "the store factory must return handles on an empty database; it has \(existing.count) jobs"
+        )
         return Harness(clock: clock, stores: stores)
     }
 
@@ -155,36 +158,66 @@ struct Harness: Sendable {
     /// A request whose input and output carry `name` (claims are compared by input).
     static func request(_ name: String, priority: Int = 0, maxAttempts: Int = 3, key: String? = nil) -> JobRequest {
         JobRequest(
-            input: "/data/\(name).mov", output: "/out/\(name).mp4", preset: "low", presetSettings: .object(["name": .string("low")]),
-            format: "mp4", priority: priority, maxAttempts: maxAttempts, idempotencyKey: key
+            input: "/data/\(name).mov",
+            output: "/out/\(name).mp4",
+            preset: "low",
+            presetSettings: .object(["name": .string("low")]),
+            format: "mp4",
+            priority: priority,
+            maxAttempts: maxAttempts,
+            idempotencyKey: key
         )
     }
 
     /// Submits a new job (it must be created, not found by key).
     @discardableResult
     func submit(
-        _ name: String, priority: Int = 0, maxAttempts: Int = 3, key: String? = nil, on index: Int = 0,
+        _ name: String,
+        priority: Int = 0,
+        maxAttempts: Int = 3,
+        key: String? = nil,
+        on index: Int = 0,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Job {
-        let (job, created) = try await handle(index).submit(Harness.request(name, priority: priority, maxAttempts: maxAttempts, key: key))
-        try #require(created, "submit of \(name) found an existing job instead of creating one", sourceLocation: sourceLocation)
+        let (job, created) = try await handle(index).submit(
+            Harness.request(name, priority: priority, maxAttempts: maxAttempts, key: key)
+        )
+        try #require(
+            created,
+            "submit of \(name) found an existing job instead of creating one",
+            sourceLocation: sourceLocation
+        )
         return job
     }
 
     /// Claims one job, which must be `id` (the caller made it the only claimable one).
     func claim(
-        _ id: JobID, as worker: WorkerIdentity = Harness.workerA, lease: Duration = .seconds(30), on index: Int = 1,
+        _ id: JobID,
+        as worker: WorkerIdentity = Harness.workerA,
+        lease: Duration = .seconds(30),
+        on index: Int = 1,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> ClaimedJob {
         let claimed = try await handle(index).claim(as: worker, limit: 1, lease: lease)
-        try #require(claimed.count == 1, "claim expected job \(id), got \(claimed.count) jobs", sourceLocation: sourceLocation)
-        try #require(claimed[0].job.id == id, "claim expected job \(id), got \(claimed[0].job.input)", sourceLocation: sourceLocation)
+        try #require(
+            claimed.count == 1,
+            "claim expected job \(id), got \(claimed.count) jobs",
+            sourceLocation: sourceLocation
+        )
+        try #require(
+            claimed[0].job.id == id,
+            "claim expected job \(id), got \(claimed[0].job.input)",
+            sourceLocation: sourceLocation
+        )
         return claimed[0]
     }
 
     /// Claims with a generous limit and expects nothing.
     func expectNothingClaimed(
-        _ why: Comment, as worker: WorkerIdentity = Harness.workerB, on index: Int = 2, sourceLocation: SourceLocation = #_sourceLocation
+        _ why: Comment,
+        as worker: WorkerIdentity = Harness.workerB,
+        on index: Int = 2,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let claimed = try await handle(index).claim(as: worker, limit: 10, lease: .seconds(30))
         #expect(claimed.map(\.job.input) == [], why, sourceLocation: sourceLocation)
@@ -198,7 +231,10 @@ struct Harness: Sendable {
 
     /// Expects `body` to throw a `JobStoreError` with `code` (and, for a conflict, `status`).
     func expectStoreError<T>(
-        _ code: JobStoreError.Code, status: JobStatus? = nil, _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation,
+        _ code: JobStoreError.Code,
+        status: JobStatus? = nil,
+        _ what: Comment,
+        sourceLocation: SourceLocation = #_sourceLocation,
         _ body: () async throws -> T
     ) async {
         do {
@@ -206,9 +242,18 @@ struct Harness: Sendable {
             Issue.record("\(what): expected JobStoreError \(code), got \(value)", sourceLocation: sourceLocation)
         } catch let error as JobStoreError {
             #expect(error.code == code, "\(what): \(error.message)", sourceLocation: sourceLocation)
-            if let status { #expect(error.status == status, "\(what): conflict with \(String(describing: error.status))", sourceLocation: sourceLocation) }
+            if let status {
+                #expect(
+                    error.status == status,
+                    "\(what): conflict with \(String(describing: error.status))",
+                    sourceLocation: sourceLocation
+                )
+            }
         } catch {
-            Issue.record("\(what): expected JobStoreError \(code), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+            Issue.record(
+                "\(what): expected JobStoreError \(code), got \(type(of: error)): \(error)",
+                sourceLocation: sourceLocation
+            )
         }
     }
 }

@@ -9,7 +9,12 @@ extension OutboxChecks {
         let (_, a) = try await h.completedEvent("a")
         let aClaim = try await h.claimEvents([a.id], "a fresh event is due at once")
         if let aClaim = aClaim.first {
-            #expect(try await h.store.record(aClaim, outcome: .retry(h.attempt(1, status: 500, error: "HTTP 500"), after: .seconds(60))))
+            #expect(
+                try await h.store.record(
+                    aClaim,
+                    outcome: .retry(h.attempt(1, status: 500, error: "HTTP 500"), after: .seconds(60))
+                )
+            )
         }
         try await h.expectNothingClaimed("A waits 60 s for its retry")
 
@@ -24,7 +29,13 @@ extension OutboxChecks {
         h.clock.advance(by: .milliseconds(49_997))  // t0 + 59.999 s
         try await h.claimEvents([b.id, c.id], limit: 2, on: 2, "limit 2: the two longest due, oldest first")
         h.clock.advance(by: .milliseconds(1))  // t0 + 60 s: A is due, after D
-        try await h.claimEvents([d.id, a.id], as: "dispatcher-2", limit: 10, on: 3, "D (due at t0 + 10.002 s), then A (due at t0 + 60 s)")
+        try await h.claimEvents(
+            [d.id, a.id],
+            as: "dispatcher-2",
+            limit: 10,
+            on: 3,
+            "D (due at t0 + 10.002 s), then A (due at t0 + 60 s)"
+        )
         try await h.expectNothingClaimed("every event is leased")
 
         // limit 1, one by one.
@@ -57,9 +68,19 @@ extension OutboxChecks {
 
         // The old lease writes nothing, whatever the outcome.
         h.clock.advance(by: .seconds(1))
-        #expect(try await h.handle(3).record(first, outcome: .delivered(h.attempt(1, status: 200))) == false, "stale delivered")
-        #expect(try await h.handle(3).record(first, outcome: .retry(h.attempt(1, status: 500), after: .seconds(5))) == false, "stale retry")
-        #expect(try await h.handle(3).record(first, outcome: .failed(h.attempt(1, status: 410))) == false, "stale failed")
+        #expect(
+            try await h.handle(3).record(first, outcome: .delivered(h.attempt(1, status: 200))) == false,
+            "stale delivered"
+        )
+        #expect(
+            try await h.handle(3).record(first, outcome: .retry(h.attempt(1, status: 500), after: .seconds(5)))
+                == false,
+            "stale retry"
+        )
+        #expect(
+            try await h.handle(3).record(first, outcome: .failed(h.attempt(1, status: 410))) == false,
+            "stale failed"
+        )
         let untouched = try await h.event(event.id)
         #expect(untouched.status == .delivering)
         #expect(untouched.attempts == 0)
@@ -69,12 +90,18 @@ extension OutboxChecks {
         #expect(untouched.lastError == nil)
 
         // The new lease records; then it is spent too.
-        #expect(try await h.handle(1).record(second, outcome: .delivered(h.attempt(1, status: 204, by: "dispatcher-2"))))
+        #expect(
+            try await h.handle(1).record(second, outcome: .delivered(h.attempt(1, status: 204, by: "dispatcher-2")))
+        )
         let delivered = try await h.event(event.id)
         #expect(delivered.status == .delivered)
         #expect(delivered.attempts == 1)
         #expect(delivered.log.map(\.dispatcher) == ["dispatcher-2"])
-        #expect(try await h.handle(1).record(second, outcome: .failed(h.attempt(2, status: 500, by: "dispatcher-2"))) == false, "a lease records once")
+        #expect(
+            try await h.handle(1).record(second, outcome: .failed(h.attempt(2, status: 500, by: "dispatcher-2")))
+                == false,
+            "a lease records once"
+        )
         #expect(try await h.handle(1).record(first, outcome: .failed(h.attempt(2, status: 500))) == false)
         let final = try await h.event(event.id)
         #expect(final.status == .delivered)

@@ -11,7 +11,13 @@ extension OutboxChecks {
         let completed = try await h.submit("completed")
         let completedClaim = try await h.claim(completed.id)
         h.clock.advance(by: .seconds(1))
-        #expect(try await h.handle(2).complete(completedClaim.lease, result: .object(["output": .string("/out/completed.mp4")]), tracks: []))
+        #expect(
+            try await h.handle(2).complete(
+                completedClaim.lease,
+                result: .object(["output": .string("/out/completed.mp4")]),
+                tracks: []
+            )
+        )
         try await h.expectEvents(completed, ["job.completed"], "complete")
         expected += 1
 
@@ -100,13 +106,18 @@ extension OutboxChecks {
         expected += 1
         if let event = try await h.events(abandoned.id).first {
             let claimed = try await h.claimEvents(
-                try await h.store.deliveries(job: nil, limit: 100).reversed().map(\.id), limit: 100, "every event written so far is due"
+                try await h.store.deliveries(job: nil, limit: 100).reversed().map(\.id),
+                limit: 100,
+                "every event written so far is due"
             )
             if let item = claimed.first(where: { $0.delivery.id == event.id }) {
                 let body = try JSONDecoder().decode(JSONValue.self, from: item.payload)
                 #expect(body["type"] == .string("job.failed"))
                 #expect(body["data"]?["status"] == .string("failed"))
-                #expect(body["data"]?["error"]?["code"] == .string("lease_lost"), "the lease_lost event carries the job's error")
+                #expect(
+                    body["data"]?["error"]?["code"] == .string("lease_lost"),
+                    "the lease_lost event carries the job's error"
+                )
             }
         }
 

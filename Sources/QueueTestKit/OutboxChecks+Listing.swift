@@ -29,13 +29,28 @@ extension OutboxChecks {
         #expect(Set(names.keys).count == 4)
         for index in h.stores.indices {
             let store = h.handle(index)
-            #expect(named(try await store.deliveries(job: nil, limit: 100)) == ["e4", "e3", "e2", "e1"], "all, newest first (handle \(index))")
+            #expect(
+                named(try await store.deliveries(job: nil, limit: 100)) == ["e4", "e3", "e2", "e1"],
+                "all, newest first (handle \(index))"
+            )
             #expect(named(try await store.deliveries(job: nil, limit: 2)) == ["e4", "e3"], "limit 2 (handle \(index))")
-            #expect(named(try await store.deliveries(job: job1.id, limit: 100)) == ["e3", "e1"], "job 1's events, newest first (handle \(index))")
-            #expect(named(try await store.deliveries(job: job1.id, limit: 1)) == ["e3"], "job 1's newest (handle \(index))")
+            #expect(
+                named(try await store.deliveries(job: job1.id, limit: 100)) == ["e3", "e1"],
+                "job 1's events, newest first (handle \(index))"
+            )
+            #expect(
+                named(try await store.deliveries(job: job1.id, limit: 1)) == ["e3"],
+                "job 1's newest (handle \(index))"
+            )
             #expect(named(try await store.deliveries(job: job2.id, limit: 100)) == ["e2"], "job 2's (handle \(index))")
-            #expect(named(try await store.deliveries(job: plain.id, limit: 100)) == [], "a job without a webhook has none")
-            #expect(named(try await store.deliveries(job: JobID.make(at: h.clock.date), limit: 100)) == [], "an unknown job has none")
+            #expect(
+                named(try await store.deliveries(job: plain.id, limit: 100)) == [],
+                "a job without a webhook has none"
+            )
+            #expect(
+                named(try await store.deliveries(job: JobID.make(at: h.clock.date), limit: 100)) == [],
+                "an unknown job has none"
+            )
         }
         let listed = try await h.store.deliveries(job: nil, limit: 100)
         #expect(listed.map(\.type) == ["job.completed", "job.completed", "job.completed", "job.failed"])
@@ -80,14 +95,17 @@ extension OutboxChecks {
         #expect(retried.payload == failing.payload)
 
         // Unknown, and being delivered.
-        await h.expectStoreError("redeliver of an unknown id", matching: { $0 == .notFound }) {
+        await h.expectStoreError("redeliver of an unknown id", .notFound) {
             try await h.store.redeliver("msg_doesnotexist")
         }
-        await h.expectStoreError("redeliver of an event being delivered", matching: { $0 == .conflict }) {
+        await h.expectStoreError("redeliver of an event being delivered", .conflict) {
             try await h.store.redeliver(failed.id)
         }
         #expect(try await h.event(failed.id).status == .delivering, "the conflict changed nothing")
-        #expect(try await h.store.record(retried, outcome: .delivered(h.attempt(2, status: 200))), "the dispatcher still holds its lease")
+        #expect(
+            try await h.store.record(retried, outcome: .delivered(h.attempt(2, status: 200))),
+            "the dispatcher still holds its lease"
+        )
         #expect(try await h.event(failed.id).status == .delivered)
     }
 }

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Queue
 import Testing
 
@@ -15,8 +15,20 @@ extension OutboxChecks {
         let completed = try await h.submit("completed", webhook: secretURL)
         let completedClaim = try await h.claim(completed.id)
         h.clock.advance(by: .milliseconds(1500))
-        let result: JSONValue = .object(["output": .string("/out/completed.mp4"), "bytes": .number(1234), "duration": .number(3.04)])
-        let tracks = [JobTrack(index: 0, sourceIndex: 0, mediaType: "video", status: .completed, codec: "h264", read: 90, written: 90)]
+        let result: JSONValue = .object([
+            "output": .string("/out/completed.mp4"), "bytes": .number(1234), "duration": .number(3.04),
+        ])
+        let tracks = [
+            JobTrack(
+                index: 0,
+                sourceIndex: 0,
+                mediaType: "video",
+                status: .completed,
+                codec: "h264",
+                read: 90,
+                written: 90
+            )
+        ]
         #expect(try await h.store.complete(completedClaim.lease, result: result, tracks: tracks))
         let completedAt = h.clock.date
         h.clock.advance(by: .seconds(2))
@@ -38,7 +50,10 @@ extension OutboxChecks {
 
         let claimed = try await h.handle(2).claimDeliveries(as: "dispatcher-1", limit: 10, lease: .seconds(60))
         #expect(claimed.count == 3)
-        let cases: [(Job, String, Date)] = [(completed, "job.completed", completedAt), (failed, "job.failed", failedAt), (cancelled, "job.cancelled", cancelledAt)]
+        let cases: [(Job, String, Date)] = [
+            (completed, "job.completed", completedAt), (failed, "job.failed", failedAt),
+            (cancelled, "job.cancelled", cancelledAt),
+        ]
         for (submitted, type, at) in cases {
             guard let item = claimed.first(where: { $0.delivery.jobID == submitted.id }) else {
                 Issue.record("no event claimed for \(submitted.input)")
@@ -58,7 +73,10 @@ extension OutboxChecks {
             }
             #expect(Set(fields.keys) == ["type", "timestamp", "data"], "\(type): \(fields.keys.sorted())")
             #expect(body["type"] == .string(type))
-            #expect(body["timestamp"] == .string(Job.timestamp(at)), "\(type): the time of the transition, ISO 8601 UTC")
+            #expect(
+                body["timestamp"] == .string(Job.timestamp(at)),
+                "\(type): the time of the transition, ISO 8601 UTC"
+            )
             if let timestamp = body["timestamp"]?.stringValue {
                 let parsed = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(timestamp)
                 #expect(ms(parsed) == ms(at), "\(type): \(timestamp) parses back to the transition's time")
@@ -92,7 +110,10 @@ extension OutboxChecks {
             #expect(listed.map(\.url) == [secretURL])
             let encoded = try JSONEncoder().encode(item.delivery)
             let delivery = try JSONDecoder().decode(JSONValue.self, from: encoded)
-            #expect(delivery["url"] == .string(redacted), "\(type): the delivery's JSON shows the URL without credentials or query")
+            #expect(
+                delivery["url"] == .string(redacted),
+                "\(type): the delivery's JSON shows the URL without credentials or query"
+            )
             #expect(!String(decoding: encoded, as: UTF8.self).contains("pa55"))
             #expect(delivery["id"] == .string(item.delivery.id))
             #expect(delivery["jobId"] == .string(job.id.rawValue))
@@ -100,7 +121,12 @@ extension OutboxChecks {
 
         // Every attempt sends the same bytes: a retried event's payload is unchanged.
         if let first = claimed.first {
-            #expect(try await h.handle(1).record(first, outcome: .retry(h.attempt(1, status: 500, error: "HTTP 500"), after: .seconds(1))))
+            #expect(
+                try await h.handle(1).record(
+                    first,
+                    outcome: .retry(h.attempt(1, status: 500, error: "HTTP 500"), after: .seconds(1))
+                )
+            )
             h.clock.advance(by: .seconds(1))
             let again = try await h.claimEvent(first.delivery.id, on: 3)
             #expect(again.payload == first.payload, "the body is serialized once, when the event is written")
@@ -117,7 +143,10 @@ extension OutboxChecks {
         for id in ids {
             #expect(id.hasPrefix("msg_"), "\(id) starts with msg_")
             #expect(id.count > 4, "\(id) has something after msg_")
-            #expect(id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, "\(id): a header-safe id")
+            #expect(
+                id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") },
+                "\(id): a header-safe id"
+            )
         }
         #expect(Set(ids).count == ids.count, "every event has its own id: \(ids)")
         let claimed = try await h.handle(2).claimDeliveries(as: "dispatcher-1", limit: 100, lease: .seconds(60))

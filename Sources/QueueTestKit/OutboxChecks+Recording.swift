@@ -67,7 +67,10 @@ extension OutboxChecks {
         #expect(delivered.attempts == 3)
         #expect(delivered.lastStatusCode == 200)
         #expect(ms(delivered.deliveredAt) == h.clock.milliseconds)
-        #expect(delivered.log == [attempt1, attempt2, attempt3], "every attempt, in order, with code, latency, error and dispatcher")
+        #expect(
+            delivered.log == [attempt1, attempt2, attempt3],
+            "every attempt, in order, with code, latency, error and dispatcher"
+        )
         let listed = try await h.events(delivered.jobID, on: 2)
         #expect(listed.first?.log == [attempt1, attempt2, attempt3], "deliveries(job:) has the log")
     }
@@ -76,7 +79,12 @@ extension OutboxChecks {
         let (_, event) = try await h.completedEvent("failed")
         let claimed = try await h.claimEvent(event.id)
         h.clock.advance(by: .seconds(1))
-        let attempt = h.attempt(1, status: nil, latency: 0, error: "webhook_forbidden: refused: hooks.example resolves to 10.0.0.1")
+        let attempt = h.attempt(
+            1,
+            status: nil,
+            latency: 0,
+            error: "webhook_forbidden: refused: hooks.example resolves to 10.0.0.1"
+        )
         #expect(try await h.handle(3).record(claimed, outcome: .failed(attempt)))
         let failed = try await h.event(event.id)
         #expect(failed.status == .failed)

@@ -18,13 +18,16 @@ enum TransitionTable {
         var cancelRequested = false
         var attemptsLeft = true
 
-        var description: String { "\(status)\(cancelRequested ? " (cancel requested)" : "")\(attemptsLeft ? "" : " (last attempt)")" }
+        var description: String {
+            "\(status)\(cancelRequested ? " (cancel requested)" : "")\(attemptsLeft ? "" : " (last attempt)")"
+        }
     }
 
     static let states: [From] = [
         From(status: .unknown),
         From(status: .reading), From(status: .reading, attemptsLeft: false),
-        From(status: .reading, cancelRequested: true), From(status: .reading, cancelRequested: true, attemptsLeft: false),
+        From(status: .reading, cancelRequested: true),
+        From(status: .reading, cancelRequested: true, attemptsLeft: false),
         From(status: .completed), From(status: .failed), From(status: .cancelled),
     ]
 
@@ -43,7 +46,10 @@ enum TransitionTable {
     /// The job's state as the machine sees it.
     static func state(_ job: Job, budget: Int) -> JobStateMachine.State {
         JobStateMachine.State(
-            status: job.status, cancelRequested: job.cancelRequested, attempt: job.attempt, maxAttempts: job.maxAttempts,
+            status: job.status,
+            cancelRequested: job.cancelRequested,
+            attempt: job.attempt,
+            maxAttempts: job.maxAttempts,
             attemptBudget: budget
         )
     }
@@ -54,7 +60,10 @@ enum TransitionTable {
         let budget = from.attemptsLeft ? 2 : 1
         let (id, lease) = try await arrange(from, name: "cell-\(cell)", priority: cell, budget: budget, h)
         let before = try await h.fetch(id)
-        try #require(before.status == from.status && before.cancelRequested == from.cancelRequested, "arranging \(from) gave \(before.status)")
+        try #require(
+            before.status == from.status && before.cancelRequested == from.cancelRequested,
+            "arranging \(from) gave \(before.status)"
+        )
         var expected = JobStateMachine.next(state(before, budget: budget), on: event)
 
         let accepted: Bool
@@ -63,7 +72,11 @@ enum TransitionTable {
             let claimed = try await h.handle(1).claim(as: Harness.workerB, limit: 1, lease: Self.lease)
             accepted = claimed.first?.job.id == id
         case .complete:
-            accepted = try await h.handle(2).complete(lease, result: .object(["cell": .number(Double(cell))]), tracks: [])
+            accepted = try await h.handle(2).complete(
+                lease,
+                result: .object(["cell": .number(Double(cell))]),
+                tracks: []
+            )
         case .fail(let retryable):
             let error = retryable ? Checks.retryableError : Checks.finalError
             accepted = try await h.handle(2).fail(lease, error: error, retryDelay: .zero)
@@ -93,13 +106,28 @@ enum TransitionTable {
         }
 
         let after = try await h.fetch(id)
-        #expect(accepted == (expected != nil), "\(what): the store \(accepted ? "accepted" : "refused") it, the state machine \(expected == nil ? "refuses" : "allows") it")
+        #expect(
+            accepted == (expected != nil),
+            "\(what): the store \(accepted ? "accepted" : "refused") it, the state machine \(expected == nil ? "refuses" : "allows") it"
+        )
         let reached = expected ?? state(before, budget: budget)
-        #expect(after.status == reached.status, "\(what): status \(after.status), the state machine says \(reached.status)")
-        #expect(after.cancelRequested == reached.cancelRequested, "\(what): cancel requested \(after.cancelRequested), expected \(reached.cancelRequested)")
+        #expect(
+            after.status == reached.status,
+            "\(what): status \(after.status), the state machine says \(reached.status)"
+        )
+        #expect(
+            after.cancelRequested == reached.cancelRequested,
+            "\(what): cancel requested \(after.cancelRequested), expected \(reached.cancelRequested)"
+        )
         #expect(after.attempt == reached.attempt, "\(what): attempt \(after.attempt), expected \(reached.attempt)")
-        #expect(after.maxAttempts == reached.maxAttempts, "\(what): maxAttempts \(after.maxAttempts), expected \(reached.maxAttempts)")
-        #expect((after.finishedAt != nil) == after.status.isTerminal, "\(what): finishedAt \(String(describing: after.finishedAt)) for \(after.status)")
+        #expect(
+            after.maxAttempts == reached.maxAttempts,
+            "\(what): maxAttempts \(after.maxAttempts), expected \(reached.maxAttempts)"
+        )
+        #expect(
+            (after.finishedAt != nil) == after.status.isTerminal,
+            "\(what): finishedAt \(String(describing: after.finishedAt)) for \(after.status)"
+        )
     }
 
     /// A refused call is a `conflict` (`nil` here); anything else fails the check.
@@ -114,9 +142,20 @@ enum TransitionTable {
 
     /// A job in `from`, and a lease on it: the lease of its (last) attempt, or one that never
     /// existed for a job never claimed.
-    private static func arrange(_ from: From, name: String, priority: Int, budget: Int, _ h: Harness) async throws -> (JobID, Lease) {
+    private static func arrange(
+        _ from: From,
+        name: String,
+        priority: Int,
+        budget: Int,
+        _ h: Harness
+    ) async throws -> (JobID, Lease) {
         let job = try await h.submit(name, priority: priority, maxAttempts: budget)
-        let never = Lease(jobID: job.id, token: "0123456789abcdef0123456789abcdef", attempt: 1, worker: Harness.workerA.name)
+        let never = Lease(
+            jobID: job.id,
+            token: "0123456789abcdef0123456789abcdef",
+            attempt: 1,
+            worker: Harness.workerA.name
+        )
         switch from.status {
         case .unknown:
             return (job.id, never)

@@ -12,8 +12,14 @@ public struct AddressPolicy: Sendable, Hashable {
 
     public init(allowPrivate: Bool = false) { self.allowPrivate = allowPrivate }
 
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> AddressPolicy {
-        AddressPolicy(allowPrivate: ["1", "true", "yes"].contains(environment["JOBCTL_ALLOW_PRIVATE_WEBHOOKS"]?.lowercased() ?? ""))
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> AddressPolicy {
+        AddressPolicy(
+            allowPrivate: ["1", "true", "yes"].contains(
+                environment["JOBCTL_ALLOW_PRIVATE_WEBHOOKS"]?.lowercased() ?? ""
+            )
+        )
     }
 
     /// Why `address` may not be reached, or `nil` when it may.
@@ -27,7 +33,8 @@ public struct AddressPolicy: Sendable, Hashable {
     /// `2130706433`, `127.1`, `0177.0.0.1`, an IPv6 zone), and IPv4 embedded in IPv6 — and
     /// `localhost` (with or without its final dot). The real check happens on connect.
     public func staticRefusal(for text: String) -> String? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme)
+        else {
             return "only http and https URLs are allowed"
         }
         guard let host = url.host?.lowercased(), !host.isEmpty else { return "the URL has no host" }
@@ -91,7 +98,9 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     public init?(socketAddress: UnsafePointer<sockaddr>) {
         switch Int32(socketAddress.pointee.sa_family) {
         case AF_INET:
-            let address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+            let address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                $0.pointee.sin_addr.s_addr
+            }
             self = .v4(UInt32(bigEndian: address))
         case AF_INET6:
             var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
@@ -118,7 +127,9 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         case .v4(let value):
             func within(_ prefix: UInt32, _ bits: UInt32) -> Bool { value >> (32 - bits) == prefix >> (32 - bits) }
             if within(0x7F00_0000, 8) { return "a loopback address" }
-            if within(0x0A00_0000, 8) || within(0xAC10_0000, 12) || within(0xC0A8_0000, 16) { return "a private address" }
+            if within(0x0A00_0000, 8) || within(0xAC10_0000, 12) || within(0xC0A8_0000, 16) {
+                return "a private address"
+            }
             if value == 0xA9FE_A9FE { return "the cloud metadata address" }
             if within(0xA9FE_0000, 16) { return "a link-local address" }
             if within(0x6440_0000, 10) { return "a carrier-grade NAT address" }
@@ -127,13 +138,19 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             if within(0xF000_0000, 4) { return "a reserved address" }
             return nil
         case .v6(let bytes):
-            func v4(at offset: Int) -> IPAddress { .v4(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) }
+            func v4(at offset: Int) -> IPAddress {
+                .v4(bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            }
             func embedded(_ address: IPAddress, _ kind: String) -> String? {
                 address.restrictedRange.map { "\(kind) of \(address), \($0)" }
             }
-            if bytes[0..<15].allSatisfy({ $0 == 0 }) { return bytes[15] == 1 ? "a loopback address" : "an unspecified address" }
+            if bytes[0..<15].allSatisfy({ $0 == 0 }) {
+                return bytes[15] == 1 ? "a loopback address" : "an unspecified address"
+            }
             // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks).
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && ((bytes[10] == 0xFF && bytes[11] == 0xFF) || (bytes[10] == 0 && bytes[11] == 0)) {
+            if bytes[0..<10].allSatisfy({ $0 == 0 })
+                && ((bytes[10] == 0xFF && bytes[11] == 0xFF) || (bytes[10] == 0 && bytes[11] == 0))
+            {
                 return v4(at: 12).restrictedRange
             }
             // NAT64 64:ff9b::/96 (a translator reaches the IPv4 inside); the local-use 64:ff9b:1::/48 whole.

@@ -34,7 +34,11 @@ public struct HTTPRequest: Sendable {
 public struct HTTPError: CodedError, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case refused, aborted = "stopped", certificateRejected = "certificate_rejected", transport, status = "http_status"
+            case refused
+            case aborted = "stopped"
+            case certificateRejected = "certificate_rejected"
+            case transport
+            case status = "http_status"
             case notSent = "not_sent"
         }
 
@@ -119,8 +123,11 @@ public final class HTTPSender: Sendable {
     private static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
 
     public init(
-        policy: AddressPolicy, timeout: Duration = .seconds(15), connectTimeout: Duration = .seconds(5),
-        stallLimit: (bytes: Int, time: Duration) = (1024, .seconds(60)), responseLimit: Int = 64 * 1024
+        policy: AddressPolicy,
+        timeout: Duration = .seconds(15),
+        connectTimeout: Duration = .seconds(5),
+        stallLimit: (bytes: Int, time: Duration) = (1024, .seconds(60)),
+        responseLimit: Int = 64 * 1024
     ) {
         _ = HTTPSender.initialized
         self.policy = policy
@@ -168,7 +175,11 @@ public final class HTTPSender: Sendable {
             ccurl_setopt_long(curl, CURLOPT_POST, 1)
             ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
             _ = body.withUnsafeBytes { bytes in
-                ccurl_setopt_pointer(curl, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+                ccurl_setopt_pointer(
+                    curl,
+                    CURLOPT_COPYPOSTFIELDS,
+                    UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+                )
             }
         case .get(let range):
             ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
@@ -250,13 +261,19 @@ public final class HTTPSender: Sendable {
             // Only a final status counts: `100 Continue` and then silence is a network failure.
             response.statusCode = status >= 200 ? status : nil
             let rejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
-            response.failure = HTTPError(rejected ? .certificateRejected : .transport, String(cString: curl_easy_strerror(code)))
+            response.failure = HTTPError(
+                rejected ? .certificateRejected : .transport,
+                String(cString: curl_easy_strerror(code))
+            )
             return response
         }
         response.statusCode = status
         response.retryAfter = context.retryAfter
         if !(200..<300).contains(status) {
-            response.failure = HTTPError(.status, (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)")
+            response.failure = HTTPError(
+                .status,
+                (300..<400).contains(status) ? "HTTP \(status): redirects are not followed" : "HTTP \(status)"
+            )
         }
         return response
     }
@@ -310,7 +327,10 @@ public final class HTTPSender: Sendable {
 
         func receive(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {
             guard let data, body.count < limit else { return }
-            body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: min(count, limit - body.count))
+            body.append(
+                UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self),
+                count: min(count, limit - body.count)
+            )
         }
 
         func header(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {

@@ -5,7 +5,9 @@ import Foundation
 /// receiver is honoured within 1 s…2 h, never undercut (jitter only adds to it). `scale`
 /// shrinks every duration (tests).
 public struct DeliverySchedule: Sendable, Hashable {
-    public static let delays: [Duration] = [.seconds(5), .seconds(30), .seconds(120), .seconds(600), .seconds(1800), .seconds(3600)]
+    public static let delays: [Duration] = [
+        .seconds(5), .seconds(30), .seconds(120), .seconds(600), .seconds(1800), .seconds(3600),
+    ]
     public static let steady: Duration = .seconds(7200)
     public static let giveUpAfter: Duration = .seconds(24 * 3600)
 
@@ -21,7 +23,10 @@ public struct DeliverySchedule: Sendable, Hashable {
     /// The wait after attempt `attempt` (1-based) failed, or `nil` when the event is `failed`
     /// (the next attempt would come more than 24 h after the event).
     public func delay<Generator: RandomNumberGenerator>(
-        afterAttempt attempt: Int, eventAge: Duration, retryAfter: Duration?, using generator: inout Generator
+        afterAttempt attempt: Int,
+        eventAge: Duration,
+        retryAfter: Duration?,
+        using generator: inout Generator
     ) -> Duration? {
         var base = attempt >= 1 && attempt <= Self.delays.count ? Self.delays[attempt - 1] : Self.steady
         // A receiver's Retry-After is a minimum: jitter may only add to it.

@@ -1,10 +1,10 @@
-import JobctlCore
-import SafeHTTP
 import Foundation
+import JobctlCore
 import Logging
-import NIOPosix
 import Metrics
+import NIOPosix
 import Queue
+import SafeHTTP
 import ServiceLifecycle
 
 /// Delivers webhook events from the outbox (docs/spec.md §6), inside every worker or alone (`jobctl
@@ -24,8 +24,12 @@ public final class WebhookDispatcher: Service {
         public var drainDue: Duration?
 
         public init(
-            name: String, concurrency: Int = 8, lease: Duration = .seconds(60), pollInterval: Duration = .milliseconds(250),
-            schedule: DeliverySchedule = DeliverySchedule(), drainDue: Duration? = nil
+            name: String,
+            concurrency: Int = 8,
+            lease: Duration = .seconds(60),
+            pollInterval: Duration = .milliseconds(250),
+            schedule: DeliverySchedule = DeliverySchedule(),
+            drainDue: Duration? = nil
         ) {
             self.name = name
             self.concurrency = concurrency
@@ -46,7 +50,13 @@ public final class WebhookDispatcher: Service {
     /// `run()` and shut down when it returns (not a new thread per webhook).
     private let pool: NIOThreadPool
 
-    public init(outbox: any WebhookOutbox, sender: HTTPSender, secrets: [WebhookSecret], options: Options, logger: Logger) {
+    public init(
+        outbox: any WebhookOutbox,
+        sender: HTTPSender,
+        secrets: [WebhookSecret],
+        options: Options,
+        logger: Logger
+    ) {
         self.outbox = outbox
         self.sender = sender
         self.secrets = secrets
@@ -55,20 +65,35 @@ public final class WebhookDispatcher: Service {
         logger[metadataKey: "dispatcher"] = "\(options.name)"
         self.logger = logger
         pool = NIOThreadPool(numberOfThreads: options.concurrency)
-        let attempts = DeliveryAttempts(outbox: outbox, sender: sender, secrets: secrets, options: options, pool: pool, logger: logger)
-        let configuration = ClaimLoopStateMachine.Configuration(concurrency: options.concurrency, drain: .claimDue(for: options.drainDue ?? .zero))
+        let attempts = DeliveryAttempts(
+            outbox: outbox,
+            sender: sender,
+            secrets: secrets,
+            options: options,
+            pool: pool,
+            logger: logger
+        )
+        let configuration = ClaimLoopStateMachine.Configuration(
+            concurrency: options.concurrency,
+            drain: .claimDue(for: options.drainDue ?? .zero)
+        )
         var changes: (@Sendable () -> AsyncStream<Void>)?
         if let notifying = outbox as? any JobStoreChangeNotifying {
             changes = { notifying.changes() }
         }
         loop = ClaimLoop(
-            driver: DeliveryClaimer(attempts: attempts), configuration: configuration, pollInterval: options.pollInterval, changes: changes
+            driver: DeliveryClaimer(attempts: attempts),
+            configuration: configuration,
+            pollInterval: options.pollInterval,
+            changes: changes
         )
     }
 
     public func run() async throws {
         if secrets.isEmpty {
-            logger.warning("No webhook secret: set JOBCTL_WEBHOOK_SECRET (jobctl webhooks secret makes one); webhooks wait until then")
+            logger.warning(
+                "No webhook secret: set JOBCTL_WEBHOOK_SECRET (jobctl webhooks secret makes one); webhooks wait until then"
+            )
         }
         pool.start()
         await withGracefulShutdownHandler {
@@ -87,7 +112,11 @@ struct DeliveryClaimer: ClaimLoopDriver {
 
     func claim(limit: Int) async throws -> [ClaimedDelivery] {
         guard !attempts.secrets.isEmpty else { return [] }
-        return try await attempts.outbox.claimDeliveries(as: attempts.options.name, limit: limit, lease: attempts.options.lease)
+        return try await attempts.outbox.claimDeliveries(
+            as: attempts.options.name,
+            limit: limit,
+            lease: attempts.options.lease
+        )
     }
 
     func run(_ delivery: ClaimedDelivery) async { await attempts.deliver(delivery) }
@@ -96,7 +125,10 @@ struct DeliveryClaimer: ClaimLoopDriver {
 
     func observe(_ event: ClaimLoopEvent) {
         if case .claimFailed(let error, _, let retryIn) = event {
-            attempts.logger.error("Claiming webhook deliveries failed", metadata: ["error": "\(error)", "retry.in": "\(retryIn)"])
+            attempts.logger.error(
+                "Claiming webhook deliveries failed",
+                metadata: ["error": "\(error)", "retry.in": "\(retryIn)"]
+            )
         }
     }
 }
@@ -120,26 +152,45 @@ struct DeliveryAttempts: Sendable {
             headers: [
                 ("webhook-id", delivery.id),
                 ("webhook-timestamp", "\(timestamp)"),
-                ("webhook-signature", WebhookSignature.sign(id: delivery.id, timestamp: timestamp, body: claimed.payload, secrets: secrets)),
+                (
+                    "webhook-signature",
+                    WebhookSignature.sign(
+                        id: delivery.id,
+                        timestamp: timestamp,
+                        body: claimed.payload,
+                        secrets: secrets
+                    )
+                ),
             ]
         )
         let sender = self.sender
         let startedAt = Date()
         let response = (try? await pool.runIfActive { sender.post(request) }) ?? .notSent("the dispatcher is stopping")
         let attempt = DeliveryAttempt(
-            attempt: delivery.attempts + 1, at: startedAt, statusCode: response.statusCode,
-            latency: Int(response.latency.milliseconds), error: response.failure?.message, dispatcher: options.name
+            attempt: delivery.attempts + 1,
+            at: startedAt,
+            statusCode: response.statusCode,
+            latency: Int(response.latency.milliseconds),
+            error: response.failure?.message,
+            dispatcher: options.name
         )
         let outcome: DeliveryOutcome
         if response.succeeded {
             outcome = .delivered(attempt)
         } else if response.failed(with: .refused) {
-            outcome = .failed(DeliveryAttempt(
-                attempt: attempt.attempt, at: attempt.at, statusCode: nil, latency: attempt.latency,
-                error: "webhook_forbidden: \(response.failure?.message ?? "refused")", dispatcher: options.name
-            ))
+            outcome = .failed(
+                DeliveryAttempt(
+                    attempt: attempt.attempt,
+                    at: attempt.at,
+                    statusCode: nil,
+                    latency: attempt.latency,
+                    error: "webhook_forbidden: \(response.failure?.message ?? "refused")",
+                    dispatcher: options.name
+                )
+            )
         } else if let delay = options.schedule.delay(
-            afterAttempt: attempt.attempt, eventAge: .milliseconds(Int64(Date().timeIntervalSince(delivery.createdAt) * 1000)),
+            afterAttempt: attempt.attempt,
+            eventAge: .milliseconds(Int64(Date().timeIntervalSince(delivery.createdAt) * 1000)),
             retryAfter: response.retryAfter
         ) {
             outcome = .retry(attempt, after: delay)
@@ -159,7 +210,10 @@ struct DeliveryAttempts: Sendable {
             logger.info("Webhook delivered", metadata: metadata)
         case .retry(_, let delay):
             result = "retry"
-            logger.warning("Webhook attempt failed; retrying", metadata: metadata.merging(["retry.in": "\(delay)"]) { $1 })
+            logger.warning(
+                "Webhook attempt failed; retrying",
+                metadata: metadata.merging(["retry.in": "\(delay)"]) { $1 }
+            )
         case .failed:
             result = "failed"
             logger.error("Webhook delivery failed for good", metadata: metadata)
@@ -170,7 +224,10 @@ struct DeliveryAttempts: Sendable {
                 logger.warning("Webhook lease lost while sending; another dispatcher owns it now", metadata: metadata)
             }
         } catch {
-            logger.error("Recording a webhook attempt failed; it will be sent again after its lease", metadata: metadata)
+            logger.error(
+                "Recording a webhook attempt failed; it will be sent again after its lease",
+                metadata: metadata
+            )
         }
     }
 }

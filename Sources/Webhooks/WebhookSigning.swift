@@ -11,7 +11,9 @@ public struct WebhookSecret: Sendable, Hashable, CustomStringConvertible {
 
     public init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(trimmed.dropFirst(6))), bytes.count >= 16 else {
+        guard trimmed.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(trimmed.dropFirst(6))),
+            bytes.count >= 16
+        else {
             return nil
         }
         self.bytes = bytes
@@ -26,7 +28,9 @@ public struct WebhookSecret: Sendable, Hashable, CustomStringConvertible {
 
     /// The secrets in effect: `JOBCTL_WEBHOOK_SECRET` (one, or several separated by spaces or
     /// commas, for rotation), else the file `JOBCTL_WEBHOOK_SECRET_FILE` names.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [WebhookSecret] {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> [WebhookSecret] {
         var text = environment["JOBCTL_WEBHOOK_SECRET"] ?? ""
         if text.isEmpty, let path = environment["JOBCTL_WEBHOOK_SECRET_FILE"], !path.isEmpty {
             do {
@@ -38,7 +42,10 @@ public struct WebhookSecret: Sendable, Hashable, CustomStringConvertible {
         let parts = text.split(whereSeparator: { $0 == " " || $0 == "," || $0.isNewline }).map(String.init)
         return try parts.map { part in
             guard let secret = WebhookSecret(part) else {
-                throw WebhookSecretError(reason: "a webhook secret is whsec_ followed by at least 16 base64-encoded bytes (make one with `jobctl webhooks secret`)")
+                throw WebhookSecretError(
+                    reason:
+                        "a webhook secret is whsec_ followed by at least 16 base64-encoded bytes (make one with `jobctl webhooks secret`)"
+                )
             }
             return secret
         }
@@ -62,7 +69,13 @@ public enum WebhookSignature {
     }
 
     /// Whether `header` carries a valid signature of the message under any of `secrets`.
-    public static func verify(id: String, timestamp: Int64, body: Data, header: String, secrets: [WebhookSecret]) -> Bool {
+    public static func verify(
+        id: String,
+        timestamp: Int64,
+        body: Data,
+        header: String,
+        secrets: [WebhookSecret]
+    ) -> Bool {
         var message = Data("\(id).\(timestamp).".utf8)
         message.append(body)
         let presented = header.split(separator: " ").compactMap { part -> Data? in
@@ -70,7 +83,9 @@ public enum WebhookSignature {
             return Data(base64Encoded: String(part.dropFirst(3)))
         }
         return secrets.contains { secret in
-            presented.contains { HMAC<SHA256>.isValidAuthenticationCode($0, authenticating: message, using: secret.key) }
+            presented.contains {
+                HMAC<SHA256>.isValidAuthenticationCode($0, authenticating: message, using: secret.key)
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Logging
 import Media
 import Queue
@@ -20,13 +20,21 @@ struct Attempts: Sendable {
         let logger = jobLogger(claimed)
         if claimed.job.kind == .noop {
             do {
-                if try await store.complete(claimed.lease, result: .object([:]), tracks: []) { WorkerMetrics.noopCompleted() }
+                if try await store.complete(claimed.lease, result: .object([:]), tracks: []) {
+                    WorkerMetrics.noopCompleted()
+                }
             } catch {
-                logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+                logger.error(
+                    "Reporting the outcome failed; the job will be claimed again after its lease",
+                    metadata: ["error": "\(error)"]
+                )
             }
             return
         }
-        logger.info("Job claimed", metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"])
+        logger.info(
+            "Job claimed",
+            metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"]
+        )
         WorkerMetrics.claimed(runAt: claimed.job.runAt)
         let execution = Execution(claimed, lease: options.lease, renewedAt: requested)
         running.add(execution)
@@ -41,7 +49,12 @@ struct Attempts: Sendable {
             var exported: ExportResult?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
-                let export = try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
+                let export = try await ExportJob.prepare(
+                    claimed.job,
+                    lease: claimed.lease,
+                    options: options,
+                    sender: sender
+                )
                 execution.attach(export)
                 let started = ContinuousClock.now
                 let finished = try await export.session.exportDeferringCommit()
@@ -53,7 +66,13 @@ struct Attempts: Sendable {
             } catch {
                 outcome = Self.outcome(of: error)
             }
-            let attempt = Attempt(execution: execution, pending: pending, outputFile: outputFile, result: exported, logger: logger)
+            let attempt = Attempt(
+                execution: execution,
+                pending: pending,
+                outputFile: outputFile,
+                result: exported,
+                logger: logger
+            )
             await carryOut(execution.handle { $0.exportEnded(outcome) }, for: attempt)
             group.cancelAll()
         }
@@ -63,7 +82,10 @@ struct Attempts: Sendable {
     static func outcome(of error: any Error) -> AttemptStateMachine.ExportOutcome {
         switch error {
         case let error as MediaError where error.isCancellation: .cancelled
-        case let error as MediaError: .failed(JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil))
+        case let error as MediaError:
+            .failed(
+                JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil)
+            )
         case let failure as JobFailure: .failed(failure.error)
         default: .failed(JobError(code: "internal", message: "\(error)"))
         }
@@ -96,15 +118,22 @@ struct Attempts: Sendable {
                     let export = execution.export
                     let sent = ContinuousClock.now
                     let state = try await store.heartbeat(
-                        lease, progress: export?.session.progress ?? 0, tracks: export?.tracks ?? [], extendBy: options.lease
+                        lease,
+                        progress: export?.session.progress ?? 0,
+                        tracks: export?.tracks ?? [],
+                        extendBy: options.lease
                     )
                     guard execution.isListening else { return }
                     if case .held = state { execution.renewed(at: sent) }
-                    if state == .lost, execution.stopReason == nil { logger.warning("Lease lost: abandoning the attempt") }
+                    if state == .lost, execution.stopReason == nil {
+                        logger.warning("Lease lost: abandoning the attempt")
+                    }
                     _ = execution.handle { $0.heartbeat(state) }
                 } else if ContinuousClock.now >= nextCancellationCheck {
                     nextCancellationCheck = .now + options.cancellationCheckInterval
-                    if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) { execution.stop(.cancelRequested) }
+                    if try await store.cancellationRequests(among: [lease]).contains(lease.jobID) {
+                        execution.stop(.cancelRequested)
+                    }
                 }
             } catch {
                 logger.warning("Renewing the lease failed", metadata: ["error": "\(error)"])
@@ -136,7 +165,9 @@ struct Attempts: Sendable {
                 // Unreachable: every event sent here finds the phase it expects. Should an edit
                 // break that, say so rather than end the attempt silently (its lease expires).
                 assertionFailure("the attempt stopped without a report: \(action)")
-                attempt.logger.error("The attempt ended without reporting its outcome; the job will be claimed again after its lease")
+                attempt.logger.error(
+                    "The attempt ended without reporting its outcome; the job will be claimed again after its lease"
+                )
                 return
             case .fence(let delivery, let delay):
                 if delay == .zero {
@@ -158,7 +189,8 @@ struct Attempts: Sendable {
                     let failure: JobError
                     switch Self.outcome(of: error) {
                     case .failed(let error): failure = error
-                    case .cancelled, .finished: failure = JobError(code: "internal", message: "renaming the output: \(error)")
+                    case .cancelled, .finished:
+                        failure = JobError(code: "internal", message: "renaming the output: \(error)")
                     }
                     action = execution.handle { $0.renamed(.failure(failure)) }
                 }
@@ -188,7 +220,8 @@ struct Attempts: Sendable {
         switch (delivery, execution.stopReason) {
         case (.rename, .leaseLost): logger.warning("Lease lost before committing: output discarded")
         case (.rename, .handBack): logger.warning("Lease renewed too late to commit: output discarded, job handed back")
-        case (.upload, .leaseLost), (.upload, .handBack): logger.warning("Lease lost before uploading: output discarded")
+        case (.upload, .leaseLost), (.upload, .handBack):
+            logger.warning("Lease lost before uploading: output discarded")
         case (_, .cancelRequested), (_, nil): break
         }
     }
@@ -201,7 +234,12 @@ struct Attempts: Sendable {
         let sent = ContinuousClock.now
         do {
             let tracks = execution.export?.tracks ?? []
-            switch try await store.heartbeat(execution.claimed.lease, progress: 1, tracks: tracks, extendBy: options.lease) {
+            switch try await store.heartbeat(
+                execution.claimed.lease,
+                progress: 1,
+                tracks: tracks,
+                extendBy: options.lease
+            ) {
             case .lost:
                 return .lost
             case .held(let cancelRequested):
@@ -211,7 +249,10 @@ struct Attempts: Sendable {
         } catch {
             let deadlinePassed = execution.leaseMayBeLost
             if deadlinePassed {
-                logger.warning("The job database did not answer before the lease's deadline", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "The job database did not answer before the lease's deadline",
+                    metadata: ["error": "\(error)"]
+                )
             } else {
                 logger.warning("Checking the lease failed; trying again", metadata: ["error": "\(error)"])
             }
@@ -227,13 +268,17 @@ struct Attempts: Sendable {
         guard let file = attempt.outputFile, let export = execution.export, let url = export.uploadURL else {
             return .failed(JobError(code: "internal", message: "an upload without an output"))
         }
-        if tries == 0 { attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"]) }
+        if tries == 0 {
+            attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"])
+        }
         let (sender, lease) = (sender, execution.claimed.lease)
         let contentType = RemoteMedia.contentType(of: export.session.format)
         let response: HTTPResponse
         do {
             response = try await onDedicatedThread("jobctl.upload") {
-                RemoteMedia.put(file, to: url, contentType: contentType, attempt: lease, sender: sender) { execution.shouldStopTransfer }
+                RemoteMedia.put(file, to: url, contentType: contentType, attempt: lease, sender: sender) {
+                    execution.shouldStopTransfer
+                }
             }
         } catch {
             return .failed(JobError(code: "internal", message: "could not start the upload: \(error)"))
@@ -244,7 +289,9 @@ struct Attempts: Sendable {
         case .failed(let failure):
             return .failed(failure.error)
         case .stopped:
-            if execution.stopReason == .leaseLost { attempt.logger.warning("Lease lost during the upload: transfer stopped") }
+            if execution.stopReason == .leaseLost {
+                attempt.logger.warning("Lease lost during the upload: transfer stopped")
+            }
             return .stopped
         case .retry(let delay, let what):
             attempt.logger.warning("Upload failed; retrying", metadata: ["error": "\(what)", "retry.in": "\(delay)"])
@@ -266,9 +313,16 @@ struct Attempts: Sendable {
                     result.output = MediaLocation.displayed(url)
                     WorkerMetrics.uploaded(bytes: uploadedBytes)
                 }
-                let accepted = try await store.complete(lease, result: ExportJob.json(result), tracks: execution.export?.tracks ?? [])
+                let accepted = try await store.complete(
+                    lease,
+                    result: ExportJob.json(result),
+                    tracks: execution.export?.tracks ?? []
+                )
                 if accepted {
-                    logger.info("Job completed", metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"])
+                    logger.info(
+                        "Job completed",
+                        metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"]
+                    )
                 } else {
                     logger.warning("Lease lost while completing; the next attempt will replace the output")
                 }
@@ -278,7 +332,11 @@ struct Attempts: Sendable {
                 let accepted = try await store.fail(lease, error: error, retryDelay: delay)
                 if accepted {
                     logger.warning(
-                        "Job failed", metadata: ["error.code": "\(error.code)", "error.message": "\(error.message)", "error.retryable": "\(error.retryable)"]
+                        "Job failed",
+                        metadata: [
+                            "error.code": "\(error.code)", "error.message": "\(error.message)",
+                            "error.retryable": "\(error.retryable)",
+                        ]
                     )
                 }
                 return accepted
@@ -292,7 +350,10 @@ struct Attempts: Sendable {
                 return accepted
             }
         } catch {
-            logger.error("Reporting the outcome failed; the job will be claimed again after its lease", metadata: ["error": "\(error)"])
+            logger.error(
+                "Reporting the outcome failed; the job will be claimed again after its lease",
+                metadata: ["error": "\(error)"]
+            )
             return nil
         }
     }

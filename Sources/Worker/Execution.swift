@@ -77,11 +77,21 @@ final class RunningJobs: Sendable {
     private let executions = Mutex<[ObjectIdentifier: Execution]>([:])
 
     func add(_ execution: Execution) {
-        WorkerMetrics.running(executions.withLock { $0[ObjectIdentifier(execution)] = execution; return $0.count })
+        WorkerMetrics.running(
+            executions.withLock {
+                $0[ObjectIdentifier(execution)] = execution
+                return $0.count
+            }
+        )
     }
 
     func remove(_ execution: Execution) {
-        WorkerMetrics.running(executions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(execution)); return $0.count })
+        WorkerMetrics.running(
+            executions.withLock {
+                _ = $0.removeValue(forKey: ObjectIdentifier(execution))
+                return $0.count
+            }
+        )
     }
 
     var count: Int { executions.withLock { $0.count } }
@@ -93,6 +103,8 @@ final class RunningJobs: Sendable {
     var leases: [Lease] { executions.withLock { $0.values.map(\.claimed.lease) } }
 
     func stop(_ ids: Set<JobID>, reason: AttemptStateMachine.StopReason) {
-        for execution in executions.withLock({ Array($0.values) }) where ids.contains(execution.claimed.job.id) { execution.stop(reason) }
+        for execution in executions.withLock({ Array($0.values) }) where ids.contains(execution.claimed.job.id) {
+            execution.stop(reason)
+        }
     }
 }

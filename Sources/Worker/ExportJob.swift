@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Media
 import Queue
 import SafeHTTP
@@ -13,11 +13,20 @@ struct ExportJob: Sendable {
 
     /// Opens the input and builds the session from the job's stored preset, range and format.
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
-    static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob {
+    static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob
+    {
         let preset = try decodePreset(job)
-        let range = job.range.map { TimeRange(start: Int64(($0.start * 1_000_000).rounded()), duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }) } ?? .all
+        let range =
+            job.range.map {
+                TimeRange(
+                    start: Int64(($0.start * 1_000_000).rounded()),
+                    duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }
+                )
+            } ?? .all
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
-            guard let format = ContainerFormat(rawValue: name) else { throw MediaError(.presetIncompatible, "unknown format '\(name)'") }
+            guard let format = ContainerFormat(rawValue: name) else {
+                throw MediaError(.presetIncompatible, "unknown format '\(name)'")
+            }
             return format
         }
         let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
@@ -34,11 +43,27 @@ struct ExportJob: Sendable {
         var outputPath = job.output
         if uploadURL != nil {
             do {
-                try FileManager.default.createDirectory(atPath: options.stagingDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: options.stagingDirectory,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
             } catch {
-                throw JobFailure(error: JobError(code: "output_unwritable", message: "the staging directory \(options.stagingDirectory) cannot be created (\(error.localizedDescription))"))
+                throw JobFailure(
+                    error: JobError(
+                        code: "output_unwritable",
+                        message:
+                            "the staging directory \(options.stagingDirectory) cannot be created (\(error.localizedDescription))"
+                    )
+                )
             }
-            outputPath = RemoteMedia.stagingPath(for: job.output, jobID: job.id, format: format, preset: preset, directory: options.stagingDirectory)
+            outputPath = RemoteMedia.stagingPath(
+                for: job.output,
+                jobID: job.id,
+                format: format,
+                preset: preset,
+                directory: options.stagingDirectory
+            )
         }
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
@@ -46,7 +71,12 @@ struct ExportJob: Sendable {
             return try Asset(location: job.input, limits: options.limits)
         }
         let session = ExportSession(
-            asset: asset, preset: preset, outputPath: outputPath, format: format, timeRange: range, temporaryTag: "\(job.id)-\(lease.attempt)"
+            asset: asset,
+            preset: preset,
+            outputPath: outputPath,
+            format: format,
+            timeRange: range,
+            temporaryTag: "\(job.id)-\(lease.attempt)"
         )
         return ExportJob(session: session, uploadURL: uploadURL)
     }
@@ -77,8 +107,13 @@ struct ExportJob: Sendable {
     var tracks: [JobTrack] {
         session.tracks.map { track in
             JobTrack(
-                index: track.index, sourceIndex: track.sourceIndex, mediaType: track.mediaType.rawValue,
-                status: JobStatus(rawValue: track.status.rawValue) ?? .unknown, codec: track.codec, read: track.read, written: track.written
+                index: track.index,
+                sourceIndex: track.sourceIndex,
+                mediaType: track.mediaType.rawValue,
+                status: JobStatus(rawValue: track.status.rawValue) ?? .unknown,
+                codec: track.codec,
+                read: track.read,
+                written: track.written
             )
         }
     }

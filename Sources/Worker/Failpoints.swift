@@ -9,7 +9,9 @@ import Synchronization
 /// process nobody sets this for never stops.
 enum Failpoints {
     private static let enabled: Set<Substring> = Set(
-        (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces)[...] }
+        (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)[...]
+        }
     )
     private static let reached = Mutex<Set<String>>([])
 

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Media
 import Queue
 
@@ -22,7 +22,13 @@ struct PathConfinement: Sendable {
         guard let root = inputRoot, !MediaLocation.isRemote(path) else { return }
         let local = path.lowercased().hasPrefix("file://") ? (URL(string: path)?.path ?? path) : path
         guard Self.isInside(Self.resolved(local), root) else {
-            throw JobFailure(error: JobError(code: "input_not_found", message: "\(path) does not exist under this worker's --input-root", retryable: false))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_not_found",
+                    message: "\(path) does not exist under this worker's --input-root",
+                    retryable: false
+                )
+            )
         }
     }
 
@@ -33,8 +39,16 @@ struct PathConfinement: Sendable {
         let directory = Self.resolved((path as NSString).deletingLastPathComponent)
         let name = (path as NSString).lastPathComponent
         let target = Self.resolved((directory as NSString).appendingPathComponent(name))
-        guard name != "..", name != ".", Self.isInside(directory, root) || directory == root, Self.isInside(target, root) else {
-            throw JobFailure(error: JobError(code: "output_forbidden", message: "\(path) is outside this worker's --output-root", retryable: false))
+        guard name != "..", name != ".", Self.isInside(directory, root) || directory == root,
+            Self.isInside(target, root)
+        else {
+            throw JobFailure(
+                error: JobError(
+                    code: "output_forbidden",
+                    message: "\(path) is outside this worker's --output-root",
+                    retryable: false
+                )
+            )
         }
     }
 

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Media
 import Queue
 import SafeHTTP
@@ -22,28 +22,59 @@ enum RemoteMedia {
         let shown = MediaLocation.displayed(url)
         let response = sender.send(HTTPRequest(url: url, method: .get(range: 0...0)))
         if response.failed(with: .refused) {
-            throw JobFailure(error: JobError(
-                code: "input_unreadable",
-                message: "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
-                retryable: false
-            ))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_unreadable",
+                    message:
+                        "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
+                    retryable: false
+                )
+            )
         }
         guard let status = response.statusCode else {
-            throw JobFailure(error: JobError(
-                code: "input_unreadable", message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))", retryable: !response.failed(with: .certificateRejected)
-            ))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_unreadable",
+                    message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))",
+                    retryable: !response.failed(with: .certificateRejected)
+                )
+            )
         }
         switch status {
         case 200..<300:
             return
         case 404, 410:
-            throw JobFailure(error: JobError(code: "input_not_found", message: "\(shown) does not exist (HTTP \(status))", retryable: false))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_not_found",
+                    message: "\(shown) does not exist (HTTP \(status))",
+                    retryable: false
+                )
+            )
         case 300..<400:
-            throw JobFailure(error: JobError(code: "input_unreadable", message: "\(shown) answered HTTP \(status): redirects are not followed; submit the final URL", retryable: false))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_unreadable",
+                    message: "\(shown) answered HTTP \(status): redirects are not followed; submit the final URL",
+                    retryable: false
+                )
+            )
         case 408, 429, 500..<600:
-            throw JobFailure(error: JobError(code: "input_unreadable", message: "\(shown) could not be fetched (HTTP \(status))", retryable: true))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_unreadable",
+                    message: "\(shown) could not be fetched (HTTP \(status))",
+                    retryable: true
+                )
+            )
         default:
-            throw JobFailure(error: JobError(code: "input_unreadable", message: "\(shown) cannot be read (HTTP \(status))", retryable: false))
+            throw JobFailure(
+                error: JobError(
+                    code: "input_unreadable",
+                    message: "\(shown) cannot be read (HTTP \(status))",
+                    retryable: false
+                )
+            )
         }
     }
 
@@ -61,10 +92,18 @@ enum RemoteMedia {
     /// wrote it. Blocking: call it from a thread of its own. `shouldAbort` is asked before
     /// every chunk of the body and at least once a second.
     static func put(
-        _ file: String, to url: String, contentType: String, attempt: Lease, sender: HTTPSender, shouldAbort: @escaping @Sendable () -> Bool
+        _ file: String,
+        to url: String,
+        contentType: String,
+        attempt: Lease,
+        sender: HTTPSender,
+        shouldAbort: @escaping @Sendable () -> Bool
     ) -> HTTPResponse {
         let headers = [("Jobctl-Job", attempt.jobID.rawValue), ("Jobctl-Attempt", "\(attempt.attempt)")]
-        return sender.send(HTTPRequest(url: url, method: .put(file: file, contentType: contentType), headers: headers), shouldAbort: shouldAbort)
+        return sender.send(
+            HTTPRequest(url: url, method: .put(file: file, contentType: contentType), headers: headers),
+            shouldAbort: shouldAbort
+        )
     }
 
     /// Classifies the answer to attempt number `tries` (from 0) of an upload: network
@@ -77,32 +116,64 @@ enum RemoteMedia {
         if response.failed(with: .aborted) { return .stopped }
         if response.succeeded { return .uploaded(bytes: response.uploaded) }
         if response.failed(with: .refused) {
-            return .failed(JobFailure(error: JobError(
-                code: "output_forbidden",
-                message: "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
-                retryable: false
-            )))
+            return .failed(
+                JobFailure(
+                    error: JobError(
+                        code: "output_forbidden",
+                        message:
+                            "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
+                        retryable: false
+                    )
+                )
+            )
         }
-        let what = response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" } ?? (response.failure?.message ?? "no response")
-        let worthRetrying = response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.failed(with: .certificateRejected)
+        let what =
+            response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" }
+            ?? (response.failure?.message ?? "no response")
+        let worthRetrying =
+            response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.failed(
+                with: .certificateRejected
+            )
         guard worthRetrying else {
             // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
             // Another attempt would encode again to get the same answer.
-            return .failed(JobFailure(error: JobError(code: "output_unwritable", message: "uploading to \(shown) failed (\(what))", retryable: false)))
+            return .failed(
+                JobFailure(
+                    error: JobError(
+                        code: "output_unwritable",
+                        message: "uploading to \(shown) failed (\(what))",
+                        retryable: false
+                    )
+                )
+            )
         }
         guard tries < retryDelays.count else {
-            return .failed(JobFailure(error: JobError(
-                code: "output_unwritable", message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))", retryable: true
-            )))
+            return .failed(
+                JobFailure(
+                    error: JobError(
+                        code: "output_unwritable",
+                        message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))",
+                        retryable: true
+                    )
+                )
+            )
         }
         return .retry(after: max(retryDelays[tries], min(response.retryAfter ?? .zero, .seconds(60))), what: what)
     }
 
     /// The local file an export to `url` is written to before its upload:
     /// `STAGING/JOBID.EXT`, the extension from the URL's path (else the format's).
-    static func stagingPath(for url: String, jobID: JobID, format: ContainerFormat?, preset: Preset, directory: String) -> String {
+    static func stagingPath(
+        for url: String,
+        jobID: JobID,
+        format: ContainerFormat?,
+        preset: Preset,
+        directory: String
+    ) -> String {
         let pathExtension = URL(string: url).map { ($0.path as NSString).pathExtension.lowercased() } ?? ""
-        let ext = format?.fileExtension ?? (ContainerFormat(pathExtension: pathExtension) != nil ? pathExtension : preset.format.fileExtension)
+        let ext =
+            format?.fileExtension
+            ?? (ContainerFormat(pathExtension: pathExtension) != nil ? pathExtension : preset.format.fileExtension)
         return (directory as NSString).appendingPathComponent("\(jobID).\(ext)")
     }
 

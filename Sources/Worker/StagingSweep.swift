@@ -20,7 +20,9 @@ struct StagingSweep {
     static func jobID(ofStagingFile name: String) -> JobID? {
         let bare = name.hasPrefix(".") ? name.dropFirst() : Substring(name)
         let candidate = String(bare.prefix(36))
-        guard candidate.count == 36, bare.dropFirst(36).first == ".", UUID(uuidString: candidate) != nil else { return nil }
+        guard candidate.count == 36, bare.dropFirst(36).first == ".", UUID(uuidString: candidate) != nil else {
+            return nil
+        }
         return JobID(candidate)
     }
 
@@ -38,7 +40,10 @@ struct StagingSweep {
                 do {
                     ended[id] = try await store.job(id).map { $0.status.isTerminal } ?? true
                 } catch {
-                    logger.warning("Sweeping the staging directory stopped: the job database did not answer", metadata: ["error": "\(error)"])
+                    logger.warning(
+                        "Sweeping the staging directory stopped: the job database did not answer",
+                        metadata: ["error": "\(error)"]
+                    )
                     break
                 }
             }
@@ -48,17 +53,24 @@ struct StagingSweep {
                 try FileManager.default.removeItem(atPath: path)
                 removed.append(entry)
             } catch {
-                logger.warning("A leftover staging file could not be removed", metadata: ["file": "\(path)", "error": "\(error)"])
+                logger.warning(
+                    "A leftover staging file could not be removed",
+                    metadata: ["file": "\(path)", "error": "\(error)"]
+                )
             }
         }
         if !removed.isEmpty {
-            logger.info("Removed leftover staging files of ended jobs", metadata: ["files": "\(removed.count)", "directory": "\(directory)"])
+            logger.info(
+                "Removed leftover staging files of ended jobs",
+                metadata: ["files": "\(removed.count)", "directory": "\(directory)"]
+            )
         }
         return removed
     }
 
     private func isOld(_ path: String, now: Date) -> Bool {
-        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return false }
+        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        else { return false }
         return now.timeIntervalSince(modified) >= Double(minimumAge.components.seconds)
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import Logging
 import Media
 import Queue
+import SafeHTTP
 import ServiceLifecycle
 import Synchronization
-import SafeHTTP
 
 /// A worker process's service: claims jobs, runs them, reports back (docs/spec.md §5).
 ///
@@ -31,7 +31,12 @@ public final class Worker: Service {
     private let sender: HTTPSender
     private let loop: ClaimLoop<JobClaimer>
 
-    public init(store: any JobQueueDriver & WorkerRegistry, options: WorkerOptions, identity: WorkerIdentity, logger: Logger) {
+    public init(
+        store: any JobQueueDriver & WorkerRegistry,
+        options: WorkerOptions,
+        identity: WorkerIdentity,
+        logger: Logger
+    ) {
         self.store = store
         self.options = options
         self.sender = HTTPSender(policy: options.addressPolicy)
@@ -41,22 +46,37 @@ public final class Worker: Service {
         self.logger = logger
         let attempts = Attempts(store: store, options: options, sender: sender, running: running, logger: logger)
         let claimer = JobClaimer(
-            store: store, identity: identity, options: options, attempts: attempts, running: running,
-            databaseFault: databaseFault, logger: logger
+            store: store,
+            identity: identity,
+            options: options,
+            attempts: attempts,
+            running: running,
+            databaseFault: databaseFault,
+            logger: logger
         )
         let configuration = ClaimLoopStateMachine.Configuration(
-            concurrency: options.concurrency, drain: .stopClaiming(handBackAfter: options.drain), once: options.once
+            concurrency: options.concurrency,
+            drain: .stopClaiming(handBackAfter: options.drain),
+            once: options.once
         )
         var changes: (@Sendable () -> AsyncStream<Void>)?
         if let notifying = store as? any JobStoreChangeNotifying {
             changes = { notifying.changes() }
         }
-        loop = ClaimLoop(driver: claimer, configuration: configuration, pollInterval: options.pollInterval, changes: changes)
+        loop = ClaimLoop(
+            driver: claimer,
+            configuration: configuration,
+            pollInterval: options.pollInterval,
+            changes: changes
+        )
     }
 
     public func run() async throws {
         try await store.workerStarted(identity)
-        logger.info("Worker started", metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"])
+        logger.info(
+            "Worker started",
+            metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"]
+        )
         let stagingSweep = StagingSweep(directory: options.stagingDirectory, store: store, logger: logger)
         await stagingSweep.run()
         await withGracefulShutdownHandler {
@@ -103,8 +123,13 @@ final class JobClaimer: ClaimLoopDriver {
     private let nextHeartbeat: Mutex<ContinuousClock.Instant>
 
     init(
-        store: any JobQueueDriver & WorkerRegistry, identity: WorkerIdentity, options: WorkerOptions, attempts: Attempts, running: RunningJobs,
-        databaseFault: DatabaseFault, logger: Logger
+        store: any JobQueueDriver & WorkerRegistry,
+        identity: WorkerIdentity,
+        options: WorkerOptions,
+        attempts: Attempts,
+        running: RunningJobs,
+        databaseFault: DatabaseFault,
+        logger: Logger
     ) {
         self.store = store
         self.identity = identity
@@ -137,12 +162,18 @@ final class JobClaimer: ClaimLoopDriver {
     func observe(_ event: ClaimLoopEvent) {
         switch event {
         case .drainStarted(let count):
-            logger.info("Worker draining", metadata: ["worker.running": "\(count)", "worker.drain": "\(options.drain)"])
+            logger.info(
+                "Worker draining",
+                metadata: ["worker.running": "\(count)", "worker.drain": "\(options.drain)"]
+            )
         case .claimed:
             break
         case .claimFailed(let error as JobStoreError, .damaged, _):
             // Damage does not heal: say how to recover; `--once` ends here.
-            logger.critical("The job database is damaged", metadata: ["error.code": "\(error.code)", "error": "\(error.message)"])
+            logger.critical(
+                "The job database is damaged",
+                metadata: ["error.code": "\(error.code)", "error": "\(error.message)"]
+            )
         case .claimFailed(let error, _, let retryIn):
             // The database is unreachable or busy beyond its timeout: back off, keep running jobs.
             logger.error("Claiming failed", metadata: ["error": "\(error)", "retry.in": "\(retryIn)"])

@@ -8,17 +8,24 @@ enum WorkerMetrics {
     /// How an attempt ended (`outcome`: the state machine's outcome, e.g. `handed_back`).
     static func attemptEnded(_ outcome: AttemptStateMachine.Outcome, after duration: Duration) {
         Counter(label: "jobctl_job_attempts_total", dimensions: [("outcome", outcome.rawValue)]).increment()
-        Metrics.Timer(label: "jobctl_job_duration_seconds", dimensions: [("outcome", outcome.rawValue)]).record(duration: duration)
+        Metrics.Timer(label: "jobctl_job_duration_seconds", dimensions: [("outcome", outcome.rawValue)]).record(
+            duration: duration
+        )
     }
 
     /// A no-op job (queue benchmarks, health checks) completed; its duration is not timed.
     static func noopCompleted() {
-        Counter(label: "jobctl_job_attempts_total", dimensions: [("outcome", AttemptStateMachine.Outcome.completed.rawValue)]).increment()
+        Counter(
+            label: "jobctl_job_attempts_total",
+            dimensions: [("outcome", AttemptStateMachine.Outcome.completed.rawValue)]
+        ).increment()
     }
 
     /// From the moment a job could run (submitted, or its retry backoff over) to its claim.
     static func claimed(runAt: Date) {
-        Metrics.Timer(label: "jobctl_pickup_latency_seconds").record(duration: .milliseconds(Int64(max(0, Date().timeIntervalSince(runAt)) * 1000)))
+        Metrics.Timer(label: "jobctl_pickup_latency_seconds").record(
+            duration: .milliseconds(Int64(max(0, Date().timeIntervalSince(runAt)) * 1000))
+        )
     }
 
     /// Seconds of media produced per second of wall time (× real time) of a completed export.

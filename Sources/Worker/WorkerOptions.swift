@@ -37,12 +37,20 @@ public struct WorkerOptions: Sendable {
     public var limits: ResourceLimits
 
     public init(
-        name: String, concurrency: Int = 1, lease: Duration = .seconds(30), drain: Duration = .seconds(30), once: Bool = false,
-        pollInterval: Duration = .milliseconds(100), cancellationCheckInterval: Duration = .milliseconds(500),
-        retryPolicy: RetryPolicy = .default, addressPolicy: AddressPolicy = AddressPolicy(),
+        name: String,
+        concurrency: Int = 1,
+        lease: Duration = .seconds(30),
+        drain: Duration = .seconds(30),
+        once: Bool = false,
+        pollInterval: Duration = .milliseconds(100),
+        cancellationCheckInterval: Duration = .milliseconds(500),
+        retryPolicy: RetryPolicy = .default,
+        addressPolicy: AddressPolicy = AddressPolicy(),
         stagingDirectory: String = WorkerOptions.defaultStagingDirectory,
         uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)],
-        inputRoot: String? = nil, outputRoot: String? = nil, limits: ResourceLimits = .default
+        inputRoot: String? = nil,
+        outputRoot: String? = nil,
+        limits: ResourceLimits = .default
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
         self.name = name

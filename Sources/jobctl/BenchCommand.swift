@@ -1,4 +1,3 @@
-import SafeHTTP
 import ArgumentParser
 import Foundation
 import Logging
@@ -6,6 +5,7 @@ import PostgresNIO
 import Queue
 import QueuePostgres
 import QueueSQLite
+import SafeHTTP
 import Webhooks
 
 struct BenchCommand: AsyncParsableCommand {
@@ -21,7 +21,8 @@ struct BenchCommand: AsyncParsableCommand {
 struct QueueBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
-        abstract: "Measure queue throughput (no-op jobs per second, N worker processes) and pickup latency (submit → claimed).",
+        abstract:
+            "Measure queue throughput (no-op jobs per second, N worker processes) and pickup latency (submit → claimed).",
         discussion: """
             Throughput: JOBS no-op jobs are inserted into a fresh SQLite database, then N `jobctl \
             worker --once` processes run them all; jobs/s = JOBS / the time until the last worker \
@@ -52,7 +53,12 @@ struct QueueBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The workers' idle poll interval.", valueName: "duration"))
     var poll = DurationArgument(.milliseconds(100))
 
-    @Option(help: ArgumentHelp("A dedicated, empty PostgreSQL database to measure instead of SQLite (it is emptied between runs).", valueName: "postgres://…"))
+    @Option(
+        help: ArgumentHelp(
+            "A dedicated, empty PostgreSQL database to measure instead of SQLite (it is emptied between runs).",
+            valueName: "postgres://…"
+        )
+    )
     var db: String?
 
     @OptionGroup var global: GlobalOptions
@@ -112,7 +118,10 @@ struct QueueBenchCommand: AsyncParsableCommand {
         /// This lives here, in the benchmark that checked the database was empty when it began,
         /// and not on the store: no store API deletes jobs wholesale.
         static func emptyTables(url: String, logger: Logger) async throws {
-            let client = PostgresClient(configuration: try PostgresJobStore.configuration(from: url), backgroundLogger: logger)
+            let client = PostgresClient(
+                configuration: try PostgresJobStore.configuration(from: url),
+                backgroundLogger: logger
+            )
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { await client.run() }
                 try await client.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: logger)
@@ -125,23 +134,31 @@ struct QueueBenchCommand: AsyncParsableCommand {
 
     private func measure(_ fresh: () async throws -> any BenchDatabase) async throws {
         let counts = workers.split(separator: ",").compactMap { Int($0) }
-        print("| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |")
+        print(
+            "| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---|")
         for count in counts {
             var runs: [Double] = []
             for _ in 0..<max(1, repeats) {
                 let (seconds, completed) = try await throughput(workers: count, in: try await fresh())
-                guard completed == jobs else { throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed") }
+                guard completed == jobs else {
+                    throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed")
+                }
                 runs.append(seconds)
             }
             let median = runs.sorted()[runs.count / 2]
             let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
-            print("| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", median)) | **\(Int(Double(jobs) / median))** | \(all) |")
+            print(
+                "| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", median)) | **\(Int(Double(jobs) / median))** | \(all) |"
+            )
         }
         let latencies = try await pickupLatencies(in: try await fresh()).sorted()
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         print("")
-        print("Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms")
+        print(
+            "Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms"
+        )
     }
 
     private func scratch() throws -> String {
@@ -153,7 +170,11 @@ struct QueueBenchCommand: AsyncParsableCommand {
     private func startWorker(_ database: String, name: String, once: Bool) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        process.arguments = ["worker", "--db", database, "--name", name, "--concurrency", "\(concurrency)", "--poll", "\(poll.duration.seconds)"]
+        process.arguments =
+            [
+                "worker", "--db", database, "--name", name, "--concurrency", "\(concurrency)", "--poll",
+                "\(poll.duration.seconds)",
+            ]
             + (once ? ["--once"] : [])
         process.standardError = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
@@ -161,7 +182,10 @@ struct QueueBenchCommand: AsyncParsableCommand {
         return process
     }
 
-    private func throughput(workers count: Int, in database: any BenchDatabase) async throws -> (seconds: Double, completed: Int) {
+    private func throughput(
+        workers count: Int,
+        in database: any BenchDatabase
+    ) async throws -> (seconds: Double, completed: Int) {
         defer { database.done() }
         let store = database.store
         for index in 0..<jobs {
@@ -183,7 +207,9 @@ struct QueueBenchCommand: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(500))
         var latencies: [Double] = []
         for index in 0..<samples {
-            let (job, _) = try await store.submit(JobRequest(kind: .noop, input: "latency-\(index)", output: "", preset: "noop"))
+            let (job, _) = try await store.submit(
+                JobRequest(kind: .noop, input: "latency-\(index)", output: "", preset: "noop")
+            )
             var finished: Job?
             while finished == nil {
                 try await Task.sleep(for: .milliseconds(2))
@@ -201,7 +227,8 @@ struct QueueBenchCommand: AsyncParsableCommand {
 struct WebhookBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webhooks",
-        abstract: "Measure webhook deliveries per second and latency (job finished → request received) to a local receiver.",
+        abstract:
+            "Measure webhook deliveries per second and latency (job finished → request received) to a local receiver.",
         discussion: """
             JOBS no-op jobs with a webhook are inserted into a fresh database; one worker runs them \
             and its dispatcher delivers the events to scripts/webhook-receiver.py on loopback \
@@ -240,19 +267,33 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             if byte.isEmpty || byte == Data("\n".utf8) { break }
             line.append(byte)
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: "")) else {
+        guard let port = Int(String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: ""))
+        else {
             throw CommandFailure.failed(code: "internal", "the receiver did not start (\(receiver))")
         }
 
         let database = directory + "/jobs.sqlite"
         let store = try SQLiteJobStore(path: database)
         for index in 0..<jobs {
-            _ = try await store.submit(JobRequest(kind: .noop, input: "noop-\(index)", output: "", preset: "noop", webhook: "http://127.0.0.1:\(port)/hook"))
+            _ = try await store.submit(
+                JobRequest(
+                    kind: .noop,
+                    input: "noop-\(index)",
+                    output: "",
+                    preset: "noop",
+                    webhook: "http://127.0.0.1:\(port)/hook"
+                )
+            )
         }
         let worker = Process()
         worker.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        worker.arguments = ["worker", "--db", database, "--concurrency", "32", "--allow-private-webhooks", "--webhook-concurrency", "\(webhookConcurrency)"]
-        worker.environment = ProcessInfo.processInfo.environment.merging(["JOBCTL_WEBHOOK_SECRET": WebhookSecret.generate()]) { $1 }
+        worker.arguments = [
+            "worker", "--db", database, "--concurrency", "32", "--allow-private-webhooks", "--webhook-concurrency",
+            "\(webhookConcurrency)",
+        ]
+        worker.environment = ProcessInfo.processInfo.environment.merging([
+            "JOBCTL_WEBHOOK_SECRET": WebhookSecret.generate()
+        ]) { $1 }
         worker.standardError = FileHandle.nullDevice
         let start = Date()
         try worker.run()
@@ -262,26 +303,44 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         while count < jobs {
             try await Task.sleep(for: .milliseconds(100))
             count = ((try? Data(contentsOf: URL(fileURLWithPath: log))) ?? Data()).reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-            if Date().timeIntervalSince(start) > 300 { throw CommandFailure.failed(code: "internal", "only \(count) of \(jobs) webhooks arrived in 5 min") }
+            if Date().timeIntervalSince(start) > 300 {
+                throw CommandFailure.failed(code: "internal", "only \(count) of \(jobs) webhooks arrived in 5 min")
+            }
         }
         let received = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let last = received.compactMap { $0["receivedAt"] as? Double }.max() ?? Date().timeIntervalSince1970
         let seconds = last - start.timeIntervalSince1970
-        let finished = Dictionary(try await store.jobs(status: .completed, limit: jobs * 2).map { ($0.id.rawValue, $0.finishedAt ?? start) }, uniquingKeysWith: { a, _ in a })
+        let finished = Dictionary(
+            try await store.jobs(status: .completed, limit: jobs * 2).map { ($0.id.rawValue, $0.finishedAt ?? start) },
+            uniquingKeysWith: { a, _ in a }
+        )
         let latencies = received.compactMap { record -> Double? in
-            guard let id = record["jobId"] as? String, let at = record["receivedAt"] as? Double, let done = finished[id] else { return nil }
+            guard let id = record["jobId"] as? String, let at = record["receivedAt"] as? Double, let done = finished[id]
+            else { return nil }
             return (at - done.timeIntervalSince1970) * 1000
         }.sorted()
-        func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        }
         print("| events | dispatcher concurrency | seconds | deliveries/s | latency p50 | latency p99 |")
         print("|---:|---:|---:|---:|---:|---:|")
-        print("| \(jobs) | \(webhookConcurrency) | \(String(format: "%.2f", seconds)) | **\(Int(Double(jobs) / seconds))** | \(String(format: "%.0f", percentile(0.5))) ms | \(String(format: "%.0f", percentile(0.99))) ms |")
+        print(
+            "| \(jobs) | \(webhookConcurrency) | \(String(format: "%.2f", seconds)) | **\(Int(Double(jobs) / seconds))** | \(String(format: "%.0f", percentile(0.5))) ms | \(String(format: "%.0f", percentile(0.99))) ms |"
+        )
         print("")
         print("Idle latency (one event at a time, nothing else queued):")
         var idle: [Double] = []
         for index in 0..<20 {
-            let (job, _) = try await store.submit(JobRequest(kind: .noop, input: "idle-\(index)", output: "", preset: "noop", webhook: "http://127.0.0.1:\(port)/idle"))
+            let (job, _) = try await store.submit(
+                JobRequest(
+                    kind: .noop,
+                    input: "idle-\(index)",
+                    output: "",
+                    preset: "noop",
+                    webhook: "http://127.0.0.1:\(port)/idle"
+                )
+            )
             var done: Job?
             while done == nil {
                 try await Task.sleep(for: .milliseconds(5))
@@ -290,14 +349,20 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             var arrival: Double?
             while arrival == nil {
                 try await Task.sleep(for: .milliseconds(5))
-                arrival = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line -> Double? in
-                    guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], record["jobId"] as? String == job.id.rawValue else { return nil }
-                    return record["receivedAt"] as? Double
-                }.first
+                arrival =
+                    ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                        line -> Double? in
+                        guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                            record["jobId"] as? String == job.id.rawValue
+                        else { return nil }
+                        return record["receivedAt"] as? Double
+                    }.first
             }
             idle.append((arrival! - done!.finishedAt!.timeIntervalSince1970) * 1000)
         }
         idle.sort()
-        print("p50 \(String(format: "%.1f", idle[idle.count / 2])) ms, max \(String(format: "%.1f", idle.last!)) ms over \(idle.count) events")
+        print(
+            "p50 \(String(format: "%.1f", idle[idle.count / 2])) ms, max \(String(format: "%.1f", idle.last!)) ms over \(idle.count) events"
+        )
     }
 }

@@ -54,7 +54,9 @@ struct ExportCommand: AsyncParsableCommand {
             do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
         }
         if output.contains("://") {
-            throw ValidationError("export writes a local file; to upload to a URL, queue a job: jobctl submit INPUT --preset P --output URL")
+            throw ValidationError(
+                "export writes a local file; to upload to a URL, queue a job: jobctl submit INPUT --preset P --output URL"
+            )
         }
     }
 
@@ -71,7 +73,11 @@ struct ExportCommand: AsyncParsableCommand {
             let pid = ProcessInfo.processInfo.processIdentifier
             ExportCommand.removeLeftovers(of: output)
             let session = ExportSession(
-                asset: asset, preset: preset, outputPath: output, format: format, timeRange: timeRange,
+                asset: asset,
+                preset: preset,
+                outputPath: output,
+                format: format,
+                timeRange: timeRange,
                 temporaryTag: "export-\(pid)-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
             )
 
@@ -84,9 +90,10 @@ struct ExportCommand: AsyncParsableCommand {
                 source.resume()
                 return source
             }
-            defer { signals.forEach { $0.cancel() } }
+            defer { for signal in signals { signal.cancel() } }
 
-            let expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).expectedDuration
+            let expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+                .expectedDuration
             let bar = Terminal.stderrIsTTY && !json ? ProgressBar(total: expected.map { Double($0) / 1_000_000 }) : nil
             let progress = Task {
                 while !Task.isCancelled, let bar {
@@ -113,12 +120,15 @@ struct ExportCommand: AsyncParsableCommand {
     /// (their process is gone) at least 10 minutes ago. A live export's file, or another
     /// host's on a shared directory (its PID means nothing here, but it is being written), stays.
     static func removeLeftovers(of output: String) {
-        let directory = (output as NSString).deletingLastPathComponent.isEmpty ? "." : (output as NSString).deletingLastPathComponent
+        let directory =
+            (output as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (output as NSString).deletingLastPathComponent
         let prefix = "." + (output as NSString).lastPathComponent + ".export-"
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".jobctl.tmp") {
             let path = (directory as NSString).appendingPathComponent(entry)
-            guard let pid = Int32(entry.dropFirst(prefix.count).prefix { $0 != "-" }), kill(pid, 0) != 0, errno == ESRCH,
+            guard let pid = Int32(entry.dropFirst(prefix.count).prefix { $0 != "-" }), kill(pid, 0) != 0,
+                errno == ESRCH,
                 let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
                 modified.timeIntervalSinceNow < -600
             else { continue }
@@ -128,8 +138,10 @@ struct ExportCommand: AsyncParsableCommand {
 
     private func printSummary(_ result: ExportResult, asset: Asset) {
         let range = result.actualRange
-        print("\(result.output): \(Terminal.seconds(result.duration)), \(Terminal.bytes(result.bytes)) "
-            + "(from \(Terminal.seconds(range.start)) to \(Terminal.seconds(range.start + range.duration)) of \(asset.displayName))")
+        print(
+            "\(result.output): \(Terminal.seconds(result.duration)), \(Terminal.bytes(result.bytes)) "
+                + "(from \(Terminal.seconds(range.start)) to \(Terminal.seconds(range.start + range.duration)) of \(asset.displayName))"
+        )
         for track in result.tracks {
             var line = "  #\(track.index) \(track.mediaType) \(track.codec)"
             if let width = track.width, let height = track.height { line += " \(width)x\(height)" }

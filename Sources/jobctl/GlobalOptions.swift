@@ -6,10 +6,18 @@ import Observability
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Flag(name: .shortAndLong, help: "Log more: -v shows FFmpeg's warnings, -vv its verbose messages and our debug log.")
+    @Flag(
+        name: .shortAndLong,
+        help: "Log more: -v shows FFmpeg's warnings, -vv its verbose messages and our debug log."
+    )
     var verbose: Int
 
-    @Option(help: ArgumentHelp("How logs are written to stderr: text, or json (one object per line). Env: JOBCTL_LOG_FORMAT.", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "How logs are written to stderr: text, or json (one object per line). Env: JOBCTL_LOG_FORMAT.",
+            valueName: "format"
+        )
+    )
     var logFormat: LogFormat?
 
     enum LogFormat: String, ExpressibleByArgument, CaseIterable {
@@ -20,7 +28,9 @@ struct GlobalOptions: ParsableArguments {
     /// - Parameter defaultLevel: without -v (a worker logs what it does at info).
     func bootstrapLogging(defaultLevel: Logger.Level = .warning) -> Logger {
         let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : defaultLevel
-        let format = logFormat ?? ProcessInfo.processInfo.environment["JOBCTL_LOG_FORMAT"].flatMap(LogFormat.init(rawValue:)) ?? .text
+        let format =
+            logFormat ?? ProcessInfo.processInfo.environment["JOBCTL_LOG_FORMAT"].flatMap(LogFormat.init(rawValue:))
+            ?? .text
         LoggingSystem.bootstrap { label in
             switch format {
             case .text:
@@ -34,14 +44,20 @@ struct GlobalOptions: ParsableArguments {
             }
         }
         let logger = Logger(label: "jobctl")
-        FFmpegLog.bootstrap(logger: Logger(label: "ffmpeg"), verbosity: verbose >= 2 ? .verbose : verbose == 1 ? .warnings : .quiet)
+        FFmpegLog.bootstrap(
+            logger: Logger(label: "ffmpeg"),
+            verbosity: verbose >= 2 ? .verbose : verbose == 1 ? .warnings : .quiet
+        )
         return logger
     }
 }
 
 /// Where custom presets come from.
 struct PresetOptions: ParsableArguments {
-    @Option(name: .customLong("presets"), help: ArgumentHelp("A JSON file of custom presets (the fields of `presets --json`).", valueName: "file"))
+    @Option(
+        name: .customLong("presets"),
+        help: ArgumentHelp("A JSON file of custom presets (the fields of `presets --json`).", valueName: "file")
+    )
     var presetsFile: String?
 
     /// The built-in presets plus the custom file's (`--presets`, else `JOBCTL_PRESETS`).
@@ -61,41 +77,67 @@ extension ContainerFormat: ExpressibleByArgument {}
 
 /// Resource limits (docs/spec.md §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
 struct LimitOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 4096x4096). Env: JOBCTL_MAX_PIXELS.", valueName: "pixels"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 4096x4096). Env: JOBCTL_MAX_PIXELS.",
+            valueName: "pixels"
+        )
+    )
     var maxPixels: PixelCount?
 
-    @Option(help: ArgumentHelp("The longest output, e.g. 90m (default 12h). Env: JOBCTL_MAX_DURATION.", valueName: "duration"))
+    @Option(
+        help: ArgumentHelp(
+            "The longest output, e.g. 90m (default 12h). Env: JOBCTL_MAX_DURATION.",
+            valueName: "duration"
+        )
+    )
     var maxDuration: DurationArgument?
 
-    @Option(help: ArgumentHelp("The most streams an input may have (default 64). Env: JOBCTL_MAX_TRACKS.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp("The most streams an input may have (default 64). Env: JOBCTL_MAX_TRACKS.", valueName: "n")
+    )
     var maxTracks: Int?
 
-    @Option(help: ArgumentHelp(
-        "The largest output file: bytes, or with K, M, G, T (default 64G). Env: JOBCTL_MAX_OUTPUT_SIZE.", valueName: "size"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "The largest output file: bytes, or with K, M, G, T (default 64G). Env: JOBCTL_MAX_OUTPUT_SIZE.",
+            valueName: "size"
+        )
+    )
     var maxOutputSize: ByteCount?
 
     func validate() throws {
         if let maxTracks, maxTracks < 1 { throw ValidationError("--max-tracks is at least 1") }
-        if let maxDuration, maxDuration.duration <= .zero { throw ValidationError("--max-duration must be more than 0") }
+        if let maxDuration, maxDuration.duration <= .zero {
+            throw ValidationError("--max-duration must be more than 0")
+        }
     }
 
     /// The limits in effect. A malformed environment variable is a usage error naming it.
     func limits(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ResourceLimits {
         func fromEnvironment<T>(_ name: String, _ parse: (String) -> T?) throws -> T? {
             guard let text = environment[name], !text.isEmpty else { return nil }
-            guard let value = parse(text) else { throw CommandFailure.usage("\(name)='\(text)' is not valid (see jobctl export --help)") }
+            guard let value = parse(text) else {
+                throw CommandFailure.usage("\(name)='\(text)' is not valid (see jobctl export --help)")
+            }
             return value
         }
         var limits = ResourceLimits.default
-        if let pixels = try maxPixels ?? fromEnvironment("JOBCTL_MAX_PIXELS", PixelCount.init(argument:)) { limits.maxPixels = pixels.value }
-        if let duration = try maxDuration ?? fromEnvironment("JOBCTL_MAX_DURATION", DurationArgument.init(argument:)) {
-            limits.maxDuration = duration.duration.components.seconds * 1_000_000 + duration.duration.components.attoseconds / 1_000_000_000_000
+        if let pixels = try maxPixels ?? fromEnvironment("JOBCTL_MAX_PIXELS", PixelCount.init(argument:)) {
+            limits.maxPixels = pixels.value
         }
-        if let tracks = try maxTracks ?? fromEnvironment("JOBCTL_MAX_TRACKS", { Int($0).flatMap { $0 > 0 ? $0 : nil } }) { limits.maxTracks = tracks }
-        if let bytes = try maxOutputSize ?? fromEnvironment("JOBCTL_MAX_OUTPUT_SIZE", ByteCount.init(argument:)) { limits.maxOutputBytes = bytes.value }
+        if let duration = try maxDuration ?? fromEnvironment("JOBCTL_MAX_DURATION", DurationArgument.init(argument:)) {
+            limits.maxDuration =
+                duration.duration.components.seconds * 1_000_000 + duration.duration.components.attoseconds
+                / 1_000_000_000_000
+        }
+        if let tracks = try maxTracks ?? fromEnvironment("JOBCTL_MAX_TRACKS", { Int($0).flatMap { $0 > 0 ? $0 : nil } })
+        {
+            limits.maxTracks = tracks
+        }
+        if let bytes = try maxOutputSize ?? fromEnvironment("JOBCTL_MAX_OUTPUT_SIZE", ByteCount.init(argument:)) {
+            limits.maxOutputBytes = bytes.value
+        }
         return limits
     }
 }
@@ -107,8 +149,11 @@ struct PixelCount: ExpressibleByArgument, Sendable {
     init?(argument: String) {
         let parts = argument.lowercased().split(separator: "x")
         let numbers = parts.compactMap { Int($0) }
-        guard numbers.count == parts.count, (1...2).contains(numbers.count), numbers.allSatisfy({ $0 > 0 }) else { return nil }
-        let (product, overflow) = numbers.count == 2 ? numbers[0].multipliedReportingOverflow(by: numbers[1]) : (numbers[0], false)
+        guard numbers.count == parts.count, (1...2).contains(numbers.count), numbers.allSatisfy({ $0 > 0 }) else {
+            return nil
+        }
+        let (product, overflow) =
+            numbers.count == 2 ? numbers[0].multipliedReportingOverflow(by: numbers[1]) : (numbers[0], false)
         guard !overflow else { return nil }
         value = product
     }
@@ -119,7 +164,8 @@ struct ByteCount: ExpressibleByArgument, Sendable {
     var value: Int64
 
     init?(argument: String) {
-        let text = argument.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
+        let text = argument.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "")
+            .replacingOccurrences(of: "B", with: "")
         let scales: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
         var number = Substring(text)
         var scale: Int64 = 1

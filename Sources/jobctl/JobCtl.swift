@@ -17,7 +17,8 @@ struct JobCtl: AsyncParsableCommand {
             """,
         version: JobCtl.version,
         subcommands: [
-            SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self, WaitCommand.self,
+            SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self,
+            WaitCommand.self,
             WatchCommand.self, WorkerCommand.self, WorkersCommand.self, MigrateCommand.self, WebhooksCommand.self,
             ExportCommand.self, ProbeCommand.self, PresetsCommand.self, SampleCommand.self, BenchCommand.self,
         ]
@@ -45,9 +46,13 @@ struct JobCtl: AsyncParsableCommand {
             let code = exitCode(for: error)
             // Help, --version, and our own exits (the error line is already printed).
             if code == .success || error is ExitCode { exit(withError: error) }
-            let text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let text = message(for: error).split(whereSeparator: \.isNewline).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
             if code.rawValue == CommandFailure.usageExitCode {
-                let command = arguments.first { !$0.hasPrefix("-") }.flatMap { name in configuration.subcommands.first { $0._commandName == name }?._commandName }
+                let command = arguments.first { !$0.hasPrefix("-") }.flatMap { name in
+                    configuration.subcommands.first { $0._commandName == name }?._commandName
+                }
                 let help = command.map { "jobctl \($0) --help" } ?? "jobctl --help"
                 Terminal.printError("error: usage: \(text.joined(separator: "; ")) (see \(help))")
             } else {
@@ -60,10 +65,18 @@ struct JobCtl: AsyncParsableCommand {
     /// Why an argument cannot be used, if one is not valid UTF-8.
     static func invalidArgument() -> String? {
         for index in 1..<Int(CommandLine.argc) {
-            guard let pointer = CommandLine.unsafeArgv[index], String(validatingCString: pointer) == nil else { continue }
-            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
-            let shown = bytes.map { (32..<127).contains($0) ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0) }.joined()
-            return "argument \(index) ('\(shown)') is not valid UTF-8: jobctl takes file names and URLs as UTF-8 text; rename the file (e.g. with convmv)"
+            guard let pointer = CommandLine.unsafeArgv[index], String(validatingCString: pointer) == nil else {
+                continue
+            }
+            let bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
+                count: strlen(pointer)
+            )
+            let shown = bytes.map {
+                (32..<127).contains($0) ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0)
+            }.joined()
+            return
+                "argument \(index) ('\(shown)') is not valid UTF-8: jobctl takes file names and URLs as UTF-8 text; rename the file (e.g. with convmv)"
         }
         return nil
     }

@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 import Queue
 
 /// How jobs look to people (`--json` prints the job JSON instead).
@@ -7,30 +7,42 @@ enum JobFormatting {
     /// `0193…  completed  100%  low  talk.mov → talk.low.mp4`
     static func line(_ job: Job) -> String {
         let progress = job.status == .reading ? String(format: "%3d%%", Int(job.progress * 100)) : "    "
-        var line = "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.displayInput) → \(job.displayOutput)"
+        var line =
+            "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.displayInput) → \(job.displayOutput)"
         if let error = job.error, job.status != .completed { line += "  [\(error.code)]" }
         return line
     }
 
     static func details(_ job: Job) -> String {
         var lines = ["job \(job.id)"]
-        lines.append("  status    \(job.status)" + (job.cancelRequested ? " (cancellation requested)" : "")
-            + (job.status == .reading ? String(format: ", %.0f%%", job.progress * 100) : ""))
-        lines.append("  kind      \(job.kind.rawValue), preset \(job.preset)" + (job.format.map { ", format \($0)" } ?? ""))
+        lines.append(
+            "  status    \(job.status)" + (job.cancelRequested ? " (cancellation requested)" : "")
+                + (job.status == .reading ? String(format: ", %.0f%%", job.progress * 100) : "")
+        )
+        lines.append(
+            "  kind      \(job.kind.rawValue), preset \(job.preset)" + (job.format.map { ", format \($0)" } ?? "")
+        )
         lines.append("  input     \(job.displayInput)")
         lines.append("  output    \(job.displayOutput)")
         if let range = job.range {
             lines.append("  range     from \(range.start) s" + (range.duration.map { " for \($0) s" } ?? " to the end"))
         }
-        lines.append("  attempt   \(job.attempt) of \(job.maxAttempts), priority \(job.priority)" + (job.worker.map { ", worker \($0)" } ?? ""))
+        lines.append(
+            "  attempt   \(job.attempt) of \(job.maxAttempts), priority \(job.priority)"
+                + (job.worker.map { ", worker \($0)" } ?? "")
+        )
         lines.append("  created   \(Job.timestamp(job.createdAt))")
         if let started = job.startedAt { lines.append("  started   \(Job.timestamp(started))") }
         if let finished = job.finishedAt { lines.append("  finished  \(Job.timestamp(finished))") }
         if job.status == .unknown && job.runAt > Date() { lines.append("  next try  \(Job.timestamp(job.runAt))") }
         for track in job.tracks {
-            lines.append("  track #\(track.index) \(track.mediaType) \(track.codec ?? "?"): \(track.status), read \(track.read), written \(track.written)")
+            lines.append(
+                "  track #\(track.index) \(track.mediaType) \(track.codec ?? "?"): \(track.status), read \(track.read), written \(track.written)"
+            )
         }
-        if let error = job.error { lines.append("  error     \(error.code): \(error.message)" + (error.retryable ? " (retryable)" : "")) }
+        if let error = job.error {
+            lines.append("  error     \(error.code): \(error.message)" + (error.retryable ? " (retryable)" : ""))
+        }
         if let result = job.result {
             let bytes = result["bytes"]?.doubleValue.map { Terminal.bytes(Int64($0)) } ?? "?"
             let duration = result["duration"]?.doubleValue.map { String(format: "%.3f s", $0) } ?? "?"
@@ -50,6 +62,8 @@ enum JobFormatting {
 /// Parses a job id argument.
 func jobID(_ text: String) throws -> JobID {
     let id = JobID(text)
-    guard id.isWellFormed else { throw CommandFailure.usage("'\(text)' is not a job id (ids look like 0193f1c2-7a4e-7d3b-9c1e-5b6a7c8d9e0f)") }
+    guard id.isWellFormed else {
+        throw CommandFailure.usage("'\(text)' is not a job id (ids look like 0193f1c2-7a4e-7d3b-9c1e-5b6a7c8d9e0f)")
+    }
     return id
 }

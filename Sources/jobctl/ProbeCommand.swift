@@ -15,7 +15,10 @@ struct ProbeCommand: AsyncParsableCommand {
     @Argument(help: "A media file, or an http(s) URL.")
     var input: String
 
-    @Flag(name: .customLong("presets"), help: "Also tell which presets can export this input, and why the others cannot.")
+    @Flag(
+        name: .customLong("presets"),
+        help: "Also tell which presets can export this input, and why the others cannot."
+    )
     var checkPresets = false
 
     @Flag(help: "Print JSON on stdout.")
@@ -51,15 +54,25 @@ struct ProbeCommand: AsyncParsableCommand {
         try await reportingFailures {
             let asset = try Asset(location: input, limits: limits.limits())
             var report = Report(
-                input: input, container: asset.container, containerLongName: asset.containerLongName,
-                duration: asset.durationSeconds, startTime: Double(asset.startTime) / 1_000_000, bitrate: asset.bitrate,
-                size: asset.fileSize, tracks: asset.tracks
+                input: input,
+                container: asset.container,
+                containerLongName: asset.containerLongName,
+                duration: asset.durationSeconds,
+                startTime: Double(asset.startTime) / 1_000_000,
+                bitrate: asset.bitrate,
+                size: asset.fileSize,
+                tracks: asset.tracks
             )
             if checkPresets {
                 let catalog = try PresetOptions.catalog(file: presetsFile)
                 report.presets = catalog.presets.map { preset in
                     let problem = preset.incompatibility(with: asset)
-                    return PresetCheck(name: preset.name, compatible: problem == nil, code: problem?.code.rawValue, reason: problem?.message)
+                    return PresetCheck(
+                        name: preset.name,
+                        compatible: problem == nil,
+                        code: problem?.code.rawValue,
+                        reason: problem?.message
+                    )
                 }
             }
             if json { try Terminal.printJSON(report) } else { printReport(report) }
@@ -77,7 +90,9 @@ struct ProbeCommand: AsyncParsableCommand {
             var parts = ["\(track.mediaType): \(track.codec)" + (track.profile.map { " (\($0))" } ?? "")]
             if let width = track.width, let height = track.height {
                 var size = "\(width)x\(height)"
-                if let displayWidth = track.displayWidth, let displayHeight = track.displayHeight, displayWidth != width || displayHeight != height {
+                if let displayWidth = track.displayWidth, let displayHeight = track.displayHeight,
+                    displayWidth != width || displayHeight != height
+                {
                     size += " shown \(displayWidth)x\(displayHeight)"
                 }
                 parts.append(size)

@@ -55,8 +55,12 @@ struct ShowCommand: AsyncParsableCommand {
             if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
             print(JobFormatting.details(job))
             for delivery in deliveries {
-                let last = delivery.log.last.map { $0.statusCode.map { "HTTP \($0)" } ?? ($0.error ?? "no response") } ?? "not sent yet"
-                print("  delivery  \(delivery.id) \(delivery.type): \(delivery.status), \(delivery.attempts) attempt(s), last \(last)")
+                let last =
+                    delivery.log.last.map { $0.statusCode.map { "HTTP \($0)" } ?? ($0.error ?? "no response") }
+                    ?? "not sent yet"
+                print(
+                    "  delivery  \(delivery.id) \(delivery.type): \(delivery.status), \(delivery.attempts) attempt(s), last \(last)"
+                )
             }
         }
     }
@@ -136,7 +140,9 @@ struct WaitCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let id = try jobID(id)
-            try await database.withStore { try await WaitCommand.waitFor(id, store: $0, timeout: timeout?.duration, json: json) }
+            try await database.withStore {
+                try await WaitCommand.waitFor(id, store: $0, timeout: timeout?.duration, json: json)
+            }
         }
     }
 
@@ -223,8 +229,11 @@ struct WorkersCommand: AsyncParsableCommand {
             for worker in workers {
                 let age = Int(Date().timeIntervalSince(worker.heartbeatAt))
                 let state = worker.stoppedAt != nil ? "stopped" : age > 60 ? "silent for \(age) s (dead?)" : "alive"
-                print("\(worker.name)  \(worker.host) pid \(worker.pid)  v\(worker.version)  \(state), heartbeat \(Job.timestamp(worker.heartbeatAt))"
-                    + (worker.runningJobs.isEmpty ? "" : "  running " + worker.runningJobs.map(\.rawValue).joined(separator: ", ")))
+                print(
+                    "\(worker.name)  \(worker.host) pid \(worker.pid)  v\(worker.version)  \(state), heartbeat \(Job.timestamp(worker.heartbeatAt))"
+                        + (worker.runningJobs.isEmpty
+                            ? "" : "  running " + worker.runningJobs.map(\.rawValue).joined(separator: ", "))
+                )
             }
         }
     }

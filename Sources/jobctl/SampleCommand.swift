@@ -5,7 +5,8 @@ struct SampleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sample",
         abstract: "Write a synthetic test clip (colour bars, a moving box, a tone) with jobctl's own writer.",
-        discussion: "Handy to try presets without any media at hand: `jobctl sample talk.mp4 && jobctl export talk.mp4 --preset low --range 1s+3s -o clip.mp4`."
+        discussion:
+            "Handy to try presets without any media at hand: `jobctl sample talk.mp4 && jobctl export talk.mp4 --preset low --range 1s+3s -o clip.mp4`."
     )
 
     @Argument(help: "Where to write the clip (.mp4 or .mov).")
@@ -23,7 +24,9 @@ struct SampleCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard parsedSize != nil else { throw ValidationError("--size is WIDTHxHEIGHT with even numbers of at least 16, e.g. 1280x720") }
+        guard parsedSize != nil else {
+            throw ValidationError("--size is WIDTHxHEIGHT with even numbers of at least 16, e.g. 1280x720")
+        }
         guard (1...3600).contains(seconds) else { throw ValidationError("--seconds is between 1 and 3600") }
         guard (1...120).contains(fps) else { throw ValidationError("--fps is between 1 and 120") }
     }

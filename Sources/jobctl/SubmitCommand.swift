@@ -1,9 +1,9 @@
-import JobctlCore
-import SafeHTTP
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Media
 import Queue
+import SafeHTTP
 import Webhooks
 
 struct SubmitCommand: AsyncParsableCommand {
@@ -42,7 +42,13 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The part of the input to export, e.g. 1s+3s, 1:00-1:30, 90.", valueName: "range"))
     var range: String?
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the result: a path, or an http(s) URL to PUT it to (default: beside the input).", valueName: "path|url"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp(
+            "Where to write the result: a path, or an http(s) URL to PUT it to (default: beside the input).",
+            valueName: "path|url"
+        )
+    )
     var output: String?
 
     @Option(help: "The container: mp4, mov or m4a (default: from the output's extension, else the preset's).")
@@ -57,7 +63,12 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: "Attempts before a retryable failure is final.")
     var maxAttempts = 3
 
-    @Option(help: ArgumentHelp("Submitting again with the same key returns the existing job instead of a duplicate.", valueName: "key"))
+    @Option(
+        help: ArgumentHelp(
+            "Submitting again with the same key returns the existing job instead of a duplicate.",
+            valueName: "key"
+        )
+    )
     var idempotencyKey: String?
 
     @Option(help: ArgumentHelp("A key=value pair kept with the job (repeatable).", valueName: "key=value"))
@@ -66,7 +77,10 @@ struct SubmitCommand: AsyncParsableCommand {
     @Flag(help: "Print the job as JSON instead of its id.")
     var json = false
 
-    @Flag(help: "Allow a webhook, input URL or output URL on loopback or a private network (self-hosted setups). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
+    @Flag(
+        help:
+            "Allow a webhook, input URL or output URL on loopback or a private network (self-hosted setups). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1."
+    )
     var allowPrivateWebhooks = false
 
     @Flag(help: "Wait until the job ends; exit 0 completed, 1 failed, 3 cancelled, 4 timed out.")
@@ -81,13 +95,17 @@ struct SubmitCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let range { do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) } }
-        guard maxAttempts >= 1 && maxAttempts <= 100 else { throw ValidationError("--max-attempts is between 1 and 100") }
+        guard maxAttempts >= 1 && maxAttempts <= 100 else {
+            throw ValidationError("--max-attempts is between 1 and 100")
+        }
         for pair in metadata where !pair.contains("=") || pair.hasPrefix("=") {
             throw ValidationError("--metadata takes key=value, not '\(pair)'")
         }
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let webhook {
-            guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+            guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host?.isEmpty == false
+            else {
                 throw ValidationError("--webhook must be an http(s) URL, not '\(MediaLocation.displayed(webhook))'")
             }
         }
@@ -97,7 +115,9 @@ struct SubmitCommand: AsyncParsableCommand {
                 throw ValidationError("\(flag) is a local path or an http(s) URL, not a \(scheme):// URL")
             }
         }
-        if let key = idempotencyKey, key.isEmpty || key.count > 200 { throw ValidationError("--idempotency-key is 1 to 200 characters") }
+        if let key = idempotencyKey, key.isEmpty || key.count > 200 {
+            throw ValidationError("--idempotency-key is 1 to 200 characters")
+        }
     }
 
     func run() async throws {
@@ -106,35 +126,61 @@ struct SubmitCommand: AsyncParsableCommand {
             let preset = try presets.catalog().preset(named: preset)
             let timeRange = try range.map { try TimeRange(parsing: $0) }
             let input = SubmitCommand.absolute(self.input)
-            let output = SubmitCommand.absolute(self.output ?? SubmitCommand.defaultOutput(for: input, preset: preset, format: format))
+            let output = SubmitCommand.absolute(
+                self.output ?? SubmitCommand.defaultOutput(for: input, preset: preset, format: format)
+            )
             let settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(preset))
             let request = JobRequest(
-                input: input, output: output, preset: preset.name, presetSettings: settings, format: format?.rawValue,
-                range: timeRange.map { Job.Range(start: Double($0.start) / 1e6, duration: $0.duration.map { Double($0) / 1e6 }) },
-                priority: priority, maxAttempts: maxAttempts, idempotencyKey: idempotencyKey,
-                metadata: Dictionary(metadata.map { pair in
-                    let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    return (String(parts[0]), String(parts[1]))
-                }, uniquingKeysWith: { $1 }),
+                input: input,
+                output: output,
+                preset: preset.name,
+                presetSettings: settings,
+                format: format?.rawValue,
+                range: timeRange.map {
+                    Job.Range(start: Double($0.start) / 1e6, duration: $0.duration.map { Double($0) / 1e6 })
+                },
+                priority: priority,
+                maxAttempts: maxAttempts,
+                idempotencyKey: idempotencyKey,
+                metadata: Dictionary(
+                    metadata.map { pair in
+                        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                        return (String(parts[0]), String(parts[1]))
+                    },
+                    uniquingKeysWith: { $1 }
+                ),
                 webhook: webhook
             )
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
             if let webhook, let refusal = policy.staticRefusal(for: webhook) {
-                throw CommandFailure.refused(code: "webhook_forbidden", "\(MediaLocation.displayed(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)")
+                throw CommandFailure.refused(
+                    code: "webhook_forbidden",
+                    "\(MediaLocation.displayed(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)"
+                )
             }
             if MediaLocation.isRemote(output), let refusal = policy.staticRefusal(for: output) {
-                throw CommandFailure.refused(code: "output_forbidden", "\(MediaLocation.displayed(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)")
+                throw CommandFailure.refused(
+                    code: "output_forbidden",
+                    "\(MediaLocation.displayed(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)"
+                )
             }
             if MediaLocation.isRemote(input), let refusal = policy.staticRefusal(for: input) {
-                throw CommandFailure.refused(code: "input_unreadable", "\(MediaLocation.displayed(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)")
+                throw CommandFailure.refused(
+                    code: "input_unreadable",
+                    "\(MediaLocation.displayed(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)"
+                )
             }
             // What this host can see now (the worker checks again): never a device, a FIFO, a
             // link or the input itself at the output path.
             if !MediaLocation.isRemote(output) { try OutputDestination.check(output, input: input) }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
-                if !created { Terminal.printError("note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again") }
+                if !created {
+                    Terminal.printError(
+                        "note: idempotency key '\(idempotencyKey ?? "")' already used by job \(job.id); not submitted again"
+                    )
+                }
                 if json && !wait { try JobFormatting.printJSON(job) } else if !wait { print(job.id) }
                 if wait {
                     if !json { Terminal.printError("submitted \(job.id); waiting") }
@@ -146,14 +192,19 @@ struct SubmitCommand: AsyncParsableCommand {
 
     static func absolute(_ path: String) -> String {
         if path.contains("://") || path.hasPrefix("/") { return path }
-        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL.path
     }
 
     /// `/in/talk.mov` + `low` → `/in/talk.low.mp4`.
     static func defaultOutput(for input: String, preset: Preset, format: ContainerFormat?) -> String {
-        let name = URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil } ?? (input as NSString).lastPathComponent
+        let name =
+            URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil }
+            ?? (input as NSString).lastPathComponent
         let stem = (name as NSString).deletingPathExtension
-        let directory = input.contains("://") ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
+        let directory =
+            input.contains("://")
+            ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
         let ext = (format ?? preset.format).fileExtension
         return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(preset.name).\(ext)")
     }

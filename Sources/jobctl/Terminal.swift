@@ -50,7 +50,9 @@ final class ProgressBar: Sendable {
     private func redraw(fraction: Double) {
         let width = 30
         let filled = Int((fraction * Double(width)).rounded(.down))
-        let bar = String(repeating: "=", count: filled) + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
+        let bar =
+            String(repeating: "=", count: filled)
+            + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
         var line = String(format: "[%@] %3d%%", bar, Int(fraction * 100))
         if let total {
             let done = fraction * total

@@ -39,7 +39,9 @@ struct WatchCommand: AsyncParsableCommand {
                 drawnLines = lines.count
             } else {
                 // Plain lines: a job's status change, or each 10 % of progress.
-                let finished = try await store.jobs(status: nil, limit: 50).filter { $0.status.isTerminal && ($0.finishedAt ?? .distantPast) >= startedAt }
+                let finished = try await store.jobs(status: nil, limit: 50).filter {
+                    $0.status.isTerminal && ($0.finishedAt ?? .distantPast) >= startedAt
+                }
                 for job in running + finished {
                     let step = Int(job.progress * 10)
                     if let seen = lastSeen[job.id], seen == (job.status, step) { continue }
@@ -57,9 +59,12 @@ struct WatchCommand: AsyncParsableCommand {
     static func bar(_ job: Job) -> String {
         let width = 24
         let filled = Int(job.progress * Double(width))
-        let bar = String(repeating: "=", count: filled) + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
+        let bar =
+            String(repeating: "=", count: filled)
+            + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
         let name = (job.displayInput as NSString).lastPathComponent
-        return "\(job.id)  [\(bar)] \(String(format: "%3d%%", Int(job.progress * 100)))  \(name) → \((job.displayOutput as NSString).lastPathComponent)  \(job.worker ?? "")"
+        return
+            "\(job.id)  [\(bar)] \(String(format: "%3d%%", Int(job.progress * 100)))  \(name) → \((job.displayOutput as NSString).lastPathComponent)  \(job.worker ?? "")"
             + (job.cancelRequested ? "  (cancelling)" : "")
     }
 }

@@ -1,9 +1,9 @@
-import JobctlCore
-import SafeHTTP
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Logging
 import Queue
+import SafeHTTP
 import ServiceLifecycle
 import Webhooks
 
@@ -20,7 +20,9 @@ struct WebhooksCommand: AsyncParsableCommand {
     )
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Deliveries and every attempt: time, status code, latency, error.")
+        static let configuration = CommandConfiguration(
+            abstract: "Deliveries and every attempt: time, status code, latency, error."
+        )
 
         @Option(help: "Only this job's deliveries.")
         var job: String?
@@ -38,23 +40,34 @@ struct WebhooksCommand: AsyncParsableCommand {
             _ = global.bootstrapLogging()
             try await reportingFailures {
                 let job = try job.map(jobID)
-                let deliveries = try await WebhooksCommand.withOutbox(database) { try await $0.deliveries(job: job, limit: max(1, limit)) }
+                let deliveries = try await WebhooksCommand.withOutbox(database) {
+                    try await $0.deliveries(job: job, limit: max(1, limit))
+                }
                 if json { return try JobFormatting.printJSON(deliveries) }
                 if deliveries.isEmpty { Terminal.printError("no webhook deliveries") }
                 for delivery in deliveries {
-                    print("\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(MediaLocation.displayed(delivery.url))")
+                    print(
+                        "\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(MediaLocation.displayed(delivery.url))"
+                    )
                     for attempt in delivery.log {
                         let outcome = attempt.statusCode.map { "HTTP \($0)" } ?? "no response"
-                        print("    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms" + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))")
+                        print(
+                            "    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms"
+                                + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))"
+                        )
                     }
-                    if delivery.status == .pending, let next = delivery.nextAttemptAt { print("    next attempt \(Job.timestamp(next))") }
+                    if delivery.status == .pending, let next = delivery.nextAttemptAt {
+                        print("    next attempt \(Job.timestamp(next))")
+                    }
                 }
             }
         }
     }
 
     struct Redeliver: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send a delivery again (same webhook-id) as soon as a dispatcher is free.")
+        static let configuration = CommandConfiguration(
+            abstract: "Send a delivery again (same webhook-id) as soon as a dispatcher is free."
+        )
 
         @Argument(help: "The delivery's id (msg_…).")
         var id: String
@@ -74,7 +87,8 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Secret: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a new webhook signing secret (whsec_…).",
-            discussion: "export JOBCTL_WEBHOOK_SECRET=$(jobctl webhooks secret). Give the same secret to your webhook consumer."
+            discussion:
+                "export JOBCTL_WEBHOOK_SECRET=$(jobctl webhooks secret). Give the same secret to your webhook consumer."
         )
 
         func run() async throws { print(WebhookSecret.generate()) }
@@ -94,17 +108,33 @@ struct WebhooksCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let host = ProcessInfo.processInfo.hostName
                 try await WebhooksCommand.withOutbox(database) { outbox in
-                    let dispatcher = try webhookOptions.dispatcher(outbox: outbox, name: "\(host)-\(ProcessInfo.processInfo.processIdentifier)", drainDue: nil, logger: logger)
-                    let group = ServiceGroup(configuration: .init(services: [dispatcher], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                    let dispatcher = try webhookOptions.dispatcher(
+                        outbox: outbox,
+                        name: "\(host)-\(ProcessInfo.processInfo.processIdentifier)",
+                        drainDue: nil,
+                        logger: logger
+                    )
+                    let group = ServiceGroup(
+                        configuration: .init(
+                            services: [dispatcher],
+                            gracefulShutdownSignals: [.sigterm, .sigint],
+                            logger: logger
+                        )
+                    )
                     try await group.run()
                 }
             }
         }
     }
 
-    static func withOutbox<T>(_ database: DatabaseOptions, _ body: (any WebhookOutbox) async throws -> T) async throws -> T {
+    static func withOutbox<T>(
+        _ database: DatabaseOptions,
+        _ body: (any WebhookOutbox) async throws -> T
+    ) async throws -> T {
         try await database.withStore { store in
-            guard let outbox = store as? any WebhookOutbox else { throw CommandFailure.usage("this job database has no webhook outbox") }
+            guard let outbox = store as? any WebhookOutbox else {
+                throw CommandFailure.usage("this job database has no webhook outbox")
+            }
             return try await body(outbox)
         }
     }
@@ -112,7 +142,10 @@ struct WebhooksCommand: AsyncParsableCommand {
 
 /// Webhook options of `worker` and `webhooks dispatch`.
 struct WebhookOptions: ParsableArguments {
-    @Flag(help: "Let webhooks, input URLs and output uploads reach loopback and private addresses (self-hosted receivers and storage, tests). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1.")
+    @Flag(
+        help:
+            "Let webhooks, input URLs and output uploads reach loopback and private addresses (self-hosted receivers and storage, tests). Env: JOBCTL_ALLOW_PRIVATE_WEBHOOKS=1."
+    )
     var allowPrivateWebhooks = false
 
     /// Shrinks the retry schedule (tests).
@@ -132,13 +165,25 @@ struct WebhookOptions: ParsableArguments {
         return policy
     }
 
-    func dispatcher(outbox: any WebhookOutbox, name: String, drainDue: Duration?, logger: Logger) throws -> WebhookDispatcher {
+    func dispatcher(
+        outbox: any WebhookOutbox,
+        name: String,
+        drainDue: Duration?,
+        logger: Logger
+    ) throws -> WebhookDispatcher {
         let secrets: [WebhookSecret]
         do { secrets = try WebhookSecret.fromEnvironment() } catch { throw CommandFailure.usage("\(error)") }
         guard webhookRetryScale > 0 else { throw CommandFailure.usage("--webhook-retry-scale must be positive") }
         return WebhookDispatcher(
-            outbox: outbox, sender: HTTPSender(policy: policy, timeout: webhookTimeout.duration), secrets: secrets,
-            options: .init(name: name, concurrency: max(1, webhookConcurrency), schedule: DeliverySchedule(scale: webhookRetryScale), drainDue: drainDue),
+            outbox: outbox,
+            sender: HTTPSender(policy: policy, timeout: webhookTimeout.duration),
+            secrets: secrets,
+            options: .init(
+                name: name,
+                concurrency: max(1, webhookConcurrency),
+                schedule: DeliverySchedule(scale: webhookRetryScale),
+                drainDue: drainDue
+            ),
             logger: logger
         )
     }

@@ -1,10 +1,10 @@
-import SafeHTTP
 import ArgumentParser
 import Foundation
 import Logging
 import Observability
 import Prometheus
 import Queue
+import SafeHTTP
 import ServiceLifecycle
 import Worker
 
@@ -29,7 +29,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How long a claim holds without renewal.", valueName: "duration"))
     var lease = DurationArgument(.seconds(30))
 
-    @Option(help: ArgumentHelp("On SIGTERM/SIGINT/SIGHUP, how long running jobs may finish before they are handed back.", valueName: "duration"))
+    @Option(
+        help: ArgumentHelp(
+            "On SIGTERM/SIGINT/SIGHUP, how long running jobs may finish before they are handed back.",
+            valueName: "duration"
+        )
+    )
     var drain = DurationArgument(.seconds(30))
 
     @Option(help: "This worker's name in the job table (default HOST-PID).")
@@ -38,16 +43,36 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Exit once the queue is empty and nothing runs.")
     var once = false
 
-    @Option(help: ArgumentHelp("Where exports to http(s) outputs are written before their upload (default $TMPDIR/jobctl-staging).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Where exports to http(s) outputs are written before their upload (default $TMPDIR/jobctl-staging).",
+            valueName: "dir"
+        )
+    )
     var stagingDir: String?
 
-    @Option(help: ArgumentHelp("Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found.",
+            valueName: "dir"
+        )
+    )
     var inputRoot: String?
 
-    @Option(help: ArgumentHelp("Write local outputs only under this directory; others fail with output_forbidden.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Write local outputs only under this directory; others fail with output_forbidden.",
+            valueName: "dir"
+        )
+    )
     var outputRoot: String?
 
-    @Option(help: ArgumentHelp("Serve Prometheus metrics on /metrics and a health check on /healthz at this port (0: any free port, logged).", valueName: "port"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve Prometheus metrics on /metrics and a health check on /healthz at this port (0: any free port, logged).",
+            valueName: "port"
+        )
+    )
     var metricsPort: Int?
 
     @Option(help: ArgumentHelp("The address the metrics endpoint listens on.", valueName: "host"))
@@ -77,10 +102,14 @@ struct WorkerCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency is between 1 and 64") }
         guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
-        if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics-port is between 0 and 65535") }
+        if let metricsPort, !(0...65535).contains(metricsPort) {
+            throw ValidationError("--metrics-port is between 0 and 65535")
+        }
         for (flag, root) in [("--input-root", inputRoot), ("--output-root", outputRoot)] {
             var isDirectory: ObjCBool = false
-            if let root, !(FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) && isDirectory.boolValue) {
+            if let root,
+                !(FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) && isDirectory.boolValue)
+            {
                 throw ValidationError("\(flag) \(root) is not a directory")
             }
         }
@@ -101,28 +130,57 @@ struct WorkerCommand: AsyncParsableCommand {
         let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
         let worker = Worker(
             store: store,
-            options: WorkerOptions(name: identity.name, concurrency: concurrency, lease: lease.duration, drain: drain.duration, once: once, pollInterval: poll.duration, cancellationCheckInterval: cancelPoll.duration,
+            options: WorkerOptions(
+                name: identity.name,
+                concurrency: concurrency,
+                lease: lease.duration,
+                drain: drain.duration,
+                once: once,
+                pollInterval: poll.duration,
+                cancellationCheckInterval: cancelPoll.duration,
                 retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600))),
-                addressPolicy: webhooks.policy, stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory,
-                inputRoot: inputRoot, outputRoot: outputRoot, limits: try limits.limits()),
+                addressPolicy: webhooks.policy,
+                stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory,
+                inputRoot: inputRoot,
+                outputRoot: outputRoot,
+                limits: try limits.limits()
+            ),
             identity: identity,
             logger: logger
         )
         // The worker returning (after --once, or after draining) ends the process normally.
-        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)]
+        var services = [
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: worker,
+                successTerminationBehavior: .gracefullyShutdownGroup
+            )
+        ]
         // The webhook dispatcher runs beside it. Services stop in reverse order: the worker
         // drains first, then the dispatcher delivers what is due (with --once) or in flight.
         if let outbox = store as? any WebhookOutbox {
-            let dispatcher = try webhooks.dispatcher(outbox: outbox, name: identity.name, drainDue: once ? drain.duration : nil, logger: logger)
+            let dispatcher = try webhooks.dispatcher(
+                outbox: outbox,
+                name: identity.name,
+                drainDue: once ? drain.duration : nil,
+                logger: logger
+            )
             services.insert(.init(service: dispatcher), at: 0)
         }
         // Metrics: the server goes first so that it stops last, answering while the worker drains.
         if let metricsPort {
             let gauges = QueueGauges(store: store, interval: metricsInterval.duration, logger: logger)
-            let server = MetricsServer(host: metricsHost, port: metricsPort, registry: registry ?? PrometheusCollectorRegistry(), logger: logger) {
+            let server = MetricsServer(
+                host: metricsHost,
+                port: metricsPort,
+                registry: registry ?? PrometheusCollectorRegistry(),
+                logger: logger
+            ) {
                 let database = gauges.database
                 let (running, draining) = worker.state
-                var details = ["worker": identity.name, "database": database.reachable ? "ok" : "unreachable", "running": "\(running)", "draining": "\(draining)"]
+                var details = [
+                    "worker": identity.name, "database": database.reachable ? "ok" : "unreachable",
+                    "running": "\(running)", "draining": "\(draining)",
+                ]
                 if let error = database.error { details["databaseError"] = error }
                 if let damage = worker.databaseProblem {
                     details["database"] = "damaged"
@@ -136,7 +194,11 @@ struct WorkerCommand: AsyncParsableCommand {
         let group = ServiceGroup(
             // SIGHUP (a closed terminal or SSH session) drains like SIGTERM rather than killing
             // the worker mid-job.
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger)
+            configuration: .init(
+                services: services,
+                gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
+                logger: logger
+            )
         )
         try await group.run()
     }

@@ -12,7 +12,9 @@ struct ConfinementTests {
         defer { directory.remove() }
         let fm = FileManager.default
         let (inputs, outputs, elsewhere) = (directory.file("in"), directory.file("out"), directory.file("elsewhere"))
-        for folder in [inputs, outputs, elsewhere] { try fm.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        for folder in [inputs, outputs, elsewhere] {
+            try fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
         let fixture = try await Fixtures.shared.path(.basic)
         try fm.copyItem(atPath: fixture, toPath: inputs + "/talk.mp4")
         try fm.copyItem(atPath: fixture, toPath: elsewhere + "/secret.mp4")
@@ -22,7 +24,9 @@ struct ConfinementTests {
         let store = try SQLiteJobStore(path: db)
 
         func submit(_ input: String, _ output: String) async throws -> JobID {
-            let result = try await Jobctl.run(["submit", input, "--db", db, "--preset", "low", "--range", "0+1s", "-o", output])
+            let result = try await Jobctl.run([
+                "submit", input, "--db", db, "--preset", "low", "--range", "0+1s", "-o", output,
+            ])
             try #require(result.status == 0, "\(result.stderr)")
             return JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -32,13 +36,19 @@ struct ConfinementTests {
         let dotDotOutput = try await submit(inputs + "/talk.mp4", outputs + "/../elsewhere/c.mp4")
         let symlinkedOutput = try await submit(inputs + "/talk.mp4", outputs + "/escape/d.mp4")
 
-        let worker = try JobctlProcess(["worker", "--db", db, "--once", "--input-root", inputs, "--output-root", outputs], log: directory.file("worker.log"))
+        let worker = try JobctlProcess(
+            ["worker", "--db", db, "--once", "--input-root", inputs, "--output-root", outputs],
+            log: directory.file("worker.log")
+        )
         #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
 
         #expect(try await store.job(inside)?.status == .completed)
         for id in [dotDot, symlinkedInput] {
             let job = try #require(try await store.job(id))
-            #expect(job.status == .failed && job.error?.code == "input_not_found" && job.error?.retryable == false, "\(job.error?.message ?? "")")
+            #expect(
+                job.status == .failed && job.error?.code == "input_not_found" && job.error?.retryable == false,
+                "\(job.error?.message ?? "")"
+            )
         }
         for id in [dotDotOutput, symlinkedOutput] {
             let job = try #require(try await store.job(id))

@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MediaTestKit
 import Queue
 import QueueSQLite
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// `worker --metrics-port`: Prometheus text on /metrics, a health check on /healthz, scraped
 /// over HTTP from a real worker process.
@@ -17,21 +18,30 @@ struct MetricsTests {
         let db = directory.file("jobs.sqlite")
         let input = try await Fixtures.shared.path(.basic)
         for (source, output) in [(input, "ok.mp4"), (directory.file("missing.mov"), "missing.mp4")] {
-            let result = try await Jobctl.run(["submit", source, "--db", db, "--preset", "low", "--range", "0+1s", "-o", directory.file(output)])
+            let result = try await Jobctl.run([
+                "submit", source, "--db", db, "--preset", "low", "--range", "0+1s", "-o", directory.file(output),
+            ])
             try #require(result.status == 0, "\(result.stderr)")
         }
         let worker = try JobctlProcess(
-            ["worker", "--db", db, "--name", "metered", "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--metrics-interval", "200ms", "--log-format", "json"],
+            [
+                "worker", "--db", db, "--name", "metered", "--metrics-port", "0", "--metrics-host", "127.0.0.1",
+                "--metrics-interval", "200ms", "--log-format", "json",
+            ],
             log: directory.file("worker.log")
         )
         defer { worker.signal(SIGKILL) }
         let base = "http://127.0.0.1:\(try await Self.port(of: worker))"
 
         var metrics = ""
-        #expect(try await eventually(within: .seconds(30)) {
-            metrics = try await Self.get(base + "/metrics").body
-            return metrics.contains(#"jobctl_jobs{status="completed"} 1"#) && metrics.contains(#"jobctl_jobs{status="failed"} 1"#)
-        }, "\(metrics)")
+        #expect(
+            try await eventually(within: .seconds(30)) {
+                metrics = try await Self.get(base + "/metrics").body
+                return metrics.contains(#"jobctl_jobs{status="completed"} 1"#)
+                    && metrics.contains(#"jobctl_jobs{status="failed"} 1"#)
+            },
+            "\(metrics)"
+        )
         #expect(metrics.contains(#"jobctl_job_attempts_total{outcome="completed"} 1"#))
         #expect(metrics.contains(#"jobctl_job_attempts_total{outcome="failed"} 1"#))
         #expect(metrics.contains("jobctl_pickup_latency_seconds_count 2"))
@@ -51,8 +61,15 @@ struct MetricsTests {
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
         }
         let completed = try #require(lines.first { $0["message"] as? String == "Job completed" })
-        #expect(completed["job.id"] is String && completed["worker"] as? String == "metered" && completed["level"] as? String == "info")
-        #expect(lines.contains { $0["message"] as? String == "Job failed" && $0["error.code"] as? String == "input_not_found" })
+        #expect(
+            completed["job.id"] is String && completed["worker"] as? String == "metered"
+                && completed["level"] as? String == "info"
+        )
+        #expect(
+            lines.contains {
+                $0["message"] as? String == "Job failed" && $0["error.code"] as? String == "input_not_found"
+            }
+        )
     }
 
     /// The port a worker started with `--metrics-port 0 --log-format json` logged.

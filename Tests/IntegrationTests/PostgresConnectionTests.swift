@@ -16,7 +16,10 @@ struct PostgresConnectionTests {
     @Test func tlsModesMeanWhatTheyMeanInLibpq() async throws {
         let base = try await bareURL("tls")
         let authority = try await TestPostgres.shared.certificateAuthority()
-        for query in ["", "?sslmode=prefer", "?sslmode=require", "?sslmode=verify-ca&sslrootcert=\(authority)", "?sslmode=verify-full&sslrootcert=\(authority)"] {
+        for query in [
+            "", "?sslmode=prefer", "?sslmode=require", "?sslmode=verify-ca&sslrootcert=\(authority)",
+            "?sslmode=verify-full&sslrootcert=\(authority)",
+        ] {
             let result = try await Jobctl.run(["migrate", "--db", base + query])
             #expect(result.status == 0, "\(query): \(result.stderr)")
         }
@@ -24,8 +27,16 @@ struct PostgresConnectionTests {
         let started = ContinuousClock.now
         let untrusted = try await Jobctl.run(["list", "--db", base + "?sslmode=verify-full"])
         #expect(untrusted.status == 1)
-        #expect(untrusted.stderr.contains("cannot be reached: its TLS certificate is not trusted (give the CA with sslrootcert=PATH"), "\(untrusted.stderr)")
-        #expect(ContinuousClock.now - started < .seconds(10), "a certificate that is not trusted is not worth waiting for")
+        #expect(
+            untrusted.stderr.contains(
+                "cannot be reached: its TLS certificate is not trusted (give the CA with sslrootcert=PATH"
+            ),
+            "\(untrusted.stderr)"
+        )
+        #expect(
+            ContinuousClock.now - started < .seconds(10),
+            "a certificate that is not trusted is not worth waiting for"
+        )
 
         let unknown = try await Jobctl.run(["list", "--db", base + "?sslmode=sometimes"])
         // A malformed location is a usage error (exit 64), not an outage.
@@ -33,7 +44,10 @@ struct PostgresConnectionTests {
         #expect(unknown.stderr.hasPrefix("error: usage: sslmode=sometimes is not one of"), "\(unknown.stderr)")
         let notAURL = try await Jobctl.run(["list", "--db", "postgres://"])
         #expect(notAURL.status == 64, "\(notAURL.stderr)")
-        #expect(notAURL.stderr.contains("is not a postgres://user:password@host:port/database URL"), "\(notAURL.stderr)")
+        #expect(
+            notAURL.stderr.contains("is not a postgres://user:password@host:port/database URL"),
+            "\(notAURL.stderr)"
+        )
 
         // The default (prefer) encrypts: the server says so of the worker's connections.
         let directory = try TemporaryDirectory("tls")
@@ -45,7 +59,8 @@ struct PostgresConnectionTests {
             WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
             """
         let encrypted = try await eventually(within: .seconds(15)) {
-            let answer = try await ProcessRunner.check("psql", [base + "?sslmode=disable", "-XAtq", "-c", sql]).stdoutText
+            let answer = try await ProcessRunner.check("psql", [base + "?sslmode=disable", "-XAtq", "-c", sql])
+                .stdoutText
             return answer.hasSuffix("|t\n") && !answer.hasPrefix("0|")
         }
         #expect(encrypted, "\(worker.log)")
@@ -65,7 +80,10 @@ struct PostgresConnectionTests {
         started = ContinuousClock.now
         let refused = try await Jobctl.run(["list", "--db", "postgres://postgres@127.0.0.1:1/jobs?sslmode=disable"])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("cannot be reached: connection refused (is PostgreSQL running"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("cannot be reached: connection refused (is PostgreSQL running"),
+            "\(refused.stderr)"
+        )
         #expect(ContinuousClock.now - started < .seconds(40))
         #expect(!refused.stderr.contains("Connection creation failed"), "the pool's own retries are not shown")
     }

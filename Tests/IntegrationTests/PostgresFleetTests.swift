@@ -27,7 +27,8 @@ struct PostgresFleetTests {
         let input = try await Fixtures.shared.path(.long)
         for index in 0..<40 {
             let result = try await Jobctl.run([
-                "submit", input, "--db", url, "--preset", "low", "--range", "\(index % 10)s+1.5s", "-o", directory.file("out-\(index).mp4"),
+                "submit", input, "--db", url, "--preset", "low", "--range", "\(index % 10)s+1.5s", "-o",
+                directory.file("out-\(index).mp4"),
                 "--webhook", receiver.url(), "--allow-private-webhooks",
             ])
             try #require(result.status == 0, "\(result.stderr)")
@@ -36,7 +37,8 @@ struct PostgresFleetTests {
         func worker(_ name: String) throws -> JobctlProcess {
             try JobctlProcess(
                 ["worker", "--db", url, "--name", name, "--lease", "3s", "--drain", "1s", "--allow-private-webhooks"],
-                log: directory.file("\(name).log"), environment: environment
+                log: directory.file("\(name).log"),
+                environment: environment
             )
         }
         let doomed = try worker("doomed")
@@ -45,32 +47,50 @@ struct PostgresFleetTests {
         defer { staying.signal(SIGKILL) }
 
         // Midway: some jobs done, the doomed and leaving workers in the middle of one.
-        #expect(try await eventually(within: .seconds(120)) {
-            try await jobs(url).filter { $0.status == .completed }.count >= 8
-        })
-        #expect(try await eventually(within: .seconds(60)) {
-            let running = try await jobs(url).filter { $0.status == .reading }.compactMap(\.worker)
-            return running.contains("doomed") && running.contains("leaving")
-        })
+        #expect(
+            try await eventually(within: .seconds(120)) {
+                try await jobs(url).filter { $0.status == .completed }.count >= 8
+            }
+        )
+        #expect(
+            try await eventually(within: .seconds(60)) {
+                let running = try await jobs(url).filter { $0.status == .reading }.compactMap(\.worker)
+                return running.contains("doomed") && running.contains("leaving")
+            }
+        )
         doomed.signal(SIGKILL)
         leaving.signal(SIGTERM)
         #expect(try await leaving.waitForExit(timeout: .seconds(30))?.status == 0, "\(leaving.log)")
         #expect(leaving.log.contains("Worker draining"))
 
         let listing = try await Jobctl.run(["workers", "--db", url])
-        #expect(listing.stdoutText.contains("leaving") && listing.stdoutText.contains("stopped"), "\(listing.stdoutText)")
+        #expect(
+            listing.stdoutText.contains("leaving") && listing.stdoutText.contains("stopped"),
+            "\(listing.stdoutText)"
+        )
         #expect(listing.stdoutText.contains("doomed") && listing.stdoutText.contains("staying"))
 
-        let finished = try await eventually(within: .seconds(240)) { try await jobs(url).allSatisfy { $0.status == .completed } }
-        let unfinished = try await jobs(url).filter { $0.status != .completed }.map { "\($0.id) \($0.status) \($0.error?.description ?? "")" }
+        let finished = try await eventually(within: .seconds(240)) {
+            try await jobs(url).allSatisfy { $0.status == .completed }
+        }
+        let unfinished = try await jobs(url).filter { $0.status != .completed }.map {
+            "\($0.id) \($0.status) \($0.error?.description ?? "")"
+        }
         #expect(finished, "\(unfinished)")
-        #expect(try await eventually(within: .seconds(60)) { try await deliveries(url).allSatisfy { $0.status == .delivered } })
+        #expect(
+            try await eventually(within: .seconds(60)) {
+                try await deliveries(url).allSatisfy { $0.status == .delivered }
+            }
+        )
 
         let all = try await jobs(url)
         let logs = [doomed, leaving, staying].map(\.log).joined()
         for job in all {
             #expect(job.status == .completed)
-            #expect(logs.components(separatedBy: "job.id=\(job.id) job.output=").count - 1 == 1, "\(job.id) completed more than once")
+            #expect(
+                logs.components(separatedBy: "job.id=\(job.id) job.output=").count - 1 == 1,
+                "\(job.id) completed more than once"
+            )
         }
         #expect(all.contains { $0.attempt == 2 }, "the killed worker's job ran again")
         let events = receiver.records()
@@ -91,14 +111,22 @@ struct PostgresFleetTests {
         let directory = try TemporaryDirectory("notify")
         defer { directory.remove() }
         let input = try await Fixtures.shared.path(.long)
-        let submitted = try await Jobctl.run(["submit", input, "--db", url, "--preset", "highest", "-o", directory.file("out.mp4")])
+        let submitted = try await Jobctl.run([
+            "submit", input, "--db", url, "--preset", "highest", "-o", directory.file("out.mp4"),
+        ])
         try #require(submitted.status == 0, "\(submitted.stderr)")
         let id = JobID(submitted.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
-        let worker = try JobctlProcess(["worker", "--db", url, "--cancel-poll", "60s", "--lease", "60s"], log: directory.file("w.log"))
+        let worker = try JobctlProcess(
+            ["worker", "--db", url, "--cancel-poll", "60s", "--lease", "60s"],
+            log: directory.file("w.log")
+        )
         defer { worker.signal(SIGKILL) }
-        #expect(try await eventually(within: .seconds(60)) {
-            try await jobs(url).first?.status == .reading && directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }
-        })
+        #expect(
+            try await eventually(within: .seconds(60)) {
+                try await jobs(url).first?.status == .reading
+                    && directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }
+            }
+        )
         let pickedUpAt = ContinuousClock.now
         let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", url])
         #expect(cancel.status == 0)
@@ -120,13 +148,19 @@ struct PostgresFleetTests {
 
     /// Submits a short job; the worker (polling every 30 s) must have started it within a second.
     func expectPickupWithinASecond(
-        _ url: String, _ directory: TemporaryDirectory, _ worker: JobctlProcess, sourceLocation: SourceLocation = #_sourceLocation
+        _ url: String,
+        _ directory: TemporaryDirectory,
+        _ worker: JobctlProcess,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let input = try await Fixtures.shared.path(.basic)
-        let submitted = try await Jobctl.run(["submit", input, "--db", url, "--preset", "low", "--range", "0+1s", "-o", directory.file("o.mp4")])
+        let submitted = try await Jobctl.run([
+            "submit", input, "--db", url, "--preset", "low", "--range", "0+1s", "-o", directory.file("o.mp4"),
+        ])
         try #require(submitted.status == 0, sourceLocation: sourceLocation)
         #expect(
-            try await eventually(within: .seconds(10)) { try await jobs(url).first?.status == .completed }, "\(worker.log)",
+            try await eventually(within: .seconds(10)) { try await jobs(url).first?.status == .completed },
+            "\(worker.log)",
             sourceLocation: sourceLocation
         )
         let job = try #require(try await jobs(url).first, sourceLocation: sourceLocation)
@@ -141,20 +175,30 @@ struct PostgresFleetTests {
         let directory = try TemporaryDirectory("relisten")
         defer { directory.remove() }
         func listeners() async throws -> [String] {
-            let sql = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' ORDER BY pid"
+            let sql =
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' ORDER BY pid"
             let result = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", sql])
             return result.stdoutText.split(separator: "\n").map(String.init)
         }
         let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
         defer { worker.signal(SIGKILL) }
-        try #require(try await eventually(within: .seconds(10)) { try await listeners().count == 1 }, "one listening connection per worker")
+        try #require(
+            try await eventually(within: .seconds(10)) { try await listeners().count == 1 },
+            "one listening connection per worker"
+        )
         let first = try await listeners()
-        let killed = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", "SELECT pg_terminate_backend(\(first.joined()))"])
+        let killed = try await ProcessRunner.check(
+            "psql",
+            [url, "-XAtq", "-c", "SELECT pg_terminate_backend(\(first.joined()))"]
+        )
         #expect(killed.stdoutText.hasPrefix("t"))
-        #expect(try await eventually(within: .seconds(10)) {
-            let now = try await listeners()
-            return now.count == 1 && now != first
-        }, "\(worker.log)")
+        #expect(
+            try await eventually(within: .seconds(10)) {
+                let now = try await listeners()
+                return now.count == 1 && now != first
+            },
+            "\(worker.log)"
+        )
         #expect(worker.log.contains("polling until reconnected"), "\(worker.log)")
         #expect(worker.exited == nil)
         try await expectPickupWithinASecond(url, directory, worker)

@@ -21,14 +21,22 @@ struct RemoteMediaTests {
             store = try SQLiteJobStore(path: directory.file("jobs.sqlite"))
             let media = directory.file("media")
             try FileManager.default.createDirectory(atPath: media, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(atPath: try await Fixtures.shared.path(.basic), toPath: media + "/talk.mp4")
+            try FileManager.default.copyItem(
+                atPath: try await Fixtures.shared.path(.basic),
+                toPath: media + "/talk.mp4"
+            )
             server = try await HelperServer(
-                script: "media-server.py", directory, name: "server", ["--root", media, "--uploads", directory.file("uploads")] + behaviour
+                script: "media-server.py",
+                directory,
+                name: "server",
+                ["--root", media, "--uploads", directory.file("uploads")] + behaviour
             )
         }
 
         func submit(_ input: String, _ arguments: [String]) async throws -> JobID {
-            let result = try await Jobctl.run(["submit", input, "--db", db, "--allow-private-webhooks", "--preset", "low"] + arguments)
+            let result = try await Jobctl.run(
+                ["submit", input, "--db", db, "--allow-private-webhooks", "--preset", "low"] + arguments
+            )
             try #require(result.status == 0, "submit failed: \(result.stderr)")
             return JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -36,7 +44,8 @@ struct RemoteMediaTests {
         /// One `worker --once` run to the end; returns its log.
         func runWorker(_ arguments: [String] = ["--allow-private-webhooks"]) async throws -> String {
             let worker = try JobctlProcess(
-                ["worker", "--db", db, "--once", "--staging-dir", staging, "--retry-delay", "100ms"] + arguments, log: directory.file("worker.log")
+                ["worker", "--db", db, "--once", "--staging-dir", staging, "--retry-delay", "100ms"] + arguments,
+                log: directory.file("worker.log")
             )
             let exit = try await worker.waitForExit(timeout: .seconds(120))
             #expect(exit?.status == 0, "\(worker.log)")
@@ -45,16 +54,24 @@ struct RemoteMediaTests {
 
         func job(_ id: JobID) async throws -> Job { try #require(try await store.job(id)) }
 
-        func requests(_ method: String) -> [[String: Any]] { server.records().filter { $0["method"] as? String == method } }
+        func requests(_ method: String) -> [[String: Any]] {
+            server.records().filter { $0["method"] as? String == method }
+        }
 
         func stagingLeftovers() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [] }
     }
 
     @Test func inputByURLAndOutputByPUT() async throws {
         let setup = try await Setup("remote")
-        defer { setup.directory.remove(); setup.server.stop() }
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
         let output = setup.server.url("/out/talk.low.mp4") + "?X-Signature=s3cr3t&X-Expires=600"
-        let id = try await setup.submit(setup.server.url("/talk.mp4") + "?token=abc", ["--range", "1s+2s", "-o", output])
+        let id = try await setup.submit(
+            setup.server.url("/talk.mp4") + "?token=abc",
+            ["--range", "1s+2s", "-o", output]
+        )
         let log = try await setup.runWorker()
 
         let job = try await setup.job(id)
@@ -72,19 +89,32 @@ struct RemoteMediaTests {
         #expect(abs((probe.format.durationSeconds ?? 0) - 2) < 0.1, "duration \(probe.format.durationSeconds ?? 0)")
         #expect(try await FFProbe.decodeErrors(uploaded).isEmpty)
         // The input was read with byte ranges (its index is at the end).
-        #expect(setup.requests("GET").contains { ($0["range"] as? String)?.hasPrefix("bytes=") == true && $0["range"] as? String != "bytes=0-" })
+        #expect(
+            setup.requests("GET").contains {
+                ($0["range"] as? String)?.hasPrefix("bytes=") == true && $0["range"] as? String != "bytes=0-"
+            }
+        )
         // The result and the job JSON show the URLs without their signatures.
         #expect(job.result?["output"]?.stringValue == setup.server.url("/out/talk.low.mp4"))
         #expect(job.result?["bytes"]?.doubleValue.map(Int.init) == bytes)
         let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db, "--json"])
-        #expect(!show.stdoutText.contains("s3cr3t") && !show.stdoutText.contains("token=abc") && !log.contains("s3cr3t"), "a signature leaked")
+        #expect(
+            !show.stdoutText.contains("s3cr3t") && !show.stdoutText.contains("token=abc") && !log.contains("s3cr3t"),
+            "a signature leaked"
+        )
         #expect(setup.stagingLeftovers().isEmpty, "staging: \(setup.stagingLeftovers())")
     }
 
     @Test func aFailedUploadIsRetriedWithinTheAttempt() async throws {
         let setup = try await Setup("put-retry", ["--fail-put-first", "1"])
-        defer { setup.directory.remove(); setup.server.stop() }
-        let id = try await setup.submit(setup.server.url("/talk.mp4"), ["--range", "0+1s", "-o", setup.server.url("/out/a.mp4")])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let id = try await setup.submit(
+            setup.server.url("/talk.mp4"),
+            ["--range", "0+1s", "-o", setup.server.url("/out/a.mp4")]
+        )
         _ = try await setup.runWorker()
 
         let job = try await setup.job(id)
@@ -98,13 +128,23 @@ struct RemoteMediaTests {
 
     @Test func aRefusedUploadFailsTheJobWithoutRetrying() async throws {
         let setup = try await Setup("put-403", ["--put-status", "403"])
-        defer { setup.directory.remove(); setup.server.stop() }
-        let id = try await setup.submit(setup.server.url("/talk.mp4"), ["--range", "0+1s", "-o", setup.server.url("/out/a.mp4?X-Signature=expired")])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let id = try await setup.submit(
+            setup.server.url("/talk.mp4"),
+            ["--range", "0+1s", "-o", setup.server.url("/out/a.mp4?X-Signature=expired")]
+        )
         _ = try await setup.runWorker()
 
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.attempt == 1)
-        #expect(job.error?.code == "output_unwritable" && job.error?.retryable == false && job.error?.message.contains("HTTP 403") == true, "\(job.error?.message ?? "")")
+        #expect(
+            job.error?.code == "output_unwritable" && job.error?.retryable == false
+                && job.error?.message.contains("HTTP 403") == true,
+            "\(job.error?.message ?? "")"
+        )
         #expect(job.error?.message.contains("expired") == false)
         #expect(setup.requests("PUT").count == 1)
         #expect(!FileManager.default.fileExists(atPath: setup.uploads + "/out/a.mp4"))
@@ -113,7 +153,10 @@ struct RemoteMediaTests {
 
     @Test func anInputThatIsNotThereIsInputNotFound() async throws {
         let setup = try await Setup("404")
-        defer { setup.directory.remove(); setup.server.stop() }
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
         let id = try await setup.submit(setup.server.url("/gone.mp4"), ["-o", setup.directory.file("gone.mp4")])
         _ = try await setup.runWorker()
 
@@ -125,7 +168,10 @@ struct RemoteMediaTests {
 
     @Test func aRedirectingInputIsNotFollowed() async throws {
         let setup = try await Setup("redirect", ["--redirect-get", "http://169.254.169.254/latest/meta-data/"])
-        defer { setup.directory.remove(); setup.server.stop() }
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
         let id = try await setup.submit(setup.server.url("/talk.mp4"), ["-o", setup.directory.file("r.mp4")])
         _ = try await setup.runWorker()
 
@@ -138,44 +184,79 @@ struct RemoteMediaTests {
         let directory = try TemporaryDirectory("tls-cert")
         defer { directory.remove() }
         let pem = directory.file("self-signed.pem")
-        _ = try await ProcessRunner.check("openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", pem, "-out", pem,
-        ])
+        _ = try await ProcessRunner.check(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", pem, "-out", pem,
+            ]
+        )
         let setup = try await Setup("tls", ["--tls-cert", pem])
-        defer { setup.directory.remove(); setup.server.stop() }
-        let id = try await setup.submit("https://127.0.0.1:\(setup.server.port)/talk.mp4", ["-o", setup.directory.file("t.mp4")])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let id = try await setup.submit(
+            "https://127.0.0.1:\(setup.server.port)/talk.mp4",
+            ["-o", setup.directory.file("t.mp4")]
+        )
         _ = try await setup.runWorker()
 
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.attempt == 1)
         #expect(job.error?.code == "input_unreadable" && job.error?.retryable == false, "\(job.error?.message ?? "")")
-        #expect(job.error?.message.lowercased().contains("certificate") == true || job.error?.message.contains("SSL") == true, "\(job.error?.message ?? "")")
+        #expect(
+            job.error?.message.lowercased().contains("certificate") == true
+                || job.error?.message.contains("SSL") == true,
+            "\(job.error?.message ?? "")"
+        )
         #expect(setup.requests("GET").isEmpty, "the request went through")
     }
 
     @Test func theGuardRefusesPrivateMediaAddresses() async throws {
         let setup = try await Setup("guard")
-        defer { setup.directory.remove(); setup.server.stop() }
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
         // submit refuses what it can see without resolving names…
         let input = try await Fixtures.shared.path(.basic)
-        let output = try await Jobctl.run(["submit", input, "--db", setup.db, "--preset", "low", "-o", "http://10.0.0.8/bucket/a.mp4"])
+        let output = try await Jobctl.run([
+            "submit", input, "--db", setup.db, "--preset", "low", "-o", "http://10.0.0.8/bucket/a.mp4",
+        ])
         #expect(output.status == 64 && output.stderr.contains("output_forbidden"), "\(output.stderr)")
-        let remoteInput = try await Jobctl.run(["submit", "http://169.254.169.254/latest/meta-data/", "--db", setup.db, "--preset", "low"])
+        let remoteInput = try await Jobctl.run([
+            "submit", "http://169.254.169.254/latest/meta-data/", "--db", setup.db, "--preset", "low",
+        ])
         #expect(remoteInput.status == 64 && remoteInput.stderr.contains("input_unreadable"), "\(remoteInput.stderr)")
-        let scheme = try await Jobctl.run(["submit", input, "--db", setup.db, "--preset", "low", "-o", "ftp://example.com/a.mp4"])
+        let scheme = try await Jobctl.run([
+            "submit", input, "--db", setup.db, "--preset", "low", "-o", "ftp://example.com/a.mp4",
+        ])
         #expect(scheme.status == 64, "\(scheme.stderr)")
 
         // …and the worker refuses a name that resolves to loopback, on connect.
         let host = WebhookDeliveryTests.loopbackName()
-        let inputID = try await setup.submit("http://\(host):\(setup.server.port)/talk.mp4", ["-o", setup.directory.file("x.mp4")])
-        let outputID = try await setup.submit(input, ["--range", "0+1s", "-o", "http://\(host):\(setup.server.port)/out/x.mp4"])
+        let inputID = try await setup.submit(
+            "http://\(host):\(setup.server.port)/talk.mp4",
+            ["-o", setup.directory.file("x.mp4")]
+        )
+        let outputID = try await setup.submit(
+            input,
+            ["--range", "0+1s", "-o", "http://\(host):\(setup.server.port)/out/x.mp4"]
+        )
         _ = try await setup.runWorker([])
 
         let refusedInput = try await setup.job(inputID)
-        #expect(refusedInput.status == .failed && refusedInput.error?.code == "input_unreadable" && refusedInput.error?.retryable == false, "\(refusedInput.error?.message ?? "")")
+        #expect(
+            refusedInput.status == .failed && refusedInput.error?.code == "input_unreadable"
+                && refusedInput.error?.retryable == false,
+            "\(refusedInput.error?.message ?? "")"
+        )
         let refusedOutput = try await setup.job(outputID)
-        #expect(refusedOutput.status == .failed && refusedOutput.error?.code == "output_forbidden", "\(refusedOutput.error?.message ?? "")")
+        #expect(
+            refusedOutput.status == .failed && refusedOutput.error?.code == "output_forbidden",
+            "\(refusedOutput.error?.message ?? "")"
+        )
         #expect(setup.server.records().isEmpty, "the server was reached: \(setup.server.records())")
         #expect(setup.stagingLeftovers().isEmpty)
     }

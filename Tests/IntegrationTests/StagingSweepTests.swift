@@ -16,7 +16,9 @@ struct StagingSweepTests {
         try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         let input = try await Fixtures.shared.path(.basic)
         func submit() async throws -> JobID {
-            let result = try await Jobctl.run(["submit", input, "--db", db, "--preset", "low", "-o", "https://bucket.example/out.mp4"])
+            let result = try await Jobctl.run([
+                "submit", input, "--db", db, "--preset", "low", "-o", "https://bucket.example/out.mp4",
+            ])
             try #require(result.status == 0, "\(result.stderr)")
             return JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -46,7 +48,10 @@ struct StagingSweepTests {
             try FileManager.default.setAttributes([.modificationDate: file.date], ofItemAtPath: path)
         }
 
-        let worker = try JobctlProcess(["worker", "--db", db, "--once", "--staging-dir", staging], log: directory.file("w.log"))
+        let worker = try JobctlProcess(
+            ["worker", "--db", db, "--once", "--staging-dir", staging],
+            log: directory.file("w.log")
+        )
         let exit = try await worker.waitForExit(timeout: .seconds(60))
         #expect(exit?.status == 0, "\(worker.log)")
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: staging))

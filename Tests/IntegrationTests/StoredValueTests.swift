@@ -18,9 +18,13 @@ struct StoredValueTests {
         let job = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")).job
         let other = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/b.mp4", preset: "low")).job
         // As a newer jobctl would, with a migration that widened the CHECK constraints.
-        try await ProcessRunner.check("sqlite3", [
-            path, "PRAGMA ignore_check_constraints = ON; UPDATE jobs SET status = 'paused' WHERE id = '\(job.id)'; UPDATE jobs SET kind = 'transmogrify' WHERE id = '\(other.id)'",
-        ])
+        try await ProcessRunner.check(
+            "sqlite3",
+            [
+                path,
+                "PRAGMA ignore_check_constraints = ON; UPDATE jobs SET status = 'paused' WHERE id = '\(job.id)'; UPDATE jobs SET kind = 'transmogrify' WHERE id = '\(other.id)'",
+            ]
+        )
         try await expectUnknown(in: store, job: job.id, other: other.id, value: "paused")
     }
 
@@ -29,12 +33,23 @@ struct StoredValueTests {
         let url = try await TestPostgres.shared.freshDatabase("storedvalue")
         try await PostgresJobStore.withStore(url: url) { store in
             let job = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")).job
-            let other = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/b.mp4", preset: "low")).job
-            try await ProcessRunner.check("psql", [
-                url, "-q", "-c", "ALTER TABLE jobctl.jobs DROP CONSTRAINT IF EXISTS jobs_status_check, DROP CONSTRAINT IF EXISTS jobs_kind_check",
-            ])
-            try await ProcessRunner.check("psql", [url, "-q", "-c", "UPDATE jobctl.jobs SET status = 'paused' WHERE id = '\(job.id)'"])
-            try await ProcessRunner.check("psql", [url, "-q", "-c", "UPDATE jobctl.jobs SET kind = 'transmogrify' WHERE id = '\(other.id)'"])
+            let other = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/b.mp4", preset: "low"))
+                .job
+            try await ProcessRunner.check(
+                "psql",
+                [
+                    url, "-q", "-c",
+                    "ALTER TABLE jobctl.jobs DROP CONSTRAINT IF EXISTS jobs_status_check, DROP CONSTRAINT IF EXISTS jobs_kind_check",
+                ]
+            )
+            try await ProcessRunner.check(
+                "psql",
+                [url, "-q", "-c", "UPDATE jobctl.jobs SET status = 'paused' WHERE id = '\(job.id)'"]
+            )
+            try await ProcessRunner.check(
+                "psql",
+                [url, "-q", "-c", "UPDATE jobctl.jobs SET kind = 'transmogrify' WHERE id = '\(other.id)'"]
+            )
             try await expectUnknown(in: store, job: job.id, other: other.id, value: "paused")
         }
     }
@@ -52,7 +67,11 @@ struct StoredValueTests {
         // The claim query does not select a row whose status it does not know; the other, an
         // unknown kind in a queued row, fails the claim loudly instead of running as an export.
         do {
-            let claimed = try await store.claim(as: WorkerIdentity(name: "w", host: "h", pid: 1, version: "t"), limit: 10, lease: .seconds(30))
+            let claimed = try await store.claim(
+                as: WorkerIdentity(name: "w", host: "h", pid: 1, version: "t"),
+                limit: 10,
+                lease: .seconds(30)
+            )
             Issue.record("claimed \(claimed.map(\.job.id))")
         } catch let error as JobStoreError {
             #expect(error.code == .corrupt)

@@ -51,7 +51,15 @@ struct WorkerProcessTests {
         let input = try await Fixtures.shared.path(.basic)
         var ids: [JobID] = []
         for index in 0..<24 {
-            ids.append(try await queue.submit(input, ["--preset", index % 3 == 0 ? "m4a" : "low", "--range", "0.5s+1s", "-o", queue.directory.file("out-\(index).\(index % 3 == 0 ? "m4a" : "mp4")")]))
+            ids.append(
+                try await queue.submit(
+                    input,
+                    [
+                        "--preset", index % 3 == 0 ? "m4a" : "low", "--range", "0.5s+1s", "-o",
+                        queue.directory.file("out-\(index).\(index % 3 == 0 ? "m4a" : "mp4")"),
+                    ]
+                )
+            )
         }
         let workers = try (0..<3).map { try queue.worker("w\($0)", ["--concurrency", "2", "--once"]) }
         for worker in workers {
@@ -64,8 +72,11 @@ struct WorkerProcessTests {
             #expect(job.status == .completed, "\(id): \(job.status) \(job.error?.description ?? "")")
             #expect(job.attempt == 1, "\(id) ran \(job.attempt) times")
             let lines = logs.split(separator: "\n").filter { $0.contains("job.id=\(id)") }
-            #expect(lines.filter { $0.contains("Job claimed") }.count == 1 && lines.filter { $0.contains("Job completed") }.count == 1,
-                "\(id): claimed and completed once in the logs: \(lines)")
+            #expect(
+                lines.filter { $0.contains("Job claimed") }.count == 1
+                    && lines.filter { $0.contains("Job completed") }.count == 1,
+                "\(id): claimed and completed once in the logs: \(lines)"
+            )
             if index % 6 == 0 {
                 #expect(try await FFProbe.decodeErrors(job.output) == "")
             }
@@ -88,11 +99,17 @@ struct WorkerProcessTests {
 
         // Started while the dead worker's lease still holds: it takes the job once the lease expires.
         let second = try queue.worker("rescuer", ["--lease", "2s"])
-        #expect(try await eventually(within: .seconds(120)) { try await queue.job(id).status.isTerminal }, "\(second.log)")
+        #expect(
+            try await eventually(within: .seconds(120)) { try await queue.job(id).status.isTerminal },
+            "\(second.log)"
+        )
         second.signal(SIGTERM)
         #expect(try await second.waitForExit(timeout: .seconds(10))?.status == 0)
         let job = try await queue.job(id)
-        #expect(job.status == .completed && job.attempt == 2 && job.worker == "rescuer", "\(job.status) attempt \(job.attempt) \(job.worker ?? "")")
+        #expect(
+            job.status == .completed && job.attempt == 2 && job.worker == "rescuer",
+            "\(job.status) attempt \(job.attempt) \(job.worker ?? "")"
+        )
         #expect(queue.outputs() == ["out.mp4"], "left behind: \(queue.outputs())")
         #expect(try await FFProbe.decodeErrors(output) == "")
     }
@@ -104,10 +121,16 @@ struct WorkerProcessTests {
         let id = try await queue.submit(input, ["--preset", "highest", "-o", queue.directory.file("out.mp4")])
         let worker = try queue.worker("w")
         #expect(try await queue.waitUntilExporting(id))
-        #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 }, "progress is stored while the job runs")
+        #expect(
+            try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 },
+            "progress is stored while the job runs"
+        )
         let cancelledAt = ContinuousClock.now
         let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", queue.db])
-        #expect(cancel.status == 0 && cancel.stdoutText.contains("cancellation requested"), "\(cancel.stdoutText)\(cancel.stderr)")
+        #expect(
+            cancel.status == 0 && cancel.stdoutText.contains("cancellation requested"),
+            "\(cancel.stdoutText)\(cancel.stderr)"
+        )
         #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).status == .cancelled })
         #expect(ContinuousClock.now - cancelledAt < .seconds(2), "cancelled after \(ContinuousClock.now - cancelledAt)")
         #expect(queue.outputs().isEmpty, "left: \(queue.outputs())")
@@ -131,7 +154,10 @@ struct WorkerProcessTests {
         #expect(exit.at - signalledAt < .seconds(4), "took \(exit.at - signalledAt) with a 1 s drain")
         #expect(worker.log.contains("Worker draining") && worker.log.contains("Job handed back"))
         let handedBack = try await queue.job(id)
-        #expect(handedBack.status == .unknown && handedBack.attempt == 0, "\(handedBack.status) attempt \(handedBack.attempt)")
+        #expect(
+            handedBack.status == .unknown && handedBack.attempt == 0,
+            "\(handedBack.status) attempt \(handedBack.attempt)"
+        )
         #expect(queue.outputs().isEmpty, "left: \(queue.outputs())")
 
         let next = try queue.worker("next", ["--once"])
@@ -144,7 +170,10 @@ struct WorkerProcessTests {
         let queue = try Queue("drain")
         defer { queue.directory.remove() }
         let input = try await Fixtures.shared.path(.long)
-        let id = try await queue.submit(input, ["--preset", "low", "--range", "0+6s", "-o", queue.directory.file("short.mp4")])
+        let id = try await queue.submit(
+            input,
+            ["--preset", "low", "--range", "0+6s", "-o", queue.directory.file("short.mp4")]
+        )
         let worker = try queue.worker("w", ["--drain", "60s"])
         #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .reading })
         worker.signal(SIGTERM)
@@ -156,14 +185,26 @@ struct WorkerProcessTests {
         let queue = try Queue("bad")
         defer { queue.directory.remove() }
         let missing = try await queue.submit(queue.directory.file("missing.mov"), ["--preset", "low"])
-        let text = try await queue.submit(try await Fixtures.shared.path(.notMedia), ["--preset", "low", "-o", queue.directory.file("text.mp4")])
-        let range = try await queue.submit(try await Fixtures.shared.path(.basic), ["--preset", "low", "--range", "9s+1s", "-o", queue.directory.file("range.mp4")])
-        let good = try await queue.submit(try await Fixtures.shared.path(.basic), ["--preset", "low", "-o", queue.directory.file("good.mp4")])
+        let text = try await queue.submit(
+            try await Fixtures.shared.path(.notMedia),
+            ["--preset", "low", "-o", queue.directory.file("text.mp4")]
+        )
+        let range = try await queue.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--preset", "low", "--range", "9s+1s", "-o", queue.directory.file("range.mp4")]
+        )
+        let good = try await queue.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--preset", "low", "-o", queue.directory.file("good.mp4")]
+        )
         let worker = try queue.worker("w", ["--once"])
         #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
         for (id, code) in [(missing, "input_not_found"), (text, "input_unreadable"), (range, "range_out_of_bounds")] {
             let job = try await queue.job(id)
-            #expect(job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1, "\(job.error?.description ?? "no error")")
+            #expect(
+                job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1,
+                "\(job.error?.description ?? "no error")"
+            )
         }
         #expect(try await queue.job(good).status == .completed)
         #expect(queue.outputs() == ["good.mp4"])
@@ -189,8 +230,11 @@ struct WorkerProcessTests {
         #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
         for (id, says) in [(piped, "FIFO"), (itself, "is the input itself")] {
             let job = try await queue.job(id)
-            #expect(job.status == .failed && job.error?.code == "output_forbidden" && job.error?.retryable == false && job.attempt == 1,
-                "\(job.error?.description ?? "no error")")
+            #expect(
+                job.status == .failed && job.error?.code == "output_forbidden" && job.error?.retryable == false
+                    && job.attempt == 1,
+                "\(job.error?.description ?? "no error")"
+            )
             #expect(job.error?.message.contains(says) == true, "\(job.error?.message ?? "")")
         }
         var info = stat()
@@ -204,14 +248,29 @@ struct WorkerProcessTests {
     @Test func jobsOverALimitFailWithoutRetrying() async throws {
         let queue = try Queue("limits")
         defer { queue.directory.remove() }
-        let huge = try await queue.submit(try await Fixtures.shared.path(.hugePicture), ["--preset", "highest", "-o", queue.directory.file("huge.mp4")])
-        let late = try await queue.submit(try await Fixtures.shared.path(.lateAudio), ["--preset", "low", "-o", queue.directory.file("late.mp4")])
-        let long = try await queue.submit(try await Fixtures.shared.path(.basic), ["--preset", "low", "-o", queue.directory.file("long.mp4")])
+        let huge = try await queue.submit(
+            try await Fixtures.shared.path(.hugePicture),
+            ["--preset", "highest", "-o", queue.directory.file("huge.mp4")]
+        )
+        let late = try await queue.submit(
+            try await Fixtures.shared.path(.lateAudio),
+            ["--preset", "low", "-o", queue.directory.file("late.mp4")]
+        )
+        let long = try await queue.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--preset", "low", "-o", queue.directory.file("long.mp4")]
+        )
         let worker = try queue.worker("w", ["--once", "--retry-delay", "100ms", "--max-duration", "3s"])
         #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
-        for (id, code, says) in [(huge, "limit_exceeded", "8192x8192"), (late, "limit_exceeded", "lasts 3600"), (long, "limit_exceeded", "over the limit of 3s")] {
+        for (id, code, says) in [
+            (huge, "limit_exceeded", "8192x8192"), (late, "limit_exceeded", "lasts 3600"),
+            (long, "limit_exceeded", "over the limit of 3s"),
+        ] {
             let job = try await queue.job(id)
-            #expect(job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1, "\(job.error?.description ?? "no error")")
+            #expect(
+                job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1,
+                "\(job.error?.description ?? "no error")"
+            )
             #expect(job.error?.message.contains(says) == true, "\(job.error?.message ?? "")")
         }
         #expect(queue.outputs().isEmpty, "\(queue.outputs())")
@@ -221,7 +280,10 @@ struct WorkerProcessTests {
         let queue = try Queue("retry")
         defer { queue.directory.remove() }
         let input = try await Fixtures.shared.path(.basic)
-        let id = try await queue.submit(input, ["--preset", "low", "--max-attempts", "3", "-o", queue.directory.file("missing/out.mp4")])
+        let id = try await queue.submit(
+            input,
+            ["--preset", "low", "--max-attempts", "3", "-o", queue.directory.file("missing/out.mp4")]
+        )
         let worker = try queue.worker("w", ["--retry-delay", "300ms"])
         #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .failed })
         let job = try await queue.job(id)
@@ -229,9 +291,15 @@ struct WorkerProcessTests {
         let attempts = worker.log.components(separatedBy: "Job claimed").count - 1
         #expect(attempts == 3)
         // `retry` runs it again once the directory exists.
-        try FileManager.default.createDirectory(atPath: queue.directory.file("missing"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: queue.directory.file("missing"),
+            withIntermediateDirectories: true
+        )
         let retried = try await Jobctl.run(["retry", id.rawValue, "--db", queue.db])
-        #expect(retried.status == 0 && retried.stdoutText.contains("attempt 4 of 6"), "\(retried.stdoutText)\(retried.stderr)")
+        #expect(
+            retried.status == 0 && retried.stdoutText.contains("attempt 4 of 6"),
+            "\(retried.stdoutText)\(retried.stderr)"
+        )
         #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .completed })
         worker.signal(SIGTERM)
         try await worker.waitForExit(timeout: .seconds(10))
@@ -241,13 +309,21 @@ struct WorkerProcessTests {
         let queue = try Queue("submit")
         defer { queue.directory.remove() }
         let input = try await Fixtures.shared.path(.basic)
-        let first = try await queue.submit(input, ["--preset", "low", "--idempotency-key", "upload-77", "--metadata", "user=42", "--priority", "5"])
-        let again = try await Jobctl.run(["submit", input, "--db", queue.db, "--preset", "medium", "--idempotency-key", "upload-77", "--json"])
+        let first = try await queue.submit(
+            input,
+            ["--preset", "low", "--idempotency-key", "upload-77", "--metadata", "user=42", "--priority", "5"]
+        )
+        let again = try await Jobctl.run([
+            "submit", input, "--db", queue.db, "--preset", "medium", "--idempotency-key", "upload-77", "--json",
+        ])
         let json = try #require(try Jobctl.json(again) as? [String: Any])
         #expect(json["id"] as? String == first.rawValue && json["preset"] as? String == "low")
         #expect((json["metadata"] as? [String: String]) == ["user": "42"] && json["priority"] as? Int == 5)
-        for key in ["id", "kind", "status", "input", "output", "preset", "format", "range", "priority", "attempt", "maxAttempts", "progress",
-                    "tracks", "result", "error", "webhook", "metadata", "worker", "createdAt", "startedAt", "finishedAt"] {
+        for key in [
+            "id", "kind", "status", "input", "output", "preset", "format", "range", "priority", "attempt",
+            "maxAttempts", "progress",
+            "tracks", "result", "error", "webhook", "metadata", "worker", "createdAt", "startedAt", "finishedAt",
+        ] {
             #expect(json.keys.contains(key), "job JSON lacks \(key)")
         }
         // The default output: beside the input, NAME.PRESET.EXT.
@@ -261,11 +337,17 @@ struct WorkerProcessTests {
 
         let worker = try queue.worker("w")
         defer { worker.signal(SIGKILL) }
-        let waited = try await Jobctl.run(["submit", input, "--db", queue.db, "--preset", "low", "--range", "0+1s", "-o", queue.directory.file("w.mp4"), "--wait", "--timeout", "60s"])
+        let waited = try await Jobctl.run([
+            "submit", input, "--db", queue.db, "--preset", "low", "--range", "0+1s", "-o",
+            queue.directory.file("w.mp4"), "--wait", "--timeout", "60s",
+        ])
         #expect(waited.status == 0, "\(waited.stderr)")
         #expect(waited.stdoutText.contains("completed"))
 
-        for bad in [["--preset", "nope"], ["--preset", "low", "--range", "5-1"], ["--preset", "low", "--webhook", "ftp://x"], ["--preset", "low", "--metadata", "novalue"]] {
+        for bad in [
+            ["--preset", "nope"], ["--preset", "low", "--range", "5-1"], ["--preset", "low", "--webhook", "ftp://x"],
+            ["--preset", "low", "--metadata", "novalue"],
+        ] {
             let result = try await Jobctl.run(["submit", input, "--db", queue.db] + bad)
             #expect(result.status == 64, "\(bad): \(result.status) \(result.stderr)")
         }
@@ -287,7 +369,10 @@ struct WorkerProcessTests {
 
         let plain = try await ProcessRunner.run("timeout", ["2", Jobctl.path, "watch", "--db", queue.db])
         #expect(plain.stdoutText.contains("\(id)  reading"), "\(plain.stdoutText)")
-        let screen = try await ProcessRunner.run("script", ["-qec", "timeout 2 '\(Jobctl.path)' watch --db '\(queue.db)'", "/dev/null"])
+        let screen = try await ProcessRunner.run(
+            "script",
+            ["-qec", "timeout 2 '\(Jobctl.path)' watch --db '\(queue.db)'", "/dev/null"]
+        )
         #expect(screen.stdoutText.contains("1 running, 0 queued"), "\(screen.stdoutText)")
         #expect(screen.stdoutText.contains("\(id)  [") && screen.stdoutText.contains("%"), "\(screen.stdoutText)")
     }

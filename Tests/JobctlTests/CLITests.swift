@@ -17,7 +17,10 @@ struct CLITests {
         }
         let low = try #require(presets.first { $0["name"] as? String == "low" })
         let video = try #require(low["video"] as? [String: Any])
-        #expect(video["maxWidth"] as? Int == 426 && video["bitrate"] as? Int == 300_000 && video["codec"] as? String == "h264")
+        #expect(
+            video["maxWidth"] as? Int == 426 && video["bitrate"] as? Int == 300_000
+                && video["codec"] as? String == "h264"
+        )
         let human = try await Jobctl.run(["presets"])
         #expect(human.stdoutText.contains("low") && human.stdoutText.contains("ffmpeg -i INPUT"))
     }
@@ -29,8 +32,17 @@ struct CLITests {
         let command = try #require(presets.first { $0["name"] as? String == "low" }?["ffmpeg"] as? String)
         try await withTemporaryDirectory("ffmpeg-command") { directory in
             let output = directory.file("cli.mp4")
-            let shell = command.replacingOccurrences(of: "INPUT", with: "'\(input)'").replacingOccurrences(of: "OUTPUT", with: "'\(output)'")
-            let ran = try await ProcessRunner.run("/bin/sh", ["-c", shell.replacingOccurrences(of: "ffmpeg ", with: "ffmpeg -nostdin -v error ", options: .anchored)])
+            let shell = command.replacingOccurrences(of: "INPUT", with: "'\(input)'").replacingOccurrences(
+                of: "OUTPUT",
+                with: "'\(output)'"
+            )
+            let ran = try await ProcessRunner.run(
+                "/bin/sh",
+                [
+                    "-c",
+                    shell.replacingOccurrences(of: "ffmpeg ", with: "ffmpeg -nostdin -v error ", options: .anchored),
+                ]
+            )
             #expect(ran.status == 0, "\(ran.stderr)")
             let ours = directory.file("ours.mp4")
             #expect(try await Jobctl.run(["export", input, "--preset", "low", "-o", ours]).status == 0)
@@ -44,7 +56,9 @@ struct CLITests {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("export-json") { directory in
             let output = directory.file("clip.mp4")
-            let result = try await Jobctl.run(["export", input, "--preset", "low", "--range", "1s+2s", "-o", output, "--json"])
+            let result = try await Jobctl.run([
+                "export", input, "--preset", "low", "--range", "1s+2s", "-o", output, "--json",
+            ])
             #expect(result.status == 0, "\(result.stderr)")
             let json = try #require(try Jobctl.json(result) as? [String: Any])
             #expect(json["output"] as? String == output)
@@ -68,7 +82,9 @@ struct CLITests {
         #expect(abs((json["duration"] as? Double ?? 0) - 4) < 0.1)
         let tracks = try #require(json["tracks"] as? [[String: Any]])
         let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
-        for key in ["codec", "profile", "width", "height", "rotation", "sampleAspectRatio", "frameRate", "bitrate", "startTime"] {
+        for key in [
+            "codec", "profile", "width", "height", "rotation", "sampleAspectRatio", "frameRate", "bitrate", "startTime",
+        ] {
             #expect(video[key] != nil, "video track lacks \(key)")
         }
         #expect(video["rotation"] as? Int == 90)
@@ -90,15 +106,51 @@ struct CLITests {
     }
 
     static let failures: [Failure] = [
-        Failure(arguments: ["export", "/nonexistent/in.mov", "--preset", "low", "-o", "OUT"], status: 1, line: "error: input_not_found: /nonexistent/in.mov does not exist"),
-        Failure(arguments: ["export", "INPUT", "--preset", "lowest", "-o", "OUT"], status: 64, line: "error: preset_unknown: no preset named 'lowest'"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "--range", "4s-1s", "-o", "OUT"], status: 64, line: "invalid range '4s-1s'"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "--range", "9s+1s", "-o", "OUT"], status: 1, line: "error: range_out_of_bounds:"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "/nonexistent/dir/out.mp4"], status: 1, line: "error: output_unwritable:"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low"], status: 64, line: "Missing expected argument '--output <out>'"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--format", "avi"], status: 64, line: "avi"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "https://bucket.example/a.mp4"], status: 64, line: "export writes a local file"),
-        Failure(arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"], status: 64, line: "error: usage: presets file /nonexistent.json: does not exist"),
+        Failure(
+            arguments: ["export", "/nonexistent/in.mov", "--preset", "low", "-o", "OUT"],
+            status: 1,
+            line: "error: input_not_found: /nonexistent/in.mov does not exist"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "lowest", "-o", "OUT"],
+            status: 64,
+            line: "error: preset_unknown: no preset named 'lowest'"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "--range", "4s-1s", "-o", "OUT"],
+            status: 64,
+            line: "invalid range '4s-1s'"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "--range", "9s+1s", "-o", "OUT"],
+            status: 1,
+            line: "error: range_out_of_bounds:"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "-o", "/nonexistent/dir/out.mp4"],
+            status: 1,
+            line: "error: output_unwritable:"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low"],
+            status: 64,
+            line: "Missing expected argument '--output <out>'"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--format", "avi"],
+            status: 64,
+            line: "avi"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "-o", "https://bucket.example/a.mp4"],
+            status: 64,
+            line: "export writes a local file"
+        ),
+        Failure(
+            arguments: ["export", "INPUT", "--preset", "low", "-o", "OUT", "--presets", "/nonexistent.json"],
+            status: 64,
+            line: "error: usage: presets file /nonexistent.json: does not exist"
+        ),
         Failure(arguments: ["probe", "/nonexistent/in.mov"], status: 1, line: "error: input_not_found:"),
         Failure(arguments: ["frobnicate"], status: 64, line: "error: usage: Unexpected argument 'frobnicate'"),
     ]
@@ -111,7 +163,10 @@ struct CLITests {
             let result = try await Jobctl.run(arguments)
             #expect(result.status == test.status, "\(test): exit \(result.status), stderr \(result.stderr)")
             #expect(result.stderr.contains(test.line), "\(test): \(result.stderr)")
-            #expect(result.stderr.hasPrefix("error: ") && result.stderr.split(separator: "\n").count == 1, "one line `error: CODE: message`: \(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("error: ") && result.stderr.split(separator: "\n").count == 1,
+                "one line `error: CODE: message`: \(result.stderr)"
+            )
             #expect(result.stdout.isEmpty)
             #expect(directory.contents().isEmpty)
         }
@@ -121,11 +176,13 @@ struct CLITests {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("custom") { directory in
             let file = directory.file("presets.json")
-            try Data("""
+            try Data(
+                """
                 [{"name": "thumb", "summary": "tiny", "format": "mp4",
                   "video": {"codec": "h264", "maxWidth": 160, "maxHeight": 90, "crf": 30, "encoderPreset": "ultrafast"},
                   "audio": null}]
-                """.utf8).write(to: URL(fileURLWithPath: file))
+                """.utf8
+            ).write(to: URL(fileURLWithPath: file))
             let output = directory.file("thumb.mp4")
             let viaFlag = try await Jobctl.run(["export", input, "--preset", "thumb", "--presets", file, "-o", output])
             #expect(viaFlag.status == 0, "\(viaFlag.stderr)")
@@ -144,7 +201,10 @@ struct CLITests {
         let input = try await Fixtures.shared.path(.long)
         try await withTemporaryDirectory("sigint") { directory in
             // Its exit is noted by its own reaper thread, not by polling from a busy test scheduler.
-            let process = try ChildProcess(Jobctl.path, ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")])
+            let process = try ChildProcess(
+                Jobctl.path,
+                ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
+            )
             let deadline = ContinuousClock.now + .seconds(30)
             while !directory.contents().contains(where: { $0.hasSuffix(".tmp") }) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -166,7 +226,8 @@ struct CLITests {
     @Test func progressBarOnATerminal() async throws {
         let input = try await Fixtures.shared.path(.long)
         try await withTemporaryDirectory("tty") { directory in
-            let command = "'\(Jobctl.path)' export '\(input)' --preset low --range 0+12s -o '\(directory.file("out.mp4"))'"
+            let command =
+                "'\(Jobctl.path)' export '\(input)' --preset low --range 0+12s -o '\(directory.file("out.mp4"))'"
             let result = try await ProcessRunner.run("script", ["-qec", command, "/dev/null"])
             #expect(result.status == 0, "\(result.stderr)")
             let screen = result.stdoutText
@@ -181,7 +242,10 @@ struct CLITests {
             let sample = try await Jobctl.run(["sample", "talk.mp4", "--seconds", "3"], in: directory.path)
             #expect(sample.status == 0, "\(sample.stderr)")
             let probe = try await FFProbe.probe(directory.file("talk.mp4"))
-            #expect(probe.video?.width == 640 && abs((probe.format.durationSeconds ?? 0) - 3) < 0.05 && probe.audio.count == 1)
+            #expect(
+                probe.video?.width == 640 && abs((probe.format.durationSeconds ?? 0) - 3) < 0.05
+                    && probe.audio.count == 1
+            )
             #expect(try await FFProbe.decodeErrors(directory.file("talk.mp4")) == "")
         }
     }

@@ -8,9 +8,15 @@ import Testing
 @Suite("Deployment files")
 struct DeployTests {
     @Test func deployFilesCheckOut() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let result = try await ProcessRunner.run("bash", [root.appendingPathComponent("deploy/check.sh").path, Jobctl.path])
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let result = try await ProcessRunner.run(
+            "bash",
+            [root.appendingPathComponent("deploy/check.sh").path, Jobctl.path]
+        )
         #expect(result.status == 0, "\(result.stdoutText)\(result.stderr)")
-        #expect(result.stdoutText.contains("ok: systemd-analyze verify") && result.stdoutText.contains("ok: compose.yaml"))
+        #expect(
+            result.stdoutText.contains("ok: systemd-analyze verify") && result.stdoutText.contains("ok: compose.yaml")
+        )
     }
 }

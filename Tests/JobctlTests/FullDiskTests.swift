@@ -16,7 +16,12 @@ enum PrivateMounts {
 /// A full disk at any stage of writing (the header, the media, the trailer) is
 /// `output_unwritable`, retryable, and leaves nothing behind: a tmpfs of 256 KB filled to
 /// within a few KB, in a private mount namespace.
-@Suite("A full disk", .serialized, .timeLimit(.minutes(3)), .enabled(if: PrivateMounts.work, "needs a private tmpfs mount (root, or user namespaces)"))
+@Suite(
+    "A full disk",
+    .serialized,
+    .timeLimit(.minutes(3)),
+    .enabled(if: PrivateMounts.work, "needs a private tmpfs mount (root, or user namespaces)")
+)
 struct FullDiskTests {
     /// Runs `command` with a 256 KB tmpfs mounted at `mountPoint`, all but `freeKB` of it
     /// filled; `nil` when the mount failed.
@@ -28,7 +33,10 @@ struct FullDiskTests {
             exec "$@"
             """#
         let namespace = getuid() == 0 ? ["-m"] : ["-rm"]
-        let result = try await ProcessRunner.run("unshare", namespace + ["sh", "-c", script, "sh", mountPoint, "\((256 - freeKB) / 4)"] + command)
+        let result = try await ProcessRunner.run(
+            "unshare",
+            namespace + ["sh", "-c", script, "sh", mountPoint, "\((256 - freeKB) / 4)"] + command
+        )
         return result.status == 97 || result.stderr.contains("unshare failed") ? nil : result
     }
 
@@ -39,9 +47,17 @@ struct FullDiskTests {
             let disk = directory.file("disk")
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
             let script = [Jobctl.path, "export", input, "--preset", "low", "-o", disk + "/out.mp4"]
-            let result = try #require(try await Self.onTinyDisk(freeKB: freeKB, at: disk, script), "the private mount failed")
+            let result = try #require(
+                try await Self.onTinyDisk(freeKB: freeKB, at: disk, script),
+                "the private mount failed"
+            )
             #expect(result.status == 1, "\(freeKB) KB free: \(result.stderr)")
-            #expect(result.stderr.hasPrefix("error: output_unwritable: \(disk)/out.mp4 cannot be written: no space left on the device"), "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix(
+                    "error: output_unwritable: \(disk)/out.mp4 cannot be written: no space left on the device"
+                ),
+                "\(result.stderr)"
+            )
         }
     }
 
@@ -51,8 +67,14 @@ struct FullDiskTests {
         try await withTemporaryDirectory("full-disk-left") { directory in
             let disk = directory.file("disk")
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-            let command = ["sh", "-c", "\"$0\" export \"$1\" --preset low -o \"$2/out.mp4\"; echo \"exit $?\"; ls -A \"$2\"", Jobctl.path, input, disk]
-            let result = try #require(try await Self.onTinyDisk(freeKB: 16, at: disk, command), "the private mount failed")
+            let command = [
+                "sh", "-c", "\"$0\" export \"$1\" --preset low -o \"$2/out.mp4\"; echo \"exit $?\"; ls -A \"$2\"",
+                Jobctl.path, input, disk,
+            ]
+            let result = try #require(
+                try await Self.onTinyDisk(freeKB: 16, at: disk, command),
+                "the private mount failed"
+            )
             #expect(result.stdoutText == "exit 1\nfill\n", "\(result.stdoutText) \(result.stderr)")
         }
     }
@@ -64,11 +86,17 @@ struct FullDiskTests {
             let disk = directory.file("disk")
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
             let db = directory.file("jobs.sqlite")
-            let submit = try await Jobctl.run(["submit", input, "--db", db, "--preset", "low", "--max-attempts", "2", "-o", disk + "/out.mp4"])
+            let submit = try await Jobctl.run([
+                "submit", input, "--db", db, "--preset", "low", "--max-attempts", "2", "-o", disk + "/out.mp4",
+            ])
             try #require(submit.status == 0, "\(submit.stderr)")
             let id = submit.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
             // --once exits when the retry is not due yet: run it until the job ends.
-            let worker = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" worker --db \"$1\" --once --retry-delay 100ms 2>/dev/null; sleep 0.3; done", Jobctl.path, db]
+            let worker = [
+                "sh", "-c",
+                "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" worker --db \"$1\" --once --retry-delay 100ms 2>/dev/null; sleep 0.3; done",
+                Jobctl.path, db,
+            ]
             try #require(try await Self.onTinyDisk(freeKB: 8, at: disk, worker) != nil, "the private mount failed")
             let show = try await Jobctl.run(["show", id, "--db", db, "--json"])
             let job = try #require(try Jobctl.json(show) as? [String: Any])

@@ -12,7 +12,9 @@ struct FuzzTests {
     static let seeds: [Fixture] = [.seedMP4, .seedMOV, .seedMKV, .seedTS, .seedAVI, .seedMP3]
     /// Codes an input's damage may produce; `output_unwritable`, `internal` and the like would
     /// mean a damaged input was taken for a failure worth retrying (or a bug).
-    static let inputErrors: Set<String> = ["input_unreadable", "input_unsupported", "decode_failed", "preset_incompatible", "limit_exceeded"]
+    static let inputErrors: Set<String> = [
+        "input_unreadable", "input_unsupported", "decode_failed", "preset_incompatible", "limit_exceeded",
+    ]
     static let mutantsPerSeed = 12
 
     /// A deterministic generator (SplitMix64), so a failure names a mutant that can be rebuilt.
@@ -36,7 +38,9 @@ struct FuzzTests {
         if n % 4 == 3 {
             let length = 1 + generator.below(4096)
             let start = generator.below(max(1, bytes.count - length))
-            for index in start..<min(bytes.count, start + length) { bytes[index] = UInt8(truncatingIfNeeded: generator.next()) }
+            for index in start..<min(bytes.count, start + length) {
+                bytes[index] = UInt8(truncatingIfNeeded: generator.next())
+            }
         } else {
             for _ in 0..<(1 << min(n, 10)) {
                 bytes[generator.below(bytes.count)] ^= UInt8(1 << generator.below(8))
@@ -49,7 +53,9 @@ struct FuzzTests {
         var input: String
         var preset: String
         var range: String?
-        var description: String { "\((input as NSString).lastPathComponent) \(preset)\(range.map { " --range \($0)" } ?? "")" }
+        var description: String {
+            "\((input as NSString).lastPathComponent) \(preset)\(range.map { " --range \($0)" } ?? "")"
+        }
     }
 
     @Test func damagedFilesFailCleanlyOrExport() async throws {
@@ -60,7 +66,9 @@ struct FuzzTests {
                 let data = try Data(contentsOf: URL(fileURLWithPath: source))
                 for n in 0..<Self.mutantsPerSeed {
                     let path = directory.file("\(seed)-\(n).\(seed.fileExtension)")
-                    try Self.mutant(n, of: data, seed: 0x5EED_0000 + UInt64(position)).write(to: URL(fileURLWithPath: path))
+                    try Self.mutant(n, of: data, seed: 0x5EED_0000 + UInt64(position)).write(
+                        to: URL(fileURLWithPath: path)
+                    )
                     runs.append(Run(input: path, preset: "low", range: n % 2 == 0 ? nil : "0.5s+1s"))
                     runs.append(Run(input: path, preset: "passthrough"))
                 }
@@ -91,7 +99,8 @@ struct FuzzTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let output = directory + "/out." + (run.preset == "passthrough" ? "mov" : "mp4")
         try? FileManager.default.removeItem(atPath: output)
-        let arguments = ["export", run.input, "--preset", run.preset, "-o", output] + (run.range.map { ["--range", $0] } ?? [])
+        let arguments =
+            ["export", run.input, "--preset", run.preset, "-o", output] + (run.range.map { ["--range", $0] } ?? [])
         let process = try JobctlProcess(arguments, log: directory + "/stderr")
         let started = ContinuousClock.now
         guard let exit = try await process.waitForExit(timeout: .seconds(30)) else {
@@ -99,7 +108,9 @@ struct FuzzTests {
         }
         let elapsed = ContinuousClock.now - started
         let stderr = process.log.trimmingCharacters(in: .whitespacesAndNewlines)
-        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".jobctl.tmp") }
+        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(".jobctl.tmp")
+        }
         if !leftovers.isEmpty { return (run, "left \(leftovers)", "leftovers") }
         switch exit.status {
         case 0:

@@ -9,22 +9,49 @@ struct LimitOptionsTests {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("limit-flags") { directory in
             let output = directory.file("out.mp4")
-            let size = try await Jobctl.run(["export", input, "--preset", "low", "-o", output, "--max-output-size", "20K"])
-            #expect(size.status == 1 && size.stderr.hasPrefix("error: limit_exceeded: \(output) would be larger than 20480 bytes"), "\(size.stderr)")
-            let pixels = try await Jobctl.run(["export", input, "--preset", "low", "-o", output], environment: ["JOBCTL_MAX_PIXELS": "100x100"])
-            #expect(pixels.status == 1 && pixels.stderr.contains("limit_exceeded") && pixels.stderr.contains("over the limit of 10000 pixels"), "\(pixels.stderr)")
-            let duration = try await Jobctl.run(["export", input, "--preset", "low", "-o", output, "--max-duration", "3s"], environment: ["JOBCTL_MAX_DURATION": "1h"])
-            #expect(duration.status == 1 && duration.stderr.contains("over the limit of 3s"), "the flag wins over the environment: \(duration.stderr)")
+            let size = try await Jobctl.run([
+                "export", input, "--preset", "low", "-o", output, "--max-output-size", "20K",
+            ])
+            #expect(
+                size.status == 1
+                    && size.stderr.hasPrefix("error: limit_exceeded: \(output) would be larger than 20480 bytes"),
+                "\(size.stderr)"
+            )
+            let pixels = try await Jobctl.run(
+                ["export", input, "--preset", "low", "-o", output],
+                environment: ["JOBCTL_MAX_PIXELS": "100x100"]
+            )
+            #expect(
+                pixels.status == 1 && pixels.stderr.contains("limit_exceeded")
+                    && pixels.stderr.contains("over the limit of 10000 pixels"),
+                "\(pixels.stderr)"
+            )
+            let duration = try await Jobctl.run(
+                ["export", input, "--preset", "low", "-o", output, "--max-duration", "3s"],
+                environment: ["JOBCTL_MAX_DURATION": "1h"]
+            )
+            #expect(
+                duration.status == 1 && duration.stderr.contains("over the limit of 3s"),
+                "the flag wins over the environment: \(duration.stderr)"
+            )
             #expect(directory.contents().isEmpty, "\(directory.contents())")
-            let fine = try await Jobctl.run(["export", input, "--preset", "low", "-o", output, "--max-output-size", "10M", "--max-pixels", "76800"])
+            let fine = try await Jobctl.run([
+                "export", input, "--preset", "low", "-o", output, "--max-output-size", "10M", "--max-pixels", "76800",
+            ])
             #expect(fine.status == 0, "\(fine.stderr)")
         }
     }
 
     @Test func badValuesAreUsageErrorsNamingTheirSource() async throws {
         let input = try await Fixtures.shared.path(.basic)
-        let environment = try await Jobctl.run(["export", input, "--preset", "low", "-o", "/tmp/x.mp4"], environment: ["JOBCTL_MAX_PIXELS": "lots"])
-        #expect(environment.status == 64 && environment.stderr.contains("JOBCTL_MAX_PIXELS='lots'"), "\(environment.stderr)")
+        let environment = try await Jobctl.run(
+            ["export", input, "--preset", "low", "-o", "/tmp/x.mp4"],
+            environment: ["JOBCTL_MAX_PIXELS": "lots"]
+        )
+        #expect(
+            environment.status == 64 && environment.stderr.contains("JOBCTL_MAX_PIXELS='lots'"),
+            "\(environment.stderr)"
+        )
         let flag = try await Jobctl.run(["export", input, "--preset", "low", "-o", "/tmp/x.mp4", "--max-tracks", "0"])
         #expect(flag.status == 64 && flag.stderr.contains("--max-tracks"), "\(flag.stderr)")
     }
@@ -32,7 +59,11 @@ struct LimitOptionsTests {
     @Test func probeHonoursTheTrackLimit() async throws {
         let input = try await Fixtures.shared.path(.manyTracks)
         let refused = try await Jobctl.run(["probe", input])
-        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: limit_exceeded: ") && refused.stderr.contains("more than 64 streams"), "\(refused.stderr)")
+        #expect(
+            refused.status == 1 && refused.stderr.hasPrefix("error: limit_exceeded: ")
+                && refused.stderr.contains("more than 64 streams"),
+            "\(refused.stderr)"
+        )
         let allowed = try await Jobctl.run(["probe", input, "--max-tracks", "70", "--json"])
         let tracks = (try Jobctl.json(allowed) as? [String: Any])?["tracks"] as? [Any]
         #expect(allowed.status == 0 && tracks?.count == 70, "\(allowed.stderr)")

@@ -12,14 +12,36 @@ struct MessageTests {
     }
 
     static let presetsCases: [PresetsCase] = [
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":20.5}}]"#, says: "preset 'x': video.crf must be a whole number, not 20.5"),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","bitrate":99999999999999999999}}]"#, says: "preset 'x': video.bitrate must be a whole number, not 99999999999999999999"),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":"20"}}]"#, says: "video.crf must be a whole number, not \"20\""),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h265"}}]"#, says: "video.codec is one of h264, hevc, copy, not \"h265\""),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crff":20}}]"#, says: "unknown key 'video.crff'"),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":20.5}}]"#,
+            says: "preset 'x': video.crf must be a whole number, not 20.5"
+        ),
+        .init(
+            json:
+                #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","bitrate":99999999999999999999}}]"#,
+            says: "preset 'x': video.bitrate must be a whole number, not 99999999999999999999"
+        ),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":"20"}}]"#,
+            says: "video.crf must be a whole number, not \"20\""
+        ),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h265"}}]"#,
+            says: "video.codec is one of h264, hevc, copy, not \"h265\""
+        ),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crff":20}}]"#,
+            says: "unknown key 'video.crff'"
+        ),
         .init(json: #"[{"name":"x","format":"mp4","video":{"codec":"h264"}}]"#, says: "preset 'x': summary is missing"),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":60}}]"#, says: "video.crf is between 0 and 51, not 60"),
-        .init(json: #"[{"name":"x","summary":"s","format":"mp4","audio":{"codec":"aac","channels":true}}]"#, says: "audio.channels must be a whole number, not true"),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","video":{"codec":"h264","crf":60}}]"#,
+            says: "video.crf is between 0 and 51, not 60"
+        ),
+        .init(
+            json: #"[{"name":"x","summary":"s","format":"mp4","audio":{"codec":"aac","channels":true}}]"#,
+            says: "audio.channels must be a whole number, not true"
+        ),
         .init(json: #"{"name":"x"}"#, says: "is not a JSON list of presets"),
         .init(json: #"[{"name":"#, says: "is not valid JSON"),
     ]
@@ -31,16 +53,25 @@ struct MessageTests {
             try Data(test.json.utf8).write(to: URL(fileURLWithPath: file))
             let result = try await Jobctl.run(["presets", "--presets", file])
             #expect(result.status == 64, "\(result.stderr)")
-            #expect(result.stderr.hasPrefix("error: usage: presets file \(file): ") && result.stderr.contains(test.says), "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("error: usage: presets file \(file): ") && result.stderr.contains(test.says),
+                "\(result.stderr)"
+            )
             #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
         }
     }
 
     @Test func aPresetsPathThatIsADirectoryOrMissing() async throws {
         let directory = try await Jobctl.run(["presets", "--presets", "/tmp"])
-        #expect(directory.stderr == "error: usage: presets file /tmp: is a directory, not a JSON file\n", "\(directory.stderr)")
+        #expect(
+            directory.stderr == "error: usage: presets file /tmp: is a directory, not a JSON file\n",
+            "\(directory.stderr)"
+        )
         let missing = try await Jobctl.run(["presets", "--presets", "/nonexistent/presets.json"])
-        #expect(missing.stderr == "error: usage: presets file /nonexistent/presets.json: does not exist\n", "\(missing.stderr)")
+        #expect(
+            missing.stderr == "error: usage: presets file /nonexistent/presets.json: does not exist\n",
+            "\(missing.stderr)"
+        )
     }
 
     /// What `presets --json` prints can be edited and read back (its `ffmpeg` key is ignored).
@@ -60,35 +91,63 @@ struct MessageTests {
     @Test func usageErrorsAreOneLineWithACode() async throws {
         let input = try await Fixtures.shared.path(.basic)
         let cases: [([String], String)] = [
-            (["export", input, "--preset"], "error: usage: Missing value for '--preset <preset>' (see jobctl export --help)"),
+            (
+                ["export", input, "--preset"],
+                "error: usage: Missing value for '--preset <preset>' (see jobctl export --help)"
+            ),
             (["export"], "error: usage: Missing expected argument '<input>' (see jobctl export --help)"),
             (["frobnicate"], "error: usage: Unexpected argument 'frobnicate' (see jobctl --help)"),
-            (["submit", input, "--preset", "low", "--range", "5-1"], "error: usage: invalid range '5-1': the end must be after the start"),
-            (["export", input, "--preset", "ultra", "-o", "/tmp/x.mp4"], "error: preset_unknown: no preset named 'ultra'"),
+            (
+                ["submit", input, "--preset", "low", "--range", "5-1"],
+                "error: usage: invalid range '5-1': the end must be after the start"
+            ),
+            (
+                ["export", input, "--preset", "ultra", "-o", "/tmp/x.mp4"],
+                "error: preset_unknown: no preset named 'ultra'"
+            ),
             (["show", "nope"], "error: usage: 'nope' is not a job id"),
         ]
         for (arguments, line) in cases {
             let result = try await Jobctl.run(arguments)
             #expect(result.status == 64, "\(arguments): \(result.stderr)")
-            #expect(result.stderr.hasPrefix(line) && result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix(line) && result.stderr.split(separator: "\n").count == 1,
+                "\(arguments): \(result.stderr)"
+            )
         }
     }
 
     @Test func databaseErrorsSayWhatIsWrong() async throws {
         let missing = try await Jobctl.run(["list", "--db", "/nonexistent/dir/jobs.sqlite"])
         #expect(missing.status == 1)
-        #expect(missing.stderr == "error: database_unavailable: cannot open the job database /nonexistent/dir/jobs.sqlite: the directory /nonexistent/dir does not exist\n", "\(missing.stderr)")
+        #expect(
+            missing.stderr
+                == "error: database_unavailable: cannot open the job database /nonexistent/dir/jobs.sqlite: the directory /nonexistent/dir does not exist\n",
+            "\(missing.stderr)"
+        )
         try await withTemporaryDirectory("db-message") { directory in
-            let unknown = try await Jobctl.run(["show", "01a1fcfe-445e-72f9-8532-1a69acb54dcf", "--db", directory.file("jobs.sqlite")])
-            #expect(unknown.status == 1 && unknown.stderr == "error: not_found: no job 01a1fcfe-445e-72f9-8532-1a69acb54dcf\n", "\(unknown.stderr)")
+            let unknown = try await Jobctl.run([
+                "show", "01a1fcfe-445e-72f9-8532-1a69acb54dcf", "--db", directory.file("jobs.sqlite"),
+            ])
+            #expect(
+                unknown.status == 1
+                    && unknown.stderr == "error: not_found: no job 01a1fcfe-445e-72f9-8532-1a69acb54dcf\n",
+                "\(unknown.stderr)"
+            )
         }
     }
 
     /// A range past the end names both times to the millisecond (not "lasts 10s" for 10.0079).
     @Test func aRangePastTheEndShowsBothTimesPrecisely() async throws {
         let input = try await Fixtures.shared.path(.basic)
-        let result = try await Jobctl.run(["export", input, "--preset", "low", "--range", "4.008+1", "-o", "/tmp/never.mp4"])
+        let result = try await Jobctl.run([
+            "export", input, "--preset", "low", "--range", "4.008+1", "-o", "/tmp/never.mp4",
+        ])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("range_out_of_bounds: the range starts at 4.008s but ") && result.stderr.contains(" lasts 4.000s"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("range_out_of_bounds: the range starts at 4.008s but ")
+                && result.stderr.contains(" lasts 4.000s"),
+            "\(result.stderr)"
+        )
     }
 }

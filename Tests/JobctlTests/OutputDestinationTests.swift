@@ -56,7 +56,9 @@ struct OutputDestinationTests {
             #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
             #expect(Self.mode(output) == before, "\(occupant) was replaced")
             // Before any work: the input is not even opened (a missing one is not reported).
-            let missing = try await Jobctl.run(["export", directory.file("missing.mov"), "--preset", "low", "-o", output])
+            let missing = try await Jobctl.run([
+                "export", directory.file("missing.mov"), "--preset", "low", "-o", output,
+            ])
             #expect(missing.status == 1 && missing.stderr.hasPrefix("error: output_forbidden: "), "\(missing.stderr)")
             #expect(!directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }, "\(directory.contents())")
             if occupant == .symlinkToFile {
@@ -84,11 +86,20 @@ struct OutputDestinationTests {
             for (from, to) in cases {
                 let result = try await Jobctl.run(["export", from, "--preset", "low", "-o", to], in: directory.path)
                 #expect(result.status == 1, "\(from) → \(to): \(result.stderr)")
-                #expect(result.stderr.contains("output_forbidden") && result.stderr.contains("is the input itself"), "\(result.stderr)")
-                #expect(try Data(contentsOf: URL(fileURLWithPath: input)) == original, "the source was replaced (\(from) → \(to))")
+                #expect(
+                    result.stderr.contains("output_forbidden") && result.stderr.contains("is the input itself"),
+                    "\(result.stderr)"
+                )
+                #expect(
+                    try Data(contentsOf: URL(fileURLWithPath: input)) == original,
+                    "the source was replaced (\(from) → \(to))"
+                )
             }
             // Relative names in the working directory too.
-            let relative = try await Jobctl.run(["export", "same.mp4", "--preset", "low", "-o", "./same.mp4"], in: directory.path)
+            let relative = try await Jobctl.run(
+                ["export", "same.mp4", "--preset", "low", "-o", "./same.mp4"],
+                in: directory.path
+            )
             #expect(relative.status == 1 && relative.stderr.contains("is the input itself"), "\(relative.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: input)) == original)
         }

@@ -11,8 +11,15 @@ struct SignalAndNameTests {
         let input = try await Fixtures.shared.path(.long)
         try await withTemporaryDirectory("signal-export") { directory in
             let output = directory.file("x.mp4")
-            let export = try JobctlProcess(["export", input, "--preset", "highest", "-o", output], log: directory.file("stderr"))
-            #expect(try await eventually(within: .seconds(60)) { directory.contents().contains { $0.hasSuffix(".jobctl.tmp") } })
+            let export = try JobctlProcess(
+                ["export", input, "--preset", "highest", "-o", output],
+                log: directory.file("stderr")
+            )
+            #expect(
+                try await eventually(within: .seconds(60)) {
+                    directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }
+                }
+            )
             export.signal(number)
             let exit = try #require(try await export.waitForExit(timeout: .seconds(20)))
             #expect(exit.status == 130, "signal \(number): \(export.log)")
@@ -31,12 +38,20 @@ struct SignalAndNameTests {
             let dead = directory.file(".x.mp4.export-4194999-abc.jobctl.tmp")  // above Linux's pid_max
             let live = directory.file(".x.mp4.export-\(getpid())-def.jobctl.tmp")
             let recent = directory.file(".x.mp4.export-4194998-ghi.jobctl.tmp")
-            for path in [dead, live, recent] { FileManager.default.createFile(atPath: path, contents: Data("partial".utf8)) }
+            for path in [dead, live, recent] {
+                FileManager.default.createFile(atPath: path, contents: Data("partial".utf8))
+            }
             let old = Date(timeIntervalSinceNow: -3600)
-            for path in [dead, live] { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path) }
+            for path in [dead, live] {
+                try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path)
+            }
             let result = try await Jobctl.run(["export", input, "--preset", "low", "--range", "0+1s", "-o", output])
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(Set(directory.contents()) == ["x.mp4", (live as NSString).lastPathComponent, (recent as NSString).lastPathComponent])
+            #expect(
+                Set(directory.contents()) == [
+                    "x.mp4", (live as NSString).lastPathComponent, (recent as NSString).lastPathComponent,
+                ]
+            )
         }
     }
 
@@ -45,10 +60,15 @@ struct SignalAndNameTests {
     @Test func aFileNameThatIsNotUTF8IsRefusedWithAReason() async throws {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("not-utf8") { directory in
-            let script = #"cp "$1" "$2/$(printf 'n\377\376o.mp4')" && cd "$2" && exec "$0" export "$(printf 'n\377\376o.mp4')" --preset low -o out.mp4"#
+            let script =
+                #"cp "$1" "$2/$(printf 'n\377\376o.mp4')" && cd "$2" && exec "$0" export "$(printf 'n\377\376o.mp4')" --preset low -o out.mp4"#
             let result = try await ProcessRunner.run("/bin/sh", ["-c", script, Jobctl.path, input, directory.path])
             #expect(result.status == 64, "\(result.stderr)")
-            #expect(result.stderr == "error: usage: argument 2 ('n\\xff\\xfeo.mp4') is not valid UTF-8: jobctl takes file names and URLs as UTF-8 text; rename the file (e.g. with convmv)\n", "\(result.stderr)")
+            #expect(
+                result.stderr
+                    == "error: usage: argument 2 ('n\\xff\\xfeo.mp4') is not valid UTF-8: jobctl takes file names and URLs as UTF-8 text; rename the file (e.g. with convmv)\n",
+                "\(result.stderr)"
+            )
         }
     }
 }

@@ -19,7 +19,10 @@ struct SubmitAddressTests {
             let db = directory.file("jobs.sqlite")
             let url = "http://\(host):8080/path?token=s3cret"
             let cases: [([String], String)] = [
-                (["submit", input, "--preset", "low", "-o", directory.file("o.mp4"), "--webhook", url], "webhook_forbidden"),
+                (
+                    ["submit", input, "--preset", "low", "-o", directory.file("o.mp4"), "--webhook", url],
+                    "webhook_forbidden"
+                ),
                 (["submit", url, "--preset", "low", "-o", directory.file("o.mp4")], "input_unreadable"),
                 (["submit", input, "--preset", "low", "-o", url], "output_forbidden"),
             ]
@@ -32,7 +35,10 @@ struct SubmitAddressTests {
             let list = try await Jobctl.run(["list", "--db", db, "--json"])
             #expect((try Jobctl.json(list) as? [Any])?.isEmpty == true, "nothing was queued")
             // --allow-private-webhooks lifts it (a self-hosted receiver).
-            let allowed = try await Jobctl.run(["submit", input, "--preset", "low", "-o", directory.file("o.mp4"), "--webhook", url, "--db", db, "--allow-private-webhooks"])
+            let allowed = try await Jobctl.run([
+                "submit", input, "--preset", "low", "-o", directory.file("o.mp4"), "--webhook", url, "--db", db,
+                "--allow-private-webhooks",
+            ])
             #expect(allowed.status == 0, "\(allowed.stderr)")
         }
     }

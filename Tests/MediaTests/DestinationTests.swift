@@ -1,17 +1,26 @@
 import Foundation
-@testable import Media
 import MediaTestKit
 import Testing
+
+@testable import Media
 
 /// The rename that makes an output visible replaces only a regular file, even if something
 /// else appeared at the destination while the export ran.
 @Suite("Commit only over regular files", .timeLimit(.minutes(2)))
 struct DestinationTests {
     /// A `low` export session of `input` over `range`.
-    static func session(_ input: String, to output: String, range: String = "0+1s", tag: String? = nil) throws -> ExportSession {
+    static func session(
+        _ input: String,
+        to output: String,
+        range: String = "0+1s",
+        tag: String? = nil
+    ) throws -> ExportSession {
         ExportSession(
-            asset: try Asset(location: input), preset: try PresetCatalog.builtIn.preset(named: "low"), outputPath: output,
-            timeRange: try TimeRange(parsing: range), temporaryTag: tag
+            asset: try Asset(location: input),
+            preset: try PresetCatalog.builtIn.preset(named: "low"),
+            outputPath: output,
+            timeRange: try TimeRange(parsing: range),
+            temporaryTag: tag
         )
     }
 
@@ -38,7 +47,9 @@ struct DestinationTests {
         }
     }
 
-    @Test("a finished output dropped without commit or discard is deleted; a discarded one too; nothing reaches the destination")
+    @Test(
+        "a finished output dropped without commit or discard is deleted; a discarded one too; nothing reaches the destination"
+    )
     func droppedOutputIsDeleted() async throws {
         let input = try await Fixtures.shared.path(.basic)
         try await withTemporaryDirectory("pending-drop") { directory in
@@ -53,7 +64,10 @@ struct DestinationTests {
             #expect(directory.contents() == [], "a discarded output leaves nothing: \(directory.contents())")
             let committed = try await Self.finishedExport(of: input, to: directory.file("kept.mp4"))
             try committed.commit()
-            #expect(directory.contents() == ["kept.mp4"], "a committed output stays after the value is gone: \(directory.contents())")
+            #expect(
+                directory.contents() == ["kept.mp4"],
+                "a committed output stays after the value is gone: \(directory.contents())"
+            )
         }
     }
 
@@ -94,7 +108,10 @@ struct DestinationTests {
             }
             #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me", "FFmpeg wrote through the link")
             #expect(!FileManager.default.fileExists(atPath: output))
-            #expect(try await FFProbe.probe(directory.file("moved-away")).video?.codec_name == "h264", "the real file was written whole")
+            #expect(
+                try await FFProbe.probe(directory.file("moved-away")).video?.codec_name == "h264",
+                "the real file was written whole"
+            )
         }
     }
 

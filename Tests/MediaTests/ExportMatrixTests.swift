@@ -20,13 +20,34 @@ struct ExportMatrixTests {
                 let output = directory.file("out-\(range ?? "all").\(format.fileExtension)")
                 let timeRange = try range.map { try TimeRange(parsing: $0) }
                 do {
-                    let result = try await ExportChecks.export(source, preset: presetName, range: range, to: output, format: format)
+                    let result = try await ExportChecks.export(
+                        source,
+                        preset: presetName,
+                        range: range,
+                        to: output,
+                        format: format
+                    )
                     #expect(FileManager.default.fileExists(atPath: output))
-                    #expect(result.bytes == (try FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?.int64Value)
+                    #expect(
+                        result.bytes
+                            == (try FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?
+                            .int64Value
+                    )
                     if preset.isPassthrough {
-                        try await ExportChecks.checkPassthrough(source: source, output: output, range: timeRange, result: result)
+                        try await ExportChecks.checkPassthrough(
+                            source: source,
+                            output: output,
+                            range: timeRange,
+                            result: result
+                        )
                     } else {
-                        try await ExportChecks.checkTranscode(source: source, output: output, preset: preset, range: timeRange, result: result)
+                        try await ExportChecks.checkTranscode(
+                            source: source,
+                            output: output,
+                            preset: preset,
+                            range: timeRange,
+                            result: result
+                        )
                     }
                 } catch let error as MediaError where error.code == .presetIncompatible {
                     // Only where it truly cannot apply: m4a without audio, or a copy the container refuses.

@@ -15,12 +15,12 @@ struct FrameAccuracyTests {
     }
 
     static let cases = [
-        Case(range: "1s+2s", firstFrame: 25, frames: 50),          // on a frame boundary
-        Case(range: "1.02s+1s", firstFrame: 25, frames: 26),       // between frames: the one shown at 1.02 s first
-        Case(range: "1.48s+400ms", firstFrame: 37, frames: 10),    // mid-GOP (keyframe at frame 30)
+        Case(range: "1s+2s", firstFrame: 25, frames: 50),  // on a frame boundary
+        Case(range: "1.02s+1s", firstFrame: 25, frames: 26),  // between frames: the one shown at 1.02 s first
+        Case(range: "1.48s+400ms", firstFrame: 37, frames: 10),  // mid-GOP (keyframe at frame 30)
         Case(range: "0-0.2", firstFrame: 0, frames: 5),
-        Case(range: "0:02.5", firstFrame: 62, frames: 38),         // to the end
-        Case(range: "3.9s+5s", firstFrame: 97, frames: 3),         // clipped to the asset
+        Case(range: "0:02.5", firstFrame: 62, frames: 38),  // to the end
+        Case(range: "3.9s+5s", firstFrame: 97, frames: 3),  // clipped to the asset
     ]
 
     @Test(arguments: [Fixture.greyRamp, .greyRampTS], cases)
@@ -52,7 +52,10 @@ struct FrameAccuracyTests {
             let frames = try await FFProbe.lumaMeans(output).map { mean in
                 reference.indices.min { abs(reference[$0] - mean) < abs(reference[$1] - mean) }!
             }
-            #expect(frames.first == 30, "\(fixture): starts at frame \(frames.first ?? -1), the keyframe at or before 1.48 s is frame 30")
+            #expect(
+                frames.first == 30,
+                "\(fixture): starts at frame \(frames.first ?? -1), the keyframe at or before 1.48 s is frame 30"
+            )
             #expect(abs(result.actualRange.start - 1.2) < 0.001)
             #expect((frames.last ?? 0) >= 46, "\(fixture): ends before 1.88 s")
             let video = try #require(try await FFProbe.probe(output).video)

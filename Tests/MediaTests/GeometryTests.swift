@@ -1,7 +1,8 @@
-@testable import Media
-import MediaTestKit
 import Foundation
+import MediaTestKit
 import Testing
+
+@testable import Media
 
 @Suite("Fit inside the box (docs/spec.md §3)")
 struct GeometryTests {
@@ -12,7 +13,9 @@ struct GeometryTests {
         var rotation = 0
         var box: (Int, Int)?
         var expected: (Int, Int)
-        var description: String { "\(width)x\(height) sar \(sar.0):\(sar.1) rot \(rotation) in \(box.map { "\($0.0)x\($0.1)" } ?? "source") → \(expected.0)x\(expected.1)" }
+        var description: String {
+            "\(width)x\(height) sar \(sar.0):\(sar.1) rot \(rotation) in \(box.map { "\($0.0)x\($0.1)" } ?? "source") → \(expected.0)x\(expected.1)"
+        }
     }
 
     static let cases: [Case] = [
@@ -50,22 +53,39 @@ struct GeometryTests {
 
     /// The scale expression printed by `presets` is what ffmpeg runs in the benchmark and what
     /// users copy: it must compute the same size as our code, checked by running ffmpeg itself.
-    @Test(arguments: [
-        (1920, 1080, 1, 1, 426, 240), (1080, 1920, 1, 1, 1280, 720), (321, 241, 1, 1, 426, 240),
-        (480, 360, 4, 3, 426, 240), (320, 240, 1, 1, 1280, 720), (720, 576, 16, 15, 854, 480), (4096, 2160, 1, 1, 1920, 1080),
-    ] as [(Int, Int, Int, Int, Int, Int)])
-    func ffmpegScaleExpressionAgrees(width: Int, height: Int, sarNum: Int, sarDen: Int, boxWidth: Int, boxHeight: Int) async throws {
+    @Test(
+        arguments: [
+            (1920, 1080, 1, 1, 426, 240), (1080, 1920, 1, 1, 1280, 720), (321, 241, 1, 1, 426, 240),
+            (480, 360, 4, 3, 426, 240), (320, 240, 1, 1, 1280, 720), (720, 576, 16, 15, 854, 480),
+            (4096, 2160, 1, 1, 1920, 1080),
+        ] as [(Int, Int, Int, Int, Int, Int)]
+    )
+    func ffmpegScaleExpressionAgrees(
+        width: Int,
+        height: Int,
+        sarNum: Int,
+        sarDen: Int,
+        boxWidth: Int,
+        boxHeight: Int
+    ) async throws {
         let filter = Preset.scaleFilter(box: (boxWidth, boxHeight))
         try await withTemporaryDirectory("scale") { directory in
             let output = directory.file("frame.png")
-            try await ProcessRunner.check("ffmpeg", [
-                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "color=s=\(width)x\(height):d=0.04,setsar=\(sarNum)/\(sarDen)",
-                "-vf", filter, "-frames:v", "1", output,
-            ])
+            try await ProcessRunner.check(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-f", "lavfi", "-i",
+                    "color=s=\(width)x\(height):d=0.04,setsar=\(sarNum)/\(sarDen)",
+                    "-vf", filter, "-frames:v", "1", output,
+                ]
+            )
             let video = try #require(try await FFProbe.probe(output).video)
             let display = Fit.displaySize(width: width, height: height, sar: (sarNum, sarDen), rotation: 0)
             let ours = Fit.outputSize(display: display, box: (boxWidth, boxHeight))
-            #expect(video.width == ours.width && video.height == ours.height, "ffmpeg made \(video.width ?? 0)x\(video.height ?? 0), we make \(ours)")
+            #expect(
+                video.width == ours.width && video.height == ours.height,
+                "ffmpeg made \(video.width ?? 0)x\(video.height ?? 0), we make \(ours)"
+            )
         }
     }
 }

@@ -1,16 +1,19 @@
-@testable import Media
-import MediaTestKit
 import Foundation
+import MediaTestKit
 import Testing
+
+@testable import Media
 
 @Suite("Presets (docs/spec.md §3)")
 struct PresetTests {
     @Test func builtInTableMatchesTheSpec() throws {
         let catalog = PresetCatalog.builtIn
-        #expect(catalog.presets.map(\.name) == [
-            "low", "medium", "highest", "640x480", "960x540", "1280x720", "1920x1080", "3840x2160",
-            "hevc-1920x1080", "hevc-3840x2160", "hevc-highest", "passthrough", "m4a",
-        ])
+        #expect(
+            catalog.presets.map(\.name) == [
+                "low", "medium", "highest", "640x480", "960x540", "1280x720", "1920x1080", "3840x2160",
+                "hevc-1920x1080", "hevc-3840x2160", "hevc-highest", "passthrough", "m4a",
+            ]
+        )
         let low = try catalog.preset(named: "low")
         #expect(low.video == Preset.Video(codec: .h264, maxWidth: 426, maxHeight: 240, bitrate: 300_000))
         #expect(low.audio == Preset.Audio(codec: .aac, channels: 1, sampleRate: 44100, bitrate: 64000))
@@ -22,7 +25,10 @@ struct PresetTests {
         for name in ["640x480", "960x540", "1280x720", "1920x1080", "3840x2160"] {
             let preset = try catalog.preset(named: name)
             #expect("\(preset.video!.maxWidth!)x\(preset.video!.maxHeight!)" == name)
-            #expect(preset.video?.codec == .h264 && preset.audio == Preset.Audio(codec: .aac, channels: 2, sampleRate: 44100, bitrate: 128_000))
+            #expect(
+                preset.video?.codec == .h264
+                    && preset.audio == Preset.Audio(codec: .aac, channels: 2, sampleRate: 44100, bitrate: 128_000)
+            )
         }
         for name in ["hevc-1920x1080", "hevc-3840x2160", "hevc-highest"] {
             #expect(try catalog.preset(named: name).video?.codec == .hevc)
@@ -37,7 +43,10 @@ struct PresetTests {
         let low = try PresetCatalog.builtIn.preset(named: "low").ffmpegCommand
         #expect(low.hasPrefix("ffmpeg -i INPUT "))
         #expect(low.hasSuffix(" OUTPUT"))
-        for part in ["-c:v libx264", "-b:v 300k", "-pix_fmt yuv420p", "-c:a aac", "-b:a 64k", "-ac 1", "-ar 44100", "-movflags +faststart", "-f mp4", "-map 0:v:0?", "-map 0:a?"] {
+        for part in [
+            "-c:v libx264", "-b:v 300k", "-pix_fmt yuv420p", "-c:a aac", "-b:a 64k", "-ac 1", "-ar 44100",
+            "-movflags +faststart", "-f mp4", "-map 0:v:0?", "-map 0:a?",
+        ] {
             #expect(low.contains(part), "\(part) in \(low)")
         }
         let hevc = try PresetCatalog.builtIn.preset(named: "hevc-1920x1080").ffmpegCommand
@@ -53,7 +62,8 @@ struct PresetTests {
             try PresetCatalog.builtIn.preset(named: "potato")
         } throws: { error in
             guard let error = error as? MediaError else { return false }
-            return error.code == .presetUnknown && error.message.contains("potato") && error.message.contains("low, medium")
+            return error.code == .presetUnknown && error.message.contains("potato")
+                && error.message.contains("low, medium")
         }
     }
 
@@ -70,18 +80,41 @@ struct PresetTests {
         #expect(catalog.presets.count == Preset.builtIn.count + 1)
     }
 
-    @Test(arguments: [
-        ("[{\"name\": \"low\", \"summary\": \"\", \"format\": \"mp4\", \"audio\": {\"codec\": \"aac\"}}]", "shadows a built-in"),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\"}]", "neither video nor audio"),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"h264\", \"maxWidth\": 100}}]", "go together"),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"h264\", \"crf\": 99}}]", "crf"),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"av1\"}}]", "video.codec is one of h264, hevc, copy, not \"av1\""),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"avi\", \"audio\": {\"codec\": \"aac\"}}]", "format is one of mp4, mov, m4a, not \"avi\""),
-        ("[{\"summary\": \"\"}]", "preset 1: name is missing"),
-        ("{\"name\": \"x\"}", "not a JSON list"),
-        ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"m4a\", \"video\": {\"codec\": \"h264\"}}]", "audio only"),
-        ("[{\"name\": \"x y\", \"summary\": \"\", \"format\": \"mp4\", \"audio\": {\"codec\": \"aac\"}}]", "names use"),
-    ] as [(String, String)])
+    @Test(
+        arguments: [
+            (
+                "[{\"name\": \"low\", \"summary\": \"\", \"format\": \"mp4\", \"audio\": {\"codec\": \"aac\"}}]",
+                "shadows a built-in"
+            ),
+            ("[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\"}]", "neither video nor audio"),
+            (
+                "[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"h264\", \"maxWidth\": 100}}]",
+                "go together"
+            ),
+            (
+                "[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"h264\", \"crf\": 99}}]",
+                "crf"
+            ),
+            (
+                "[{\"name\": \"x\", \"summary\": \"\", \"format\": \"mp4\", \"video\": {\"codec\": \"av1\"}}]",
+                "video.codec is one of h264, hevc, copy, not \"av1\""
+            ),
+            (
+                "[{\"name\": \"x\", \"summary\": \"\", \"format\": \"avi\", \"audio\": {\"codec\": \"aac\"}}]",
+                "format is one of mp4, mov, m4a, not \"avi\""
+            ),
+            ("[{\"summary\": \"\"}]", "preset 1: name is missing"),
+            ("{\"name\": \"x\"}", "not a JSON list"),
+            (
+                "[{\"name\": \"x\", \"summary\": \"\", \"format\": \"m4a\", \"video\": {\"codec\": \"h264\"}}]",
+                "audio only"
+            ),
+            (
+                "[{\"name\": \"x y\", \"summary\": \"\", \"format\": \"mp4\", \"audio\": {\"codec\": \"aac\"}}]",
+                "names use"
+            ),
+        ] as [(String, String)]
+    )
     func badPresetsFilesAreExplained(json: String, reason: String) {
         #expect {
             try catalog(from: json)

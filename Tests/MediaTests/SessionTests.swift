@@ -6,10 +6,20 @@ import Testing
 
 @Suite("Export session: progress, statuses, cancellation", .timeLimit(.minutes(5)))
 struct SessionTests {
-    private func session(_ fixture: Fixture, preset: String, output: String, range: String? = nil) async throws -> ExportSession {
+    private func session(
+        _ fixture: Fixture,
+        preset: String,
+        output: String,
+        range: String? = nil
+    ) async throws -> ExportSession {
         let asset = try Asset(location: try await Fixtures.shared.path(fixture))
         let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
-        return ExportSession(asset: asset, preset: try PresetCatalog.builtIn.preset(named: preset), outputPath: output, timeRange: timeRange)
+        return ExportSession(
+            asset: asset,
+            preset: try PresetCatalog.builtIn.preset(named: preset),
+            outputPath: output,
+            timeRange: timeRange
+        )
     }
 
     /// Polls `condition` every 10 ms until it holds or `seconds` pass.
@@ -41,7 +51,10 @@ struct SessionTests {
             let export = BackgroundExport(session)
             #expect(try await eventually(within: 30) { session.progress > 0.05 }, "the export never got going")
             #expect(session.status == .reading)
-            #expect(directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }, "the temporary file is written beside the destination")
+            #expect(
+                directory.contents().contains { $0.hasSuffix(".jobctl.tmp") },
+                "the temporary file is written beside the destination"
+            )
 
             let cancelledAt = ContinuousClock.now
             session.cancel()
@@ -144,7 +157,10 @@ struct AssetTests {
                 #expect(track.pixelFormat == stream.pix_fmt)
                 #expect(track.rotation == stream.rotation)
                 if let aspect = stream.displayAspect, let width = track.displayWidth, let height = track.displayHeight {
-                    #expect(abs(Double(width) / Double(height) - aspect) < 0.01, "\(fixture): display \(width)x\(height), aspect \(aspect)")
+                    #expect(
+                        abs(Double(width) / Double(height) - aspect) < 0.01,
+                        "\(fixture): display \(width)x\(height), aspect \(aspect)"
+                    )
                 }
             }
             if track.mediaType == .audio {
@@ -159,7 +175,10 @@ struct AssetTests {
         #expect(rotated.primaryVideoTrack?.rotation == 90)
         #expect(rotated.primaryVideoTrack?.displayWidth == 240 && rotated.primaryVideoTrack?.displayHeight == 320)
         let anamorphic = try Asset(location: try await Fixtures.shared.path(.anamorphic))
-        #expect(anamorphic.primaryVideoTrack?.sampleAspectRatio == "4:3" && anamorphic.primaryVideoTrack?.displayWidth == 640)
+        #expect(
+            anamorphic.primaryVideoTrack?.sampleAspectRatio == "4:3"
+                && anamorphic.primaryVideoTrack?.displayWidth == 640
+        )
         let transport = try Asset(location: try await Fixtures.shared.path(.transportStream))
         #expect(transport.startTime > 3_600_000_000)
         let multi = try Asset(location: try await Fixtures.shared.path(.multiAudio))
@@ -173,17 +192,30 @@ struct AssetTests {
         let asset = try Asset(location: "file://" + path)
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         #expect(asset.tracks.count == 2 && asset.fileSize == size)
-        #expect { try Asset(location: "file:///nonexistent/in.mov") } throws: { ($0 as? MediaError)?.code == .inputNotFound }
-        #expect { try Asset(location: "ftp://example.com/in.mov") } throws: { ($0 as? MediaError)?.code == .inputUnsupported }
-        #expect { try Asset(location: "concat:\(path)|\(path)") } throws: { ($0 as? MediaError)?.code == .inputNotFound }
+        #expect { try Asset(location: "file:///nonexistent/in.mov") } throws: {
+            ($0 as? MediaError)?.code == .inputNotFound
+        }
+        #expect { try Asset(location: "ftp://example.com/in.mov") } throws: {
+            ($0 as? MediaError)?.code == .inputUnsupported
+        }
+        #expect { try Asset(location: "concat:\(path)|\(path)") } throws: {
+            ($0 as? MediaError)?.code == .inputNotFound
+        }
     }
 
     @Test func compatiblePresets() async throws {
         let videoOnly = try Asset(location: try await Fixtures.shared.path(.videoOnly))
-        #expect(try PresetCatalog.builtIn.preset(named: "m4a").incompatibility(with: videoOnly)?.code == .presetIncompatible)
+        #expect(
+            try PresetCatalog.builtIn.preset(named: "m4a").incompatibility(with: videoOnly)?.code == .presetIncompatible
+        )
         #expect(try PresetCatalog.builtIn.preset(named: "low").incompatibility(with: videoOnly) == nil)
         let prores = try Asset(location: try await Fixtures.shared.path(.prores))
-        #expect(try PresetCatalog.builtIn.preset(named: "passthrough").incompatibility(with: prores)?.code == .presetIncompatible)
-        #expect(try PresetCatalog.builtIn.preset(named: "passthrough").incompatibility(with: prores, format: .mov) == nil)
+        #expect(
+            try PresetCatalog.builtIn.preset(named: "passthrough").incompatibility(with: prores)?.code
+                == .presetIncompatible
+        )
+        #expect(
+            try PresetCatalog.builtIn.preset(named: "passthrough").incompatibility(with: prores, format: .mov) == nil
+        )
     }
 }

@@ -3,20 +3,22 @@ import Testing
 
 @Suite("Time ranges (docs/spec.md §2)")
 struct TimeRangeTests {
-    @Test(arguments: [
-        ("1s+3s", 1_000_000, 3_000_000),
-        ("1+3", 1_000_000, 3_000_000),
-        ("1.5s+2.25s", 1_500_000, 2_250_000),
-        ("1500ms+500ms", 1_500_000, 500_000),
-        ("1s-4s", 1_000_000, 3_000_000),
-        ("0-0.040", 0, 40_000),
-        ("1:02.5+1", 62_500_000, 1_000_000),
-        ("00:01:02.500-00:01:10", 62_500_000, 7_500_000),
-        ("1:00:00+0:30", 3_600_000_000, 30_000_000),
-        ("0.1+0.2", 100_000, 200_000),
-        ("0.0000015+1", 2, 1_000_000),
-        (" 2s + 1s ", 2_000_000, 1_000_000),
-    ] as [(String, Int64, Int64)])
+    @Test(
+        arguments: [
+            ("1s+3s", 1_000_000, 3_000_000),
+            ("1+3", 1_000_000, 3_000_000),
+            ("1.5s+2.25s", 1_500_000, 2_250_000),
+            ("1500ms+500ms", 1_500_000, 500_000),
+            ("1s-4s", 1_000_000, 3_000_000),
+            ("0-0.040", 0, 40_000),
+            ("1:02.5+1", 62_500_000, 1_000_000),
+            ("00:01:02.500-00:01:10", 62_500_000, 7_500_000),
+            ("1:00:00+0:30", 3_600_000_000, 30_000_000),
+            ("0.1+0.2", 100_000, 200_000),
+            ("0.0000015+1", 2, 1_000_000),
+            (" 2s + 1s ", 2_000_000, 1_000_000),
+        ] as [(String, Int64, Int64)]
+    )
     func parsesStartAndDuration(text: String, start: Int64, duration: Int64) throws {
         let range = try TimeRange(parsing: text)
         #expect(range.start == start)
@@ -53,13 +55,17 @@ struct TimeRangeTests {
         func resolve(_ text: String, _ duration: Int64?) throws -> ResolvedRange {
             try TimeRange(parsing: text).resolved(assetDuration: duration, assetName: "a")
         }
-        #expect(try resolve("1s+3s", asset) == ResolvedRange(start: 1_000_000, end: 4_000_000, expectedDuration: 3_000_000))
+        #expect(
+            try resolve("1s+3s", asset) == ResolvedRange(start: 1_000_000, end: 4_000_000, expectedDuration: 3_000_000)
+        )
         // Reaching the asset's end means reading to the end of the input (its duration is an estimate).
         #expect(try resolve("8s+5s", asset) == ResolvedRange(start: 8_000_000, end: nil, expectedDuration: 2_000_000))
         #expect(try resolve("8s+2s", asset) == ResolvedRange(start: 8_000_000, end: nil, expectedDuration: 2_000_000))
         #expect(try resolve("8s", asset) == ResolvedRange(start: 8_000_000, end: nil, expectedDuration: 2_000_000))
         #expect(try resolve("8s", nil) == ResolvedRange(start: 8_000_000, end: nil, expectedDuration: nil))
-        #expect(try resolve("8s+1s", nil) == ResolvedRange(start: 8_000_000, end: 9_000_000, expectedDuration: 1_000_000))
+        #expect(
+            try resolve("8s+1s", nil) == ResolvedRange(start: 8_000_000, end: 9_000_000, expectedDuration: 1_000_000)
+        )
         for outside in ["10s+1s", "12s-13s", "11"] {
             #expect {
                 try TimeRange(parsing: outside).resolved(assetDuration: asset, assetName: "talk.mov")

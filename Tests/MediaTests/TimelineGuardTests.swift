@@ -1,5 +1,6 @@
-@testable import Media
 import Testing
+
+@testable import Media
 
 /// The timeline guard's rules, one by one, without FFmpeg (docs/spec.md §7: filler bounded by where the
 /// media really is). Times in seconds here; the guard counts microseconds.
@@ -14,7 +15,13 @@ struct TimelineGuardTests {
         for (stream, start, duration) in packets {
             let name = "\(stream)@\(start)"
             let from = Int64(start * 1e6)
-            routed += try timeline.admit(name, stream: stream, start: from, end: from + Int64(duration * 1e6), bytes: 100).map(\.item)
+            routed += try timeline.admit(
+                name,
+                stream: stream,
+                start: from,
+                end: from + Int64(duration * 1e6),
+                bytes: 100
+            ).map(\.item)
         }
         return routed
     }
@@ -29,17 +36,23 @@ struct TimelineGuardTests {
 
     @Test func aTrackStartingWithinTheSlackIsNotHeld() throws {
         var timeline = Guard(streams: [0, 1])
-        #expect(try Self.feed(&timeline, [(0, 0, 0.04), (1, 9.5, 0.02), (0, 0.04, 0.04)]) == ["0@0.0", "1@9.5", "0@0.04"])
+        #expect(
+            try Self.feed(&timeline, [(0, 0, 0.04), (1, 9.5, 0.02), (0, 0.04, 0.04)]) == ["0@0.0", "1@9.5", "0@0.04"]
+        )
     }
 
     @Test func aTrackStartingAfterTheOthersEndFails() throws {
         var timeline = Guard(streams: [0, 1])
-        let routed = try Self.feed(&timeline, (0..<50).map { (0, Double($0) * 0.04, 0.04) } + [(1, 3600, 0.02), (1, 3600.02, 0.02)])
+        let routed = try Self.feed(
+            &timeline,
+            (0..<50).map { (0, Double($0) * 0.04, 0.04) } + [(1, 3600, 0.02), (1, 3600.02, 0.02)]
+        )
         #expect(routed.count == 50, "the late track's packets are held, not routed")
         #expect(timeline.isParked(1))
         #expect { try timeline.finish() } throws: { error in
             let error = error as! MediaError
-            return error.code == .decodeFailed && error.message.contains("track 1 starts at 3600s") && error.message.contains("ends (2s)")
+            return error.code == .decodeFailed && error.message.contains("track 1 starts at 3600s")
+                && error.message.contains("ends (2s)")
         }
     }
 
@@ -78,7 +91,10 @@ struct TimelineGuardTests {
         var timeline = Guard(streams: [0], rules: .init(maxDuration: 60 * Self.second))
         _ = try Self.feed(&timeline, [(0, 0, 0.04)])
         let far = Guard.span(start: Int64.min, duration: 0, origin: 0)
-        #expect(try timeline.admit("far", stream: 0, start: far.start, end: far.end, bytes: 1).isEmpty, "dropped, not routed")
+        #expect(
+            try timeline.admit("far", stream: 0, start: far.start, end: far.end, bytes: 1).isEmpty,
+            "dropped, not routed"
+        )
     }
 
     /// Many late tracks share one parking budget.
@@ -127,7 +143,11 @@ struct TimelineGuardTests {
         #expect(try Self.feed(&timeline, [(0, 240, 0.04)]) == ["0@240.0"])
         #expect(try Self.feed(&timeline, [(0, 599, 0.04)]).isEmpty)
         // Reading past the declared end without holes (an estimate was short): kept.
-        #expect(try Self.feed(&timeline, [(0, 480, 60), (0, 540, 60.5), (0, 600.5, 0.5), (0, 601.5, 0.5)]) == ["0@480.0", "0@540.0", "0@600.5", "0@601.5"])
+        #expect(
+            try Self.feed(&timeline, [(0, 480, 60), (0, 540, 60.5), (0, 600.5, 0.5), (0, 601.5, 0.5)]) == [
+                "0@480.0", "0@540.0", "0@600.5", "0@601.5",
+            ]
+        )
         // 15 s past the declared end and the media: a damaged timestamp.
         #expect(try Self.feed(&timeline, [(1, 617, 0.02)]).isEmpty)
     }
@@ -137,7 +157,8 @@ struct TimelineGuardTests {
         _ = try Self.feed(&timeline, [(0, 0, 1), (0, 58, 1)])
         #expect { try Self.feed(&timeline, [(0, 59.5, 1)]) } throws: { error in
             let error = error as! MediaError
-            return error.code == .limitExceeded && error.message.contains("60s") && error.message.contains("--max-duration")
+            return error.code == .limitExceeded && error.message.contains("60s")
+                && error.message.contains("--max-duration")
         }
     }
 

@@ -9,7 +9,11 @@ struct ClaimLoopStateMachineTests {
     typealias Machine = ClaimLoopStateMachine
     let t0 = ContinuousClock.now
 
-    func machine(concurrency: Int = 4, drain: Machine.Drain = .stopClaiming(handBackAfter: .seconds(30)), once: Bool = false) -> Machine {
+    func machine(
+        concurrency: Int = 4,
+        drain: Machine.Drain = .stopClaiming(handBackAfter: .seconds(30)),
+        once: Bool = false
+    ) -> Machine {
         Machine(Machine.Configuration(concurrency: concurrency, drain: drain, once: once))
     }
 
@@ -42,7 +46,11 @@ struct ClaimLoopStateMachineTests {
             #expect(m.next(now: now + m.backoff - .milliseconds(1)) == .wait, "not before the backoff")
             now = now + m.backoff
         }
-        #expect(waits == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10)])
+        #expect(
+            waits == [
+                .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10),
+            ]
+        )
         #expect(m.claimed(0, now: now) == .wait)
         #expect(m.backoff == .zero)
         #expect(m.next(now: now) == .claim(limit: 4))
@@ -120,7 +128,10 @@ struct ClaimLoopStateMachineTests {
         #expect(failing.claimFailed(.transient, now: t0) == .wait)
         _ = failing.stop(now: t0 + .milliseconds(100))
         #expect(failing.hasFreeSlots, "a dispatcher's drain still listens to notifications")
-        #expect(failing.next(now: t0 + .milliseconds(200)) == .wait, "a pending backoff is waited out within the window, not taken for nothing due")
+        #expect(
+            failing.next(now: t0 + .milliseconds(200)) == .wait,
+            "a pending backoff is waited out within the window, not taken for nothing due"
+        )
         #expect(failing.next(now: t0 + .milliseconds(500)) == .claim(limit: 4))
         #expect(failing.claimFailed(.transient, now: t0 + .milliseconds(500)) == .wait)
         #expect(failing.next(now: t0 + .seconds(11)) == .finish, "the window over, nothing running: the end")
@@ -130,13 +141,19 @@ struct ClaimLoopStateMachineTests {
         #expect(none.next(now: t0) == .finish, "no time to drain: the end when nothing runs")
     }
 
-    @Test("random event sequences: never more running than the concurrency, no claim beyond the free slots or after the end")
+    @Test(
+        "random event sequences: never more running than the concurrency, no claim beyond the free slots or after the end"
+    )
     func randomSequences() {
         var random = SplitMix64(seed: 10)
         for round in 0..<2000 {
             let concurrency = Int(random.next() % 4) + 1
             let drains: [Machine.Drain] = [.stopClaiming(handBackAfter: .seconds(5)), .claimDue(for: .seconds(5))]
-            var m = machine(concurrency: concurrency, drain: drains[Int(random.next() % 2)], once: random.next() % 2 == 0)
+            var m = machine(
+                concurrency: concurrency,
+                drain: drains[Int(random.next() % 2)],
+                once: random.next() % 2 == 0
+            )
             var now = t0
             var running = 0
             var ended = false
@@ -154,10 +171,17 @@ struct ClaimLoopStateMachineTests {
                 if ended { #expect(action == .finish, "round \(round): finished stays finished") }
                 switch action {
                 case .claim(let limit):
-                    #expect(limit >= 1 && limit == concurrency - running, "round \(round): limit \(limit), running \(running)")
-                    if case .stopClaiming = m.configuration.drain { #expect(m.drainStarted == nil, "round \(round): claim during a worker's drain") }
+                    #expect(
+                        limit >= 1 && limit == concurrency - running,
+                        "round \(round): limit \(limit), running \(running)"
+                    )
+                    if case .stopClaiming = m.configuration.drain {
+                        #expect(m.drainStarted == nil, "round \(round): claim during a worker's drain")
+                    }
                     if random.next() % 5 == 0 {
-                        if m.claimFailed(random.next() % 2 == 0 ? .transient : .damaged, now: now) == .finish { ended = true }
+                        if m.claimFailed(random.next() % 2 == 0 ? .transient : .damaged, now: now) == .finish {
+                            ended = true
+                        }
                     } else {
                         let count = Int(random.next() % UInt64(limit + 1))
                         running += count

@@ -16,7 +16,10 @@ struct JobIDTests {
                 if [8, 13, 18, 23].contains(index) {
                     #expect(character == "-", "\(id): position \(index)")
                 } else {
-                    #expect(Self.hexDigits.contains(character), "\(id): position \(index) is \(character), not a lowercase hex digit")
+                    #expect(
+                        Self.hexDigits.contains(character),
+                        "\(id): position \(index) is \(character), not a lowercase hex digit"
+                    )
                 }
             }
             #expect(text[14] == "7", "\(id): version nibble")
@@ -58,32 +61,45 @@ struct JobIDTests {
     func sortable() {
         // Dates as the stores make them, from Unix milliseconds: 1 ms apart, then seconds, then days apart.
         let start: Int64 = 1_767_225_600_000
-        let offsets = (0..<100).map { Int64($0) } + (100..<200).map { Int64($0) * 1_000 } + (200..<300).map { Int64($0) * 86_400_000 }
+        let offsets =
+            (0..<100).map { Int64($0) } + (100..<200).map { Int64($0) * 1_000 }
+            + (200..<300).map { Int64($0) * 86_400_000 }
         let dates = offsets.map { Date(timeIntervalSince1970: Double(start + $0) / 1000) }
         let ids = dates.map { JobID.make(at: $0) }
         var outOfOrder: [String] = []
         for index in 1..<ids.count where !(ids[index - 1] < ids[index]) {
-            outOfOrder.append("\(ids[index - 1]) at \(dates[index - 1].timeIntervalSince1970) !< \(ids[index]) at \(dates[index].timeIntervalSince1970)")
+            outOfOrder.append(
+                "\(ids[index - 1]) at \(dates[index - 1].timeIntervalSince1970) !< \(ids[index]) at \(dates[index].timeIntervalSince1970)"
+            )
         }
-        #expect(outOfOrder.count == 0, "\(outOfOrder.count) of 299 later ids do not sort later, e.g. \(outOfOrder.prefix(3))")
-        #expect(zip(ids, ids.dropFirst()).allSatisfy { ($0.rawValue < $1.rawValue) == ($0 < $1) }, "the text sorts as JobID does (as a database sorts it)")
+        #expect(
+            outOfOrder.count == 0,
+            "\(outOfOrder.count) of 299 later ids do not sort later, e.g. \(outOfOrder.prefix(3))"
+        )
+        #expect(
+            zip(ids, ids.dropFirst()).allSatisfy { ($0.rawValue < $1.rawValue) == ($0 < $1) },
+            "the text sorts as JobID does (as a database sorts it)"
+        )
         let first = Date(timeIntervalSince1970: Double(start) / 1000)
         let together = (0..<1_000).map { _ in JobID.make(at: first) }
         #expect(Set(together).count == 1_000, "74 random bits: no collision among ids of one millisecond")
         #expect(JobID.make(at: Date(timeIntervalSince1970: Double(start + 1) / 1000)) > together.max()!)
     }
 
-    @Test("isWellFormed", arguments: [
-        ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e", true),
-        ("0192A0B4-4C6E-7D3A-9B1E-2F3A4B5C6D7E", true),  // lowercased by init
-        ("not-a-job-id", false),
-        ("", false),
-        ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7", false),
-        ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e0", false),
-        ("0192a0b44c6e7d3a9b1e2f3a4b5c6d7e", false),
-        ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6dzz", false),
-        ("../../etc/passwd", false),
-    ])
+    @Test(
+        "isWellFormed",
+        arguments: [
+            ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e", true),
+            ("0192A0B4-4C6E-7D3A-9B1E-2F3A4B5C6D7E", true),  // lowercased by init
+            ("not-a-job-id", false),
+            ("", false),
+            ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7", false),
+            ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e0", false),
+            ("0192a0b44c6e7d3a9b1e2f3a4b5c6d7e", false),
+            ("0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6dzz", false),
+            ("../../etc/passwd", false),
+        ]
+    )
     func wellFormed(_ text: String, _ expected: Bool) {
         #expect(JobID(text).isWellFormed == expected, "\(text)")
     }
@@ -97,7 +113,10 @@ struct JobIDTests {
         #expect(literal == id)
         let data = try JSONEncoder().encode([id])
         #expect(String(decoding: data, as: UTF8.self) == #"["0192a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e"]"#)
-        let decoded = try JSONDecoder().decode([JobID].self, from: Data(#"["0192A0B4-4C6E-7D3A-9B1E-2F3A4B5C6D7E"]"#.utf8))
+        let decoded = try JSONDecoder().decode(
+            [JobID].self,
+            from: Data(#"["0192A0B4-4C6E-7D3A-9B1E-2F3A4B5C6D7E"]"#.utf8)
+        )
         #expect(decoded == [id])
     }
 }

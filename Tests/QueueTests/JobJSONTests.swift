@@ -1,23 +1,46 @@
-@testable import JobctlCore
 import Foundation
-@testable import Queue
 import Testing
+
+@testable import JobctlCore
+@testable import Queue
 
 /// The job JSON of docs/spec.md §4 (`show --json`, the webhook's `data`).
 @Suite("Job JSON")
 struct JobJSONTests {
     static let specFields = [
-        "id", "kind", "status", "input", "output", "preset", "format", "range", "priority", "attempt", "maxAttempts", "progress",
+        "id", "kind", "status", "input", "output", "preset", "format", "range", "priority", "attempt", "maxAttempts",
+        "progress",
         "tracks", "result", "error", "webhook", "metadata", "worker", "createdAt", "startedAt", "finishedAt",
     ]
     static let created = Date(timeIntervalSince1970: 1_767_225_600.123)  // 2026-01-01T00:00:00.123Z
 
     static func queued(webhook: String? = nil) -> Job {
         Job(
-            id: "0194a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e", kind: .export, status: .unknown, input: "/data/in.mov", output: "/out/clip.mp4",
-            preset: "low", presetSettings: .null, format: nil, range: nil, priority: 0, attempt: 0, maxAttempts: 3, progress: 0, tracks: [],
-            result: nil, error: nil, webhook: webhook, metadata: [:], idempotencyKey: nil, worker: nil, cancelRequested: false,
-            runAt: created, createdAt: created, startedAt: nil, finishedAt: nil
+            id: "0194a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e",
+            kind: .export,
+            status: .unknown,
+            input: "/data/in.mov",
+            output: "/out/clip.mp4",
+            preset: "low",
+            presetSettings: .null,
+            format: nil,
+            range: nil,
+            priority: 0,
+            attempt: 0,
+            maxAttempts: 3,
+            progress: 0,
+            tracks: [],
+            result: nil,
+            error: nil,
+            webhook: webhook,
+            metadata: [:],
+            idempotencyKey: nil,
+            worker: nil,
+            cancelRequested: false,
+            runAt: created,
+            createdAt: created,
+            startedAt: nil,
+            finishedAt: nil
         )
     }
 
@@ -30,7 +53,17 @@ struct JobJSONTests {
         job.attempt = 2
         job.maxAttempts = 3
         job.progress = 0.5
-        job.tracks = [JobTrack(index: 0, sourceIndex: 1, mediaType: "video", status: .failed, codec: "h264", read: 48, written: 47)]
+        job.tracks = [
+            JobTrack(
+                index: 0,
+                sourceIndex: 1,
+                mediaType: "video",
+                status: .failed,
+                codec: "h264",
+                read: 48,
+                written: 47
+            )
+        ]
         job.result = .object(["output": .string("/out/clip.mp4"), "bytes": .number(1024)])
         job.error = JobError(code: "decode_failed", message: "too much damage at 00:01:02", retryable: false)
         job.metadata = ["customer": "acme"]
@@ -102,7 +135,9 @@ struct JobJSONTests {
     func nestedNulls() throws {
         var job = Self.queued()
         job.range = Job.Range(start: 2, duration: nil)
-        job.tracks = [JobTrack(index: 0, sourceIndex: 0, mediaType: "data", status: .unknown, codec: nil, read: 0, written: 0)]
+        job.tracks = [
+            JobTrack(index: 0, sourceIndex: 0, mediaType: "data", status: .unknown, codec: nil, read: 0, written: 0)
+        ]
         let json = try Self.object(job)
         let range = try #require(json["range"] as? [String: Any])
         #expect(range["start"] as? Double == 2)
@@ -111,13 +146,16 @@ struct JobJSONTests {
         #expect(track["codec"] is NSNull, "a track without a codec: codec null; got \(track)")
     }
 
-    @Test("the webhook URL is written without credentials or query", arguments: [
-        ("https://user:pass@app.example/hooks/export?x=1", "https://app.example/hooks/export"),
-        ("https://app.example/hooks/export?token=s3cret#part", "https://app.example/hooks/export"),
-        ("https://token@app.example/hooks/export", "https://app.example/hooks/export"),
-        ("http://user:p%40ss@127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook"),
-        ("https://app.example/hooks/export", "https://app.example/hooks/export"),
-    ])
+    @Test(
+        "the webhook URL is written without credentials or query",
+        arguments: [
+            ("https://user:pass@app.example/hooks/export?x=1", "https://app.example/hooks/export"),
+            ("https://app.example/hooks/export?token=s3cret#part", "https://app.example/hooks/export"),
+            ("https://token@app.example/hooks/export", "https://app.example/hooks/export"),
+            ("http://user:p%40ss@127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook"),
+            ("https://app.example/hooks/export", "https://app.example/hooks/export"),
+        ]
+    )
     func webhookWithoutCredentials(_ url: String, _ expected: String) throws {
         let job = Self.queued(webhook: url)
         #expect(job.webhook == url, "the job keeps the URL it must call")
@@ -137,7 +175,10 @@ struct JobJSONTests {
         #expect(MediaLocation.bluntlyRedacted("https://u:p@h.example/a b?token=x#f") == "https://h.example/a b")
         #expect(MediaLocation.bluntlyRedacted("https://h.example/p@th?X-Signature=1") == "https://h.example/p@th")
         #expect(MediaLocation.bluntlyRedacted("https://u@h.example?x=1") == "https://h.example")
-        #expect(MediaLocation.bluntlyRedacted("https://u:p@h.example/a?x=1", keepingQuery: true) == "https://h.example/a?x=1")
+        #expect(
+            MediaLocation.bluntlyRedacted("https://u:p@h.example/a?x=1", keepingQuery: true)
+                == "https://h.example/a?x=1"
+        )
     }
 
     /// Stores build dates from Unix milliseconds (`Date(timeIntervalSince1970: ms / 1000)`); the
@@ -162,7 +203,9 @@ struct JobJSONTests {
         var job = Self.finished()
         job.webhook = "https://app.example/hooks/export"
         job.idempotencyKey = "key-1"
-        job.presetSettings = .object(["name": .string("low"), "crf": .null, "bitrate": .number(300_000), "faststart": .bool(true)])
+        job.presetSettings = .object([
+            "name": .string("low"), "crf": .null, "bitrate": .number(300_000), "faststart": .bool(true),
+        ])
         job.cancelRequested = true
         let decoded = try JSONDecoder().decode(Job.self, from: try JSONEncoder().encode(job))
         #expect(decoded == job)
@@ -170,10 +213,15 @@ struct JobJSONTests {
         #expect(try JSONDecoder().decode(Job.self, from: try JSONEncoder().encode(queued)) == queued)
     }
 
-    @Test("JSONValue keeps numbers, booleans and nulls apart", arguments: [
-        JSONValue.number(1), .number(0), .number(-2.5), .number(1e20), .bool(true), .bool(false), .null, .string("1"), .string("true"),
-        .array([.number(1), .bool(true), .null]), .object(["a": .number(0), "b": .bool(false), "c": .null, "d": .object([:])]),
-    ])
+    @Test(
+        "JSONValue keeps numbers, booleans and nulls apart",
+        arguments: [
+            JSONValue.number(1), .number(0), .number(-2.5), .number(1e20), .bool(true), .bool(false), .null,
+            .string("1"), .string("true"),
+            .array([.number(1), .bool(true), .null]),
+            .object(["a": .number(0), "b": .bool(false), "c": .null, "d": .object([:])]),
+        ]
+    )
     func jsonValueRoundTrip(_ value: JSONValue) throws {
         let decoded = try JSONDecoder().decode(JSONValue.self, from: try JSONEncoder().encode(value))
         #expect(decoded == value)

@@ -11,18 +11,27 @@ struct JobStateMachineTests {
         var cancelRequested = false
         var attemptsLeft = true
 
-        var description: String { "\(status)\(cancelRequested ? "+cancel" : "")\(attemptsLeft ? "" : " (last attempt)")" }
+        var description: String {
+            "\(status)\(cancelRequested ? "+cancel" : "")\(attemptsLeft ? "" : " (last attempt)")"
+        }
 
         /// At attempt 1 of 3 (attempts left) or 3 of 3.
         var state: JobStateMachine.State {
-            JobStateMachine.State(status: status, cancelRequested: cancelRequested, attempt: attemptsLeft ? 1 : 3, maxAttempts: 3)
+            JobStateMachine.State(
+                status: status,
+                cancelRequested: cancelRequested,
+                attempt: attemptsLeft ? 1 : 3,
+                maxAttempts: 3
+            )
         }
     }
 
     /// Every state a job can be in: cancel requested only while `reading`.
     static let states: [From] = JobStatus.allCases.flatMap { status in
         [true, false].flatMap { attemptsLeft in
-            (status == .reading ? [false, true] : [false]).map { From(status: status, cancelRequested: $0, attemptsLeft: attemptsLeft) }
+            (status == .reading ? [false, true] : [false]).map {
+                From(status: status, cancelRequested: $0, attemptsLeft: attemptsLeft)
+            }
         }
     }
 
@@ -35,8 +44,10 @@ struct JobStateMachineTests {
         case (.reading, .cancel): (.reading, true)
         case (.reading, .confirmCancelled): (.cancelled, false)
         case (.reading, .fail(retryable: false)): (.failed, false)
-        case (.reading, .fail(retryable: true)): (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
-        case (.reading, .leaseExpired): (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
+        case (.reading, .fail(retryable: true)):
+            (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
+        case (.reading, .leaseExpired):
+            (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
         case (.reading, .release): (from.cancelRequested ? .cancelled : .unknown, false)
         case (.failed, .retry), (.cancelled, .retry): (.unknown, false)
         default: nil
@@ -53,7 +64,9 @@ struct JobStateMachineTests {
         }
     }
 
-    @Test("attempts: a claim counts one, a release gives it back unless it ends the job, a retry grants the budget again")
+    @Test(
+        "attempts: a claim counts one, a release gives it back unless it ends the job, a retry grants the budget again"
+    )
     func attempts() {
         let queued = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 2)
         let running = JobStateMachine.next(queued, on: .claim)
@@ -73,7 +86,8 @@ struct JobStateMachineTests {
     @Test("only the transitions of docs/spec.md §4 exist, and all of them do")
     func onlySpecTransitions() {
         let specTransitions: Set<[JobStatus]> = [
-            [.unknown, .reading], [.reading, .completed], [.reading, .failed], [.reading, .cancelled], [.reading, .unknown],
+            [.unknown, .reading], [.reading, .completed], [.reading, .failed], [.reading, .cancelled],
+            [.reading, .unknown],
             [.unknown, .cancelled], [.failed, .unknown], [.cancelled, .unknown],
             // A cancel request keeps a running job running until its worker stops.
             [.reading, .reading],
@@ -93,7 +107,10 @@ struct JobStateMachineTests {
     @Test("nothing leaves completed; terminal statuses")
     func terminal() {
         for event in JobEvent.allCases {
-            #expect(JobStateMachine.next(.completed, on: event, attempt: 1, maxAttempts: 3) == nil, "completed on \(event)")
+            #expect(
+                JobStateMachine.next(.completed, on: event, attempt: 1, maxAttempts: 3) == nil,
+                "completed on \(event)"
+            )
         }
         #expect(JobStatus.allCases.filter(\.isTerminal) == [.completed, .failed, .cancelled])
     }

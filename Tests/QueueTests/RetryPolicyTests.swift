@@ -19,7 +19,10 @@ struct RetryPolicyTests {
         #expect(delays == [5, 10, 20, 40, 80, 160, 320, 600, 600, 600].map { Duration.seconds($0) })
         #expect(policy.delay(afterAttempt: 0, using: &generator) == .seconds(5), "attempt 0 is treated as 1")
         #expect(policy.delay(afterAttempt: 31, using: &generator) == .seconds(600))
-        #expect(policy.delay(afterAttempt: 1_000, using: &generator) == .seconds(600), "a huge attempt does not overflow")
+        #expect(
+            policy.delay(afterAttempt: 1_000, using: &generator) == .seconds(600),
+            "a huge attempt does not overflow"
+        )
         #expect(policy.delay(afterAttempt: .max, using: &generator) == .seconds(600))
     }
 
@@ -27,28 +30,49 @@ struct RetryPolicyTests {
     func otherShapes() {
         var generator = SplitMix64(seed: 2)
         let fast = RetryPolicy(base: .milliseconds(250), maximum: .seconds(2), jitter: 0)
-        #expect((1...6).map { fast.delay(afterAttempt: $0, using: &generator) } == [250, 500, 1_000, 2_000, 2_000, 2_000].map { Duration.milliseconds($0) })
+        #expect(
+            (1...6).map { fast.delay(afterAttempt: $0, using: &generator) }
+                == [250, 500, 1_000, 2_000, 2_000, 2_000].map { Duration.milliseconds($0) }
+        )
         let flat = RetryPolicy(base: .seconds(1), maximum: .seconds(1), jitter: 0)
-        #expect((1...5).map { flat.delay(afterAttempt: $0, using: &generator) } == Array(repeating: .seconds(1), count: 5))
+        #expect(
+            (1...5).map { flat.delay(afterAttempt: $0, using: &generator) } == Array(repeating: .seconds(1), count: 5)
+        )
     }
 
-    @Test("with jitter the delay stays within [1 - jitter, 1] × the nominal delay, and spreads over it", arguments: [0.5, 0.2, 1.0])
+    @Test(
+        "with jitter the delay stays within [1 - jitter, 1] × the nominal delay, and spreads over it",
+        arguments: [0.5, 0.2, 1.0]
+    )
     func jitter(_ jitter: Double) {
         let policy = RetryPolicy(base: .seconds(5), maximum: .seconds(600), jitter: jitter)
         for attempt in 1...12 {
             var generator = SplitMix64(seed: UInt64(attempt) &* 7919)
             let nominal = Self.nominal(attempt)
-            let lower = Int64((Double(nominal) * (1 - jitter)).rounded(.down)) - 1  // 1 ms for truncation to milliseconds
+            // Less 1 ms for the truncation to milliseconds.
+            let lower = Int64((Double(nominal) * (1 - jitter)).rounded(.down)) - 1
             var samples: [Int64] = []
             for _ in 0..<500 {
                 let delay = policy.delay(afterAttempt: attempt, using: &generator)
-                let milliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+                let milliseconds =
+                    delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
                 samples.append(milliseconds)
-                #expect(milliseconds >= lower && milliseconds <= nominal, "attempt \(attempt): \(milliseconds) ms outside [\(lower), \(nominal)]")
+                #expect(
+                    milliseconds >= lower && milliseconds <= nominal,
+                    "attempt \(attempt): \(milliseconds) ms outside [\(lower), \(nominal)]"
+                )
             }
-            let low = Double(samples.min()!), high = Double(samples.max()!), span = Double(nominal) * jitter
-            #expect(low < Double(nominal) - 0.9 * span, "attempt \(attempt): the jitter reaches near the bottom (min \(low))")
-            #expect(high > Double(nominal) - 0.1 * span, "attempt \(attempt): the jitter reaches near the top (max \(high))")
+            let low = Double(samples.min()!)
+            let high = Double(samples.max()!)
+            let span = Double(nominal) * jitter
+            #expect(
+                low < Double(nominal) - 0.9 * span,
+                "attempt \(attempt): the jitter reaches near the bottom (min \(low))"
+            )
+            #expect(
+                high > Double(nominal) - 0.1 * span,
+                "attempt \(attempt): the jitter reaches near the top (max \(high))"
+            )
             #expect(Set(samples).count > 100, "attempt \(attempt): delays are spread, not constant")
         }
     }
@@ -59,7 +83,8 @@ struct RetryPolicyTests {
         #expect(policy.base == .seconds(5))
         #expect(policy.maximum == .seconds(600))
         #expect(policy.jitter == 0.5)
-        var first = SplitMix64(seed: 42), second = SplitMix64(seed: 42)
+        var first = SplitMix64(seed: 42)
+        var second = SplitMix64(seed: 42)
         let a = (1...20).map { policy.delay(afterAttempt: $0, using: &first) }
         let b = (1...20).map { policy.delay(afterAttempt: $0, using: &second) }
         #expect(a == b)

@@ -24,7 +24,9 @@ struct SQLiteJobStoreTests {
         var id: JobID?
         do {
             let store = try SQLiteJobStore(path: path, clock: { now })
-            id = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/clip.mp4", preset: "low", idempotencyKey: "k")).job.id
+            id = try await store.submit(
+                JobRequest(input: "/data/in.mov", output: "/out/clip.mp4", preset: "low", idempotencyKey: "k")
+            ).job.id
             try await store.migrate()
         }
         let reopened = try SQLiteJobStore(path: path, clock: { now })
@@ -33,7 +35,9 @@ struct SQLiteJobStoreTests {
         let job = try #require(try await reopened.job(submitted))
         #expect(job.input == "/data/in.mov")
         #expect(job.status == .unknown)
-        let again = try await reopened.submit(JobRequest(input: "/data/other.mov", output: "/out/other.mp4", preset: "low", idempotencyKey: "k"))
+        let again = try await reopened.submit(
+            JobRequest(input: "/data/other.mov", output: "/out/other.mp4", preset: "low", idempotencyKey: "k")
+        )
         #expect(again.created == false)
         #expect(again.job.id == submitted)
     }
@@ -43,16 +47,24 @@ struct SQLiteJobStoreTests {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("jobs.sqlite").path
-        let id = try await SQLiteJobStore(path: path).submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")).job.id
+        let id = try await SQLiteJobStore(path: path).submit(
+            JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low")
+        ).job.id
         // As an earlier jobctl left it: its own history table, no grdb_migrations.
         let names = Migrations.sqlite.map { "('\($0.name)', 0)" }.joined(separator: ", ")
-        try await ProcessRunner.check("sqlite3", [
-            path,
-            "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);",
-        ])
+        try await ProcessRunner.check(
+            "sqlite3",
+            [
+                path,
+                "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);",
+            ]
+        )
         let reopened = try SQLiteJobStore(path: path)
         #expect(try await reopened.job(id)?.input == "/data/in.mov")
-        let history = try await ProcessRunner.check("sqlite3", [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"])
+        let history = try await ProcessRunner.check(
+            "sqlite3",
+            [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
+        )
         #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
     }
 
@@ -81,7 +93,10 @@ struct SQLiteJobStoreTests {
             for _ in 0..<8 { group.addTask { _ = try SQLiteJobStore(path: path) } }
             try await group.waitForAll()
         }
-        let history = try await ProcessRunner.check("sqlite3", [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"])
+        let history = try await ProcessRunner.check(
+            "sqlite3",
+            [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
+        )
         #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
     }
 
@@ -133,14 +148,23 @@ struct SQLiteJobStoreTests {
         let folder = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("migrations/sqlite")
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sqlite.sql") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            $0.hasSuffix(".sqlite.sql")
+        }.sorted()
         #expect(!files.isEmpty)
         let names = files.map { String($0.dropLast(".sqlite.sql".count)) }
-        #expect(Migrations.sqlite.map(\.name) == names, "migrations/sqlite has \(names); Migrations.sqlite lists \(Migrations.sqlite.map(\.name))")
+        #expect(
+            Migrations.sqlite.map(\.name) == names,
+            "migrations/sqlite has \(names); Migrations.sqlite lists \(Migrations.sqlite.map(\.name))"
+        )
         for (migration, file) in zip(Migrations.sqlite, files) {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
             #expect(migration.sql == text, "\(migration.name): the embedded SQL is the file's")
-            #expect(migration.name.prefix(5).allSatisfy { $0.isNumber || $0 == "_" } && migration.name.dropFirst(4).first == "_", "\(migration.name): NNNN_name")
+            #expect(
+                migration.name.prefix(5).allSatisfy { $0.isNumber || $0 == "_" }
+                    && migration.name.dropFirst(4).first == "_",
+                "\(migration.name): NNNN_name"
+            )
         }
     }
 }

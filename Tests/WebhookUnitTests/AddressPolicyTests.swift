@@ -1,5 +1,5 @@
-import SafeHTTP
 import Foundation
+import SafeHTTP
 import Testing
 import Webhooks
 
@@ -8,12 +8,17 @@ import Webhooks
 struct AddressPolicyTests {
     static let refused: [(String, String)] = [
         ("127.0.0.1", "loopback"), ("127.8.9.10", "loopback"), ("10.1.2.3", "private"), ("172.16.0.1", "private"),
-        ("172.31.255.255", "private"), ("192.168.1.1", "private"), ("169.254.169.254", "metadata"), ("169.254.1.1", "link-local"),
-        ("100.64.0.1", "carrier-grade NAT"), ("0.0.0.0", "unspecified"), ("224.0.0.1", "multicast"), ("::1", "loopback"),
-        ("fc00::1", "private"), ("fd00:ec2::254", "private"), ("fe80::1", "link-local"), ("::ffff:127.0.0.1", "loopback"),
+        ("172.31.255.255", "private"), ("192.168.1.1", "private"), ("169.254.169.254", "metadata"),
+        ("169.254.1.1", "link-local"),
+        ("100.64.0.1", "carrier-grade NAT"), ("0.0.0.0", "unspecified"), ("224.0.0.1", "multicast"),
+        ("::1", "loopback"),
+        ("fc00::1", "private"), ("fd00:ec2::254", "private"), ("fe80::1", "link-local"),
+        ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:10.0.0.1", "private"), ("::127.0.0.1", "loopback"), ("::10.0.0.1", "private"),
-        ("64:ff9b::7f00:1", "NAT64 form of 127.0.0.1, a loopback"), ("64:ff9b::a9fe:a9fe", "metadata"), ("64:ff9b:1::1", "local-use NAT64"),
-        ("2002:7f00:1::", "6to4 form of 127.0.0.1"), ("2002:a00:1::1", "6to4 form of 10.0.0.1, a private"), ("2001:0:4136:e378::1", "Teredo"),
+        ("64:ff9b::7f00:1", "NAT64 form of 127.0.0.1, a loopback"), ("64:ff9b::a9fe:a9fe", "metadata"),
+        ("64:ff9b:1::1", "local-use NAT64"),
+        ("2002:7f00:1::", "6to4 form of 127.0.0.1"), ("2002:a00:1::1", "6to4 form of 10.0.0.1, a private"),
+        ("2001:0:4136:e378::1", "Teredo"),
         ("fec0::1", "site-local"),
     ]
     static let allowed = [
@@ -24,7 +29,8 @@ struct AddressPolicyTests {
     /// Every literal the C resolver takes for 127.0.0.1 (libcurl and FFmpeg would connect to it)
     /// is seen as such at submit, not only when connecting.
     static let loopbackSpellings = [
-        "0x7f000001", "2130706433", "127.1", "0177.0.0.1", "0x7f.1", "127.000.000.001", "0x7F.0.0.1", "017700000001", "127.0.1",
+        "0x7f000001", "2130706433", "127.1", "0177.0.0.1", "0x7f.1", "127.000.000.001", "0x7F.0.0.1", "017700000001",
+        "127.0.1",
     ]
 
     @Test("every form of an IPv4 literal", arguments: loopbackSpellings)
@@ -39,15 +45,24 @@ struct AddressPolicyTests {
     func canonicalHosts() {
         let policy = AddressPolicy()
         let refused: [(String, String)] = [
-            ("http://localhost./x", "this machine"), ("http://LOCALHOST../x", "this machine"), ("http://0/x", "unspecified"),
-            ("http://[fe80::1%25lo]/x", "link-local"), ("http://[fe80::1%25eth0]:80/x", "link-local"), ("http://[::127.0.0.1]/x", "loopback"),
-            ("http://[64:ff9b::7f00:1]/x", "NAT64"), ("http://[2002:7f00:1::]/x", "6to4"), ("http://[::ffff:7f00:1]/x", "loopback"),
+            ("http://localhost./x", "this machine"), ("http://LOCALHOST../x", "this machine"),
+            ("http://0/x", "unspecified"),
+            ("http://[fe80::1%25lo]/x", "link-local"), ("http://[fe80::1%25eth0]:80/x", "link-local"),
+            ("http://[::127.0.0.1]/x", "loopback"),
+            ("http://[64:ff9b::7f00:1]/x", "NAT64"), ("http://[2002:7f00:1::]/x", "6to4"),
+            ("http://[::ffff:7f00:1]/x", "loopback"),
         ]
         for (url, word) in refused {
-            #expect(policy.staticRefusal(for: url)?.contains(word) == true, "\(url): \(policy.staticRefusal(for: url) ?? "allowed")")
+            #expect(
+                policy.staticRefusal(for: url)?.contains(word) == true,
+                "\(url): \(policy.staticRefusal(for: url) ?? "allowed")"
+            )
         }
         #expect(IPAddress(resolverLiteral: "example.com") == nil && IPAddress(resolverLiteral: "cafe.example") == nil)
-        #expect(policy.staticRefusal(for: "http://cafe.example/x") == nil && policy.staticRefusal(for: "http://0x7f.example/x") == nil)
+        #expect(
+            policy.staticRefusal(for: "http://cafe.example/x") == nil
+                && policy.staticRefusal(for: "http://0x7f.example/x") == nil
+        )
     }
 
     @Test("refused by default", arguments: refused.map(\.0))
@@ -77,14 +92,22 @@ struct AddressPolicyTests {
     @Test("staticRefusal: scheme, localhost, IP literals; credentials aside")
     func staticRefusal() {
         let policy = AddressPolicy()
-        for url in ["http://localhost/x", "http://LOCALHOST:9000/x", "http://api.localhost/x", "http://127.0.0.1:8080/x", "http://[::1]/",
-                    "http://user:pass@10.0.0.1/", "https://169.254.169.254/latest/meta-data", "http://[::ffff:127.0.0.1]/"] {
+        for url in [
+            "http://localhost/x", "http://LOCALHOST:9000/x", "http://api.localhost/x", "http://127.0.0.1:8080/x",
+            "http://[::1]/",
+            "http://user:pass@10.0.0.1/", "https://169.254.169.254/latest/meta-data", "http://[::ffff:127.0.0.1]/",
+        ] {
             #expect(policy.staticRefusal(for: url) != nil, "\(url) is refused")
         }
-        for url in ["ftp://example.com", "file:///etc/passwd", "gopher://example.com/", "example.com/hook", "not a url"] {
+        for url in [
+            "ftp://example.com", "file:///etc/passwd", "gopher://example.com/", "example.com/hook", "not a url",
+        ] {
             let why = policy.staticRefusal(for: url)
             #expect(why != nil, "\(url) is refused")
-            #expect(AddressPolicy(allowPrivate: true).staticRefusal(for: url) != nil, "allowPrivate does not allow \(url)")
+            #expect(
+                AddressPolicy(allowPrivate: true).staticRefusal(for: url) != nil,
+                "allowPrivate does not allow \(url)"
+            )
         }
         #expect(policy.staticRefusal(for: "ftp://example.com")?.contains("http") == true)
         #expect(policy.staticRefusal(for: "https://example.com/hook") == nil)
@@ -106,7 +129,10 @@ struct AddressPolicyTests {
             #expect(AddressPolicy.fromEnvironment(["JOBCTL_ALLOW_PRIVATE_WEBHOOKS": value]).allowPrivate, "\(value)")
         }
         for value in ["", "0", "false", "no"] {
-            #expect(AddressPolicy.fromEnvironment(["JOBCTL_ALLOW_PRIVATE_WEBHOOKS": value]).allowPrivate == false, "\(value)")
+            #expect(
+                AddressPolicy.fromEnvironment(["JOBCTL_ALLOW_PRIVATE_WEBHOOKS": value]).allowPrivate == false,
+                "\(value)"
+            )
         }
         #expect(AddressPolicy() == AddressPolicy(allowPrivate: false), "the default guards")
     }

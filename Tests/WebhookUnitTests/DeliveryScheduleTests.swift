@@ -11,7 +11,9 @@ struct DeliveryScheduleTests {
         (1, 5), (2, 30), (3, 120), (4, 600), (5, 1800), (6, 3600), (7, 7200), (8, 7200), (9, 7200), (12, 7200),
     ]
 
-    func seconds(_ duration: Duration?) -> Double? { duration.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } }
+    func seconds(_ duration: Duration?) -> Double? {
+        duration.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+    }
 
     @Test("the delays after attempts 1…6, then 2 h, within ±10 %")
     func delays() throws {
@@ -23,8 +25,12 @@ struct DeliveryScheduleTests {
                 let delay = schedule.delay(afterAttempt: attempt, eventAge: .zero, retryAfter: nil, using: &generator)
                 samples.append(try #require(seconds(delay), "attempt \(attempt) at age 0 is retried"))
             }
-            let low = samples.min()!, high = samples.max()!
-            #expect(low >= base * 0.9 - 0.001 && high <= base * 1.1 + 0.001, "attempt \(attempt): \(low)…\(high) s, expected \(base) s ± 10 %")
+            let low = samples.min()!
+            let high = samples.max()!
+            #expect(
+                low >= base * 0.9 - 0.001 && high <= base * 1.1 + 0.001,
+                "attempt \(attempt): \(low)…\(high) s, expected \(base) s ± 10 %"
+            )
             #expect(high - low > base * 0.05, "attempt \(attempt): jittered (\(low)…\(high) s)")
             let mean = samples.reduce(0, +) / Double(samples.count)
             #expect(abs(mean - base) < base * 0.03, "attempt \(attempt): centred on \(base) s, mean \(mean) s")
@@ -44,7 +50,9 @@ struct DeliveryScheduleTests {
     @Test("the same seed gives the same delays")
     func reproducible() {
         let schedule = DeliverySchedule()
-        var a = SplitMix64(seed: 7), b = SplitMix64(seed: 7), c = SplitMix64(seed: 8)
+        var a = SplitMix64(seed: 7)
+        var b = SplitMix64(seed: 7)
+        var c = SplitMix64(seed: 8)
         let first = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &a) }
         let second = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &b) }
         let other = (1...8).map { schedule.delay(afterAttempt: $0, eventAge: .zero, retryAfter: nil, using: &c) }
@@ -58,13 +66,35 @@ struct DeliveryScheduleTests {
         var generator = SplitMix64(seed: 3)
         let hour = Duration.seconds(3600)
         for _ in 0..<50 {
-            #expect(schedule.delay(afterAttempt: 7, eventAge: hour * 23.5, retryAfter: nil, using: &generator) == nil, "23.5 h + 2 h")
-            #expect(schedule.delay(afterAttempt: 12, eventAge: hour * 22.5, retryAfter: nil, using: &generator) == nil, "22.5 h + 2 h")
-            #expect(schedule.delay(afterAttempt: 7, eventAge: hour * 21, retryAfter: nil, using: &generator) != nil, "21 h + 2 h")
-            #expect(schedule.delay(afterAttempt: 1, eventAge: hour * 24, retryAfter: nil, using: &generator) == nil, "24 h + 5 s")
-            #expect(schedule.delay(afterAttempt: 1, eventAge: .seconds(24 * 3600 - 60), retryAfter: nil, using: &generator) != nil, "23 h 59 min + 5 s")
-            #expect(schedule.delay(afterAttempt: 6, eventAge: hour * 23.5, retryAfter: nil, using: &generator) == nil, "23.5 h + 1 h")
-            #expect(schedule.delay(afterAttempt: 3, eventAge: hour * 25, retryAfter: nil, using: &generator) == nil, "older than 24 h")
+            #expect(
+                schedule.delay(afterAttempt: 7, eventAge: hour * 23.5, retryAfter: nil, using: &generator) == nil,
+                "23.5 h + 2 h"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 12, eventAge: hour * 22.5, retryAfter: nil, using: &generator) == nil,
+                "22.5 h + 2 h"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 7, eventAge: hour * 21, retryAfter: nil, using: &generator) != nil,
+                "21 h + 2 h"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 1, eventAge: hour * 24, retryAfter: nil, using: &generator) == nil,
+                "24 h + 5 s"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 1, eventAge: .seconds(24 * 3600 - 60), retryAfter: nil, using: &generator)
+                    != nil,
+                "23 h 59 min + 5 s"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 6, eventAge: hour * 23.5, retryAfter: nil, using: &generator) == nil,
+                "23.5 h + 1 h"
+            )
+            #expect(
+                schedule.delay(afterAttempt: 3, eventAge: hour * 25, retryAfter: nil, using: &generator) == nil,
+                "older than 24 h"
+            )
         }
         // The whole schedule from a fresh event: 17 retries, the last one before 24 h.
         var age = Duration.zero
@@ -85,17 +115,44 @@ struct DeliveryScheduleTests {
     func retryAfter() throws {
         let exact = DeliverySchedule(jitter: 0)
         var generator = SplitMix64(seed: 5)
-        #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7), "instead of 5 s")
-        #expect(exact.delay(afterAttempt: 6, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7), "instead of 1 h")
-        #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .zero, using: &generator) == .seconds(1), "0 s → 1 s")
-        #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .milliseconds(300), using: &generator) == .seconds(1), "0.3 s → 1 s")
-        #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(3 * 3600), using: &generator) == .seconds(7200), "3 h → 2 h")
-        #expect(exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(86_400 * 30), using: &generator) == .seconds(7200), "30 days → 2 h")
-        #expect(exact.delay(afterAttempt: 1, eventAge: .seconds(23 * 3600), retryAfter: .seconds(7200), using: &generator) == nil, "past 24 h")
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7),
+            "instead of 5 s"
+        )
+        #expect(
+            exact.delay(afterAttempt: 6, eventAge: .zero, retryAfter: .seconds(7), using: &generator) == .seconds(7),
+            "instead of 1 h"
+        )
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .zero, using: &generator) == .seconds(1),
+            "0 s → 1 s"
+        )
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .milliseconds(300), using: &generator)
+                == .seconds(1),
+            "0.3 s → 1 s"
+        )
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(3 * 3600), using: &generator)
+                == .seconds(7200),
+            "3 h → 2 h"
+        )
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .zero, retryAfter: .seconds(86_400 * 30), using: &generator)
+                == .seconds(7200),
+            "30 days → 2 h"
+        )
+        #expect(
+            exact.delay(afterAttempt: 1, eventAge: .seconds(23 * 3600), retryAfter: .seconds(7200), using: &generator)
+                == nil,
+            "past 24 h"
+        )
 
         let jittered = DeliverySchedule()
         for _ in 0..<100 {
-            let delay = try #require(seconds(jittered.delay(afterAttempt: 2, eventAge: .zero, retryAfter: .seconds(7), using: &generator)))
+            let delay = try #require(
+                seconds(jittered.delay(afterAttempt: 2, eventAge: .zero, retryAfter: .seconds(7), using: &generator))
+            )
             // Never earlier than the receiver asked; jitter only adds.
             #expect(delay >= 7 - 0.001 && delay <= 7.7 + 0.001, "Retry-After 7 s: \(delay) s")
         }
@@ -106,19 +163,33 @@ struct DeliveryScheduleTests {
         let schedule = DeliverySchedule(scale: 0.01, jitter: 0)
         var generator = SplitMix64(seed: 9)
         let scaled: [(Int, Duration)] = [
-            (1, .milliseconds(50)), (2, .milliseconds(300)), (3, .milliseconds(1200)), (4, .seconds(6)), (5, .seconds(18)), (6, .seconds(36)),
+            (1, .milliseconds(50)), (2, .milliseconds(300)), (3, .milliseconds(1200)), (4, .seconds(6)),
+            (5, .seconds(18)), (6, .seconds(36)),
             (7, .seconds(72)), (9, .seconds(72)),
         ]
         for (attempt, expected) in scaled {
-            #expect(schedule.delay(afterAttempt: attempt, eventAge: .zero, retryAfter: nil, using: &generator) == expected, "attempt \(attempt)")
+            #expect(
+                schedule.delay(afterAttempt: attempt, eventAge: .zero, retryAfter: nil, using: &generator) == expected,
+                "attempt \(attempt)"
+            )
         }
         // The limit is 864 s (24 h × 0.01).
-        #expect(schedule.delay(afterAttempt: 7, eventAge: .seconds(800), retryAfter: nil, using: &generator) == nil, "800 s + 72 s > 864 s")
-        #expect(schedule.delay(afterAttempt: 7, eventAge: .seconds(700), retryAfter: nil, using: &generator) == .seconds(72), "700 s + 72 s ≤ 864 s")
+        #expect(
+            schedule.delay(afterAttempt: 7, eventAge: .seconds(800), retryAfter: nil, using: &generator) == nil,
+            "800 s + 72 s > 864 s"
+        )
+        #expect(
+            schedule.delay(afterAttempt: 7, eventAge: .seconds(700), retryAfter: nil, using: &generator)
+                == .seconds(72),
+            "700 s + 72 s ≤ 864 s"
+        )
         let jittered = DeliverySchedule(scale: 0.01)
         for _ in 0..<50 {
             let delay = jittered.delay(afterAttempt: 1, eventAge: .zero, retryAfter: nil, using: &generator)
-            #expect(delay.map { $0 >= .milliseconds(45) && $0 <= .milliseconds(55) } == true, "\(String(describing: delay))")
+            #expect(
+                delay.map { $0 >= .milliseconds(45) && $0 <= .milliseconds(55) } == true,
+                "\(String(describing: delay))"
+            )
         }
     }
 }

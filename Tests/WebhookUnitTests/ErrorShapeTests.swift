@@ -17,7 +17,11 @@ struct ErrorShapeTests {
         ]
         for (code, text) in codes { #expect("\(code)" == text) }
 
-        let conflict = JobStoreError(.conflict, "job x has already ended (completed); nothing to cancel", status: .completed)
+        let conflict = JobStoreError(
+            .conflict,
+            "job x has already ended (completed); nothing to cancel",
+            status: .completed
+        )
         #expect(conflict.description == "conflict: job x has already ended (completed); nothing to cancel")
         #expect(conflict.status == .completed)
 
@@ -31,7 +35,10 @@ struct ErrorShapeTests {
 
     @Test("HTTPResponse: why a request failed is an HTTPError, not flags and a string")
     func httpError() {
-        let refused = HTTPResponse(latency: .zero, failure: HTTPError(.refused, "refused: hooks.example resolves to 10.0.0.1"))
+        let refused = HTTPResponse(
+            latency: .zero,
+            failure: HTTPError(.refused, "refused: hooks.example resolves to 10.0.0.1")
+        )
         #expect(refused.failed(with: .refused))
         #expect(!refused.failed(with: .transport))
         #expect(refused.failure?.message == "refused: hooks.example resolves to 10.0.0.1")

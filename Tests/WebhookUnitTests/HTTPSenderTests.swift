@@ -1,6 +1,6 @@
-import SafeHTTP
 import Foundation
 import MediaTestKit
+import SafeHTTP
 import Testing
 import Webhooks
 
@@ -16,7 +16,9 @@ final class Receiver: @unchecked Sendable {
         var headers: [(name: String, value: String)]
         var body: Data
 
-        func header(_ name: String) -> [String] { headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value) }
+        func header(_ name: String) -> [String] {
+            headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        }
     }
 
     static let script = #"""
@@ -137,10 +139,14 @@ final class Receiver: @unchecked Sendable {
     /// What arrived so far.
     var requests: [Request] {
         lock.withLock { Array(lines.dropFirst()) }.compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return nil
+            }
             let headers = (object["headers"] as? [[String]] ?? []).map { (name: $0[0], value: $0[1]) }
             return Request(
-                method: object["method"] as? String ?? "", path: object["path"] as? String ?? "", headers: headers,
+                method: object["method"] as? String ?? "",
+                path: object["path"] as? String ?? "",
+                headers: headers,
                 body: Data(base64Encoded: object["body"] as? String ?? "") ?? Data()
             )
         }
@@ -183,16 +189,26 @@ func post(_ sender: HTTPSender, _ request: HTTPRequest) async -> HTTPResponse {
 @Suite("HTTPSender", .serialized)
 struct HTTPSenderTests {
     static let open = AddressPolicy(allowPrivate: true)
-    static let body = Data(#"{"data":{"note":"ünïcode ✓ \"quoted\"","n":2432232314},"timestamp":"2026-01-01T00:00:00.123Z","type":"job.completed"}"#.utf8)
+    static let body = Data(
+        #"{"data":{"note":"ünïcode ✓ \"quoted\"","n":2432232314},"timestamp":"2026-01-01T00:00:00.123Z","type":"job.completed"}"#
+            .utf8
+    )
 
     static func request(_ url: String, body: Data = HTTPSenderTests.body) -> HTTPRequest {
         let id = "msg_test\(UInt32.random(in: 0...UInt32.max))"
         let timestamp: Int64 = 1_767_225_600
         let secret = WebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")!
-        return HTTPRequest(url: url, body: body, headers: [
-            ("webhook-id", id), ("webhook-timestamp", "\(timestamp)"),
-            ("webhook-signature", WebhookSignature.sign(id: id, timestamp: timestamp, body: body, secrets: [secret])),
-        ])
+        return HTTPRequest(
+            url: url,
+            body: body,
+            headers: [
+                ("webhook-id", id), ("webhook-timestamp", "\(timestamp)"),
+                (
+                    "webhook-signature",
+                    WebhookSignature.sign(id: id, timestamp: timestamp, body: body, secrets: [secret])
+                ),
+            ]
+        )
     }
 
     @Test("allowPrivate: a POST gets 200, and the receiver got the exact body and headers")
@@ -224,8 +240,11 @@ struct HTTPSenderTests {
         // The signature the receiver got verifies over the bytes it got.
         let secret = WebhookSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")!
         let verified = WebhookSignature.verify(
-            id: got.header("webhook-id").first ?? "", timestamp: Int64(got.header("webhook-timestamp").first ?? "") ?? 0, body: got.body,
-            header: got.header("webhook-signature").first ?? "", secrets: [secret]
+            id: got.header("webhook-id").first ?? "",
+            timestamp: Int64(got.header("webhook-timestamp").first ?? "") ?? 0,
+            body: got.body,
+            header: got.header("webhook-signature").first ?? "",
+            secrets: [secret]
         )
         #expect(verified)
 
@@ -260,7 +279,10 @@ struct HTTPSenderTests {
         #expect(response.failed(with: .refused))
         #expect(response.statusCode == nil)
         #expect(response.succeeded == false)
-        #expect(response.failure?.message.contains("loopback") == true, "the error says why: \(response.failure?.message ?? "nil")")
+        #expect(
+            response.failure?.message.contains("loopback") == true,
+            "the error says why: \(response.failure?.message ?? "nil")"
+        )
         // A request that may pass, after: the receiver saw only that one.
         let control = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/control")))
         #expect(control.statusCode == 200)
@@ -272,12 +294,18 @@ struct HTTPSenderTests {
     func refusedLocalhost() async throws {
         let receiver = try Receiver()
         defer { receiver.stop() }
-        let response = await post(HTTPSender(policy: AddressPolicy()), Self.request(receiver.url("/refused", host: "localhost")))
+        let response = await post(
+            HTTPSender(policy: AddressPolicy()),
+            Self.request(receiver.url("/refused", host: "localhost"))
+        )
         #expect(response.failed(with: .refused))
         #expect(response.statusCode == nil)
         #expect(response.failure?.message.contains("loopback") == true, "\(response.failure?.message ?? "nil")")
         // The same name with the guard lifted connects: the refusal was the guard's.
-        let allowed = await post(HTTPSender(policy: Self.open), Self.request(receiver.url("/allowed", host: "localhost")))
+        let allowed = await post(
+            HTTPSender(policy: Self.open),
+            Self.request(receiver.url("/allowed", host: "localhost"))
+        )
         #expect(allowed.statusCode == 200, "\(allowed.failure?.message ?? "")")
         #expect(allowed.failed(with: .refused) == false)
         let received = await receiver.waitForRequests(1)
@@ -323,13 +351,19 @@ struct HTTPSenderTests {
         let receiver = try Receiver()
         defer { receiver.stop() }
         let started = ContinuousClock.now
-        let response = await post(HTTPSender(policy: Self.open, timeout: .seconds(1)), Self.request(receiver.url("/slow")))
+        let response = await post(
+            HTTPSender(policy: Self.open, timeout: .seconds(1)),
+            Self.request(receiver.url("/slow"))
+        )
         let elapsed = ContinuousClock.now - started
         #expect(response.statusCode == nil)
         #expect(response.succeeded == false)
         #expect(response.failed(with: .refused) == false)
-        #expect(response.failure?.message.lowercased().contains("timeout") == true || response.failure?.message.lowercased().contains("timed out") == true,
-                "\(response.failure?.message ?? "nil")")
+        #expect(
+            response.failure?.message.lowercased().contains("timeout") == true
+                || response.failure?.message.lowercased().contains("timed out") == true,
+            "\(response.failure?.message ?? "nil")"
+        )
         #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900), "gave up after about 1 s: \(elapsed)")
         let received = await receiver.waitForRequests(1)
         #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
@@ -348,13 +382,29 @@ struct HTTPSenderTests {
         let started = ContinuousClock.now
         let response = await withCheckedContinuation { continuation in
             Thread {
-                continuation.resume(returning: sender.send(HTTPRequest(url: receiver.url("/continue-then-hang"), method: .put(file: file, contentType: "video/mp4"))))
+                continuation.resume(
+                    returning: sender.send(
+                        HTTPRequest(
+                            url: receiver.url("/continue-then-hang"),
+                            method: .put(file: file, contentType: "video/mp4")
+                        )
+                    )
+                )
             }.start()
         }
-        #expect(response.statusCode == nil, "an interim 100 is not a status: \(String(describing: response.statusCode))")
-        #expect(response.succeeded == false && response.failed(with: .refused) == false && response.failed(with: .certificateRejected) == false)
+        #expect(
+            response.statusCode == nil,
+            "an interim 100 is not a status: \(String(describing: response.statusCode))"
+        )
+        #expect(
+            response.succeeded == false && response.failed(with: .refused) == false
+                && response.failed(with: .certificateRejected) == false
+        )
         #expect(response.failure?.message != nil)
-        #expect(ContinuousClock.now - started < .seconds(25), "the stall limit ended it, not the server (silent for 30 s)")
+        #expect(
+            ContinuousClock.now - started < .seconds(25),
+            "the stall limit ended it, not the server (silent for 30 s)"
+        )
         #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
     }
 
@@ -362,7 +412,10 @@ struct HTTPSenderTests {
     func otherSchemes() async throws {
         let receiver = try Receiver()
         defer { receiver.stop() }
-        for url in ["ftp://127.0.0.1:\(receiver.port)/x", "gopher://127.0.0.1:\(receiver.port)/x", "dict://127.0.0.1:\(receiver.port)/x"] {
+        for url in [
+            "ftp://127.0.0.1:\(receiver.port)/x", "gopher://127.0.0.1:\(receiver.port)/x",
+            "dict://127.0.0.1:\(receiver.port)/x",
+        ] {
             let response = await post(HTTPSender(policy: Self.open), Self.request(url))
             #expect(response.statusCode == nil, "\(url)")
             #expect(response.succeeded == false, "\(url)")

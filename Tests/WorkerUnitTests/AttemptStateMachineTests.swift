@@ -23,7 +23,9 @@ struct AttemptStateMachineTests {
         for state in [LeaseState.lost, .held(cancelRequested: true), .held(cancelRequested: false)] {
             events.append(("heartbeat(\(state))", { $0.heartbeat(state) }))
         }
-        for outcome in [Machine.ExportOutcome.finished(.rename), .finished(.upload), .cancelled, .failed(retryable), .failed(final)] {
+        for outcome in [
+            Machine.ExportOutcome.finished(.rename), .finished(.upload), .cancelled, .failed(retryable), .failed(final),
+        ] {
             events.append(("exportEnded(\(outcome))", { $0.exportEnded(outcome) }))
         }
         for answer in [
@@ -35,7 +37,10 @@ struct AttemptStateMachineTests {
         }
         events.append(("renamed(success)", { $0.renamed(.success(())) }))
         events.append(("renamed(failure)", { $0.renamed(.failure(retryable)) }))
-        for outcome in [Machine.UploadOutcome.uploaded(bytes: 10), .failed(retryable), .failed(final), .stopped, .retry(after: .seconds(1))] {
+        for outcome in [
+            Machine.UploadOutcome.uploaded(bytes: 10), .failed(retryable), .failed(final), .stopped,
+            .retry(after: .seconds(1)),
+        ] {
             events.append(("uploadEnded(\(outcome))", { $0.uploadEnded(outcome) }))
         }
         events.append(("retryDelayElapsed", { $0.retryDelayElapsed() }))
@@ -115,7 +120,10 @@ struct AttemptStateMachineTests {
                     if case .uploading = state.phase { #expect(discard, "\(pair)") }
                     if case .committing = state.phase, event.name.hasPrefix("fenced") { #expect(discard, "\(pair)") }
                 case .end(let outcome, _):
-                    #expect(outcome == .leaseLost && next.stopReason == .leaseLost, "only a lost lease ends without a report: \(pair)")
+                    #expect(
+                        outcome == .leaseLost && next.stopReason == .leaseLost,
+                        "only a lost lease ends without a report: \(pair)"
+                    )
                     #expect(next.phase == .ended(.leaseLost), "\(pair)")
                 case .cancelExport:
                     #expect(state.phase == .exporting && state.stopReason == nil && next.stopReason != nil, "\(pair)")
@@ -145,7 +153,9 @@ struct AttemptStateMachineTests {
                     return
                 }
                 // States repeat a lot; the depth keeps this to about a million steps.
-                if next != state { walk(next, depth: depth - 1, reports: reports, ends: ends, path: path + [event.name]) }
+                if next != state {
+                    walk(next, depth: depth - 1, reports: reports, ends: ends, path: path + [event.name])
+                }
             }
         }
         walk(Machine(attempt: 1, maxAttempts: 3), depth: 6, reports: 0, ends: 0, path: [])
@@ -154,7 +164,11 @@ struct AttemptStateMachineTests {
     // MARK: The paths a worker takes
 
     /// Runs `events` from a fresh attempt and returns the actions.
-    private func run(_ steps: [(inout Machine) -> Machine.Action], attempt: Int = 1, maxAttempts: Int = 3) -> ([Machine.Action], Machine) {
+    private func run(
+        _ steps: [(inout Machine) -> Machine.Action],
+        attempt: Int = 1,
+        maxAttempts: Int = 3
+    ) -> ([Machine.Action], Machine) {
         var machine = Machine(attempt: attempt, maxAttempts: maxAttempts)
         return (steps.map { $0(&machine) }, machine)
     }
@@ -165,7 +179,12 @@ struct AttemptStateMachineTests {
             { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: false)) },
             { $0.renamed(.success(())) }, { $0.reported(accepted: true) },
         ])
-        #expect(actions == [.fence(.rename, after: .zero), .rename, .report(.complete(uploadedBytes: nil), discardOutput: false), .end(.completed, discardOutput: false)])
+        #expect(
+            actions == [
+                .fence(.rename, after: .zero), .rename, .report(.complete(uploadedBytes: nil), discardOutput: false),
+                .end(.completed, discardOutput: false),
+            ]
+        )
         #expect(machine.phase == .ended(.completed))
     }
 
@@ -174,12 +193,16 @@ struct AttemptStateMachineTests {
         let (actions, _) = run([
             { $0.exportEnded(.finished(.upload)) }, { $0.fenced(.held(cancelRequested: false, late: false)) },
             { $0.uploadEnded(.retry(after: .seconds(2))) }, { $0.retryDelayElapsed() },
-            { $0.fenced(.held(cancelRequested: false, late: false)) }, { $0.uploadEnded(.uploaded(bytes: 42)) }, { $0.reported(accepted: true) },
+            { $0.fenced(.held(cancelRequested: false, late: false)) }, { $0.uploadEnded(.uploaded(bytes: 42)) },
+            { $0.reported(accepted: true) },
         ])
-        #expect(actions == [
-            .fence(.upload, after: .zero), .upload, .waitToRetryUpload(.seconds(2)), .fence(.upload, after: .zero), .upload,
-            .report(.complete(uploadedBytes: 42), discardOutput: true), .end(.completed, discardOutput: false),
-        ])
+        #expect(
+            actions == [
+                .fence(.upload, after: .zero), .upload, .waitToRetryUpload(.seconds(2)), .fence(.upload, after: .zero),
+                .upload,
+                .report(.complete(uploadedBytes: 42), discardOutput: true), .end(.completed, discardOutput: false),
+            ]
+        )
     }
 
     @Test("a lease lost while frozen before the PUT: nothing uploaded, nothing reported, output discarded")
@@ -191,34 +214,72 @@ struct AttemptStateMachineTests {
 
     @Test("a lease renewed too late to trust: the job is handed back, the output discarded")
     func renewedTooLate() {
-        let (actions, _) = run([{ $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: true)) }, { $0.reported(accepted: true) }])
-        #expect(actions == [.fence(.rename, after: .zero), .report(.release, discardOutput: true), .end(.handedBack, discardOutput: false)])
+        let (actions, _) = run([
+            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: true)) },
+            { $0.reported(accepted: true) },
+        ])
+        #expect(
+            actions == [
+                .fence(.rename, after: .zero), .report(.release, discardOutput: true),
+                .end(.handedBack, discardOutput: false),
+            ]
+        )
     }
 
     @Test("a store that does not answer the fence is asked again until the deadline, then the lease counts as lost")
     func fenceUnanswered() {
         let (actions, _) = run([
-            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.unanswered(deadlinePassed: false)) }, { $0.fenced(.unanswered(deadlinePassed: true)) },
+            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.unanswered(deadlinePassed: false)) },
+            { $0.fenced(.unanswered(deadlinePassed: true)) },
         ])
-        #expect(actions == [.fence(.rename, after: .zero), .fence(.rename, after: .milliseconds(250)), .end(.leaseLost, discardOutput: true)])
+        #expect(
+            actions == [
+                .fence(.rename, after: .zero), .fence(.rename, after: .milliseconds(250)),
+                .end(.leaseLost, discardOutput: true),
+            ]
+        )
     }
 
     @Test("a cancellation during the export stops it and is confirmed; one found at the fence discards the output")
     func cancellation() {
-        let (during, _) = run([{ $0.heartbeat(.held(cancelRequested: true)) }, { $0.exportEnded(.cancelled) }, { $0.reported(accepted: true) }])
-        #expect(during == [.cancelExport, .report(.confirmCancelled, discardOutput: false), .end(.cancelled, discardOutput: false)])
-        let (atFence, _) = run([{ $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: true, late: false)) }])
+        let (during, _) = run([
+            { $0.heartbeat(.held(cancelRequested: true)) }, { $0.exportEnded(.cancelled) },
+            { $0.reported(accepted: true) },
+        ])
+        #expect(
+            during == [
+                .cancelExport, .report(.confirmCancelled, discardOutput: false), .end(.cancelled, discardOutput: false),
+            ]
+        )
+        let (atFence, _) = run([
+            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: true, late: false)) },
+        ])
         #expect(atFence == [.fence(.rename, after: .zero), .report(.confirmCancelled, discardOutput: true)])
     }
 
     @Test("a drain that runs out hands the job back; a job that finished anyway is still completed")
     func drain() {
-        let (stopped, _) = run([{ $0.stop(.handBack) }, { $0.exportEnded(.cancelled) }, { $0.reported(accepted: true) }])
-        #expect(stopped == [.cancelExport, .report(.release, discardOutput: false), .end(.handedBack, discardOutput: false)])
-        let (finished, _) = run([{ $0.stop(.handBack) }, { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: false)) }])
+        let (stopped, _) = run([
+            { $0.stop(.handBack) }, { $0.exportEnded(.cancelled) }, { $0.reported(accepted: true) },
+        ])
+        #expect(
+            stopped == [
+                .cancelExport, .report(.release, discardOutput: false), .end(.handedBack, discardOutput: false),
+            ]
+        )
+        let (finished, _) = run([
+            { $0.stop(.handBack) }, { $0.exportEnded(.finished(.rename)) },
+            { $0.fenced(.held(cancelRequested: false, late: false)) },
+        ])
         #expect(finished == [.cancelExport, .fence(.rename, after: .zero), .rename])
-        let (upload, _) = run([{ $0.stop(.handBack) }, { $0.exportEnded(.finished(.upload)) }, { $0.fenced(.held(cancelRequested: false, late: false)) }])
-        #expect(upload == [.cancelExport, .fence(.upload, after: .zero), .report(.release, discardOutput: true)], "an upload is not started during a drain")
+        let (upload, _) = run([
+            { $0.stop(.handBack) }, { $0.exportEnded(.finished(.upload)) },
+            { $0.fenced(.held(cancelRequested: false, late: false)) },
+        ])
+        #expect(
+            upload == [.cancelExport, .fence(.upload, after: .zero), .report(.release, discardOutput: true)],
+            "an upload is not started during a drain"
+        )
     }
 
     @Test("a failure is retried while attempts remain and retryable; the store's answer decides the outcome")
@@ -235,7 +296,8 @@ struct AttemptStateMachineTests {
         let lost = run([failFinal, refused]).0.last
         let unreported = run([failFinal, unreachable]).0.last
         let renameFailed = run([
-            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: false)) }, { $0.renamed(.failure(Self.retryable)) },
+            { $0.exportEnded(.finished(.rename)) }, { $0.fenced(.held(cancelRequested: false, late: false)) },
+            { $0.renamed(.failure(Self.retryable)) },
         ]).0.last
         #expect(retried == .end(.retried, discardOutput: false))
         #expect(lastAttempt == .end(.failed, discardOutput: false))
@@ -247,7 +309,9 @@ struct AttemptStateMachineTests {
 
     @Test("a heartbeat that finds the lease lost stops the export; nothing is reported")
     func leaseLostDuringExport() {
-        let (actions, machine) = run([{ $0.heartbeat(.lost) }, { $0.heartbeat(.held(cancelRequested: true)) }, { $0.exportEnded(.cancelled) }])
+        let (actions, machine) = run([
+            { $0.heartbeat(.lost) }, { $0.heartbeat(.held(cancelRequested: true)) }, { $0.exportEnded(.cancelled) },
+        ])
         #expect(actions == [.cancelExport, .none, .end(.leaseLost, discardOutput: false)])
         #expect(machine.stopReason == .leaseLost)
     }

@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
 import Logging
 import Media
 import MediaTestKit
 import Queue
+import Synchronization
 import Testing
 import Worker
 
@@ -23,11 +23,21 @@ struct WorkerInProcessTests {
             directory = try TemporaryDirectory("worker-in-process-\(label)")
         }
 
-        func submit(_ input: String, range: Job.Range? = nil, output name: String = "out.mp4", maxAttempts: Int = 3) async throws -> Job {
+        func submit(
+            _ input: String,
+            range: Job.Range? = nil,
+            output name: String = "out.mp4",
+            maxAttempts: Int = 3
+        ) async throws -> Job {
             let preset = try PresetCatalog.builtIn.preset(named: "low")
             let settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(preset))
             let request = JobRequest(
-                input: input, output: directory.file(name), preset: "low", presetSettings: settings, format: "mp4", range: range,
+                input: input,
+                output: directory.file(name),
+                preset: "low",
+                presetSettings: settings,
+                format: "mp4",
+                range: range,
                 maxAttempts: maxAttempts
             )
             return try await store.submit(request).job
@@ -35,12 +45,23 @@ struct WorkerInProcessTests {
 
         func worker(once: Bool = false, lease: Duration = .seconds(30), drain: Duration = .seconds(30)) -> Worker {
             let options = WorkerOptions(
-                name: "in-process", lease: lease, drain: drain, once: once, pollInterval: .milliseconds(20),
-                cancellationCheckInterval: .milliseconds(100), retryPolicy: RetryPolicy(base: .milliseconds(1), maximum: .milliseconds(1), jitter: 0),
-                stagingDirectory: directory.file("staging"), uploadRetryDelays: []
+                name: "in-process",
+                lease: lease,
+                drain: drain,
+                once: once,
+                pollInterval: .milliseconds(20),
+                cancellationCheckInterval: .milliseconds(100),
+                retryPolicy: RetryPolicy(base: .milliseconds(1), maximum: .milliseconds(1), jitter: 0),
+                stagingDirectory: directory.file("staging"),
+                uploadRetryDelays: []
             )
             let identity = WorkerIdentity(name: "in-process", host: "localhost", pid: getpid(), version: "test")
-            return Worker(store: store, options: options, identity: identity, logger: Logger(label: "worker-in-process"))
+            return Worker(
+                store: store,
+                options: options,
+                identity: identity,
+                logger: Logger(label: "worker-in-process")
+            )
         }
 
         func job(_ id: JobID) async throws -> Job { try #require(try await store.job(id)) }
@@ -53,7 +74,10 @@ struct WorkerInProcessTests {
     func completes() async throws {
         let bench = try Bench("complete")
         defer { bench.directory.remove() }
-        let job = try await bench.submit(try await Fixtures.shared.path(.basic), range: Job.Range(start: 0.5, duration: 1))
+        let job = try await bench.submit(
+            try await Fixtures.shared.path(.basic),
+            range: Job.Range(start: 0.5, duration: 1)
+        )
         try await bench.worker(once: true).run()
 
         let done = try await bench.job(job.id)
@@ -85,7 +109,11 @@ struct WorkerInProcessTests {
         let bench = try Bench("retry")
         defer { bench.directory.remove() }
         // The output's directory does not exist: output_unwritable, retryable.
-        let job = try await bench.submit(try await Fixtures.shared.path(.tiny), output: "missing/out.mp4", maxAttempts: 2)
+        let job = try await bench.submit(
+            try await Fixtures.shared.path(.tiny),
+            output: "missing/out.mp4",
+            maxAttempts: 2
+        )
         let worker = bench.worker()
         let run = Task { try await worker.run() }
         #expect(try await eventually(within: .seconds(30)) { try await bench.job(job.id).status.isTerminal })
@@ -158,7 +186,10 @@ struct WorkerInProcessTests {
         let other = WorkerIdentity(name: "other", host: "elsewhere", pid: 1, version: "test")
         let taken = try await bench.store.claim(as: other, limit: 1, lease: .seconds(7200))
         #expect(taken.map(\.job.id) == [job.id])
-        #expect(try await eventually(within: .seconds(10)) { worker.state.running == 0 }, "the worker let go of the job")
+        #expect(
+            try await eventually(within: .seconds(10)) { worker.state.running == 0 },
+            "the worker let go of the job"
+        )
 
         let after = try await bench.job(job.id)
         #expect(after.status == .reading)

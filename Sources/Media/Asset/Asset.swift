@@ -1,6 +1,6 @@
-import JobctlCore
 import CFFmpeg
 import Foundation
+import JobctlCore
 import Synchronization
 
 /// An opened input and its tracks (`AVAsset`): what `jobctl probe` shows and what an
@@ -51,7 +51,10 @@ public final class Asset: @unchecked Sendable {
         } catch let error as FFError {
             let detail = FFmpegLog.takeLastError()
             if let detail, detail.contains("max_streams") {
-                throw MediaError(.limitExceeded, "\(MediaLocation.displayed(location)) has more than \(limits.maxTracks) streams, the limit (--max-tracks, JOBCTL_MAX_TRACKS)")
+                throw MediaError(
+                    .limitExceeded,
+                    "\(MediaLocation.displayed(location)) has more than \(limits.maxTracks) streams, the limit (--max-tracks, JOBCTL_MAX_TRACKS)"
+                )
             }
             throw Asset.openError(error, location: location, detail: detail)
         } catch {
@@ -63,7 +66,9 @@ public final class Asset: @unchecked Sendable {
         container = input.formatName
         containerLongName = input.formatLongName
         startTime = context.start_time != noPTS ? context.start_time : 0
-        if let tooMany = limits.tooManyTracks(input.streamCount, in: MediaLocation.displayed(location)) { throw tooMany }
+        if let tooMany = limits.tooManyTracks(input.streamCount, in: MediaLocation.displayed(location)) {
+            throw tooMany
+        }
         tracks = (0..<input.streamCount).map { AssetTrack(stream: input.stream($0)) }
         if context.duration != noPTS && context.duration > 0 {
             duration = context.duration
@@ -73,12 +78,16 @@ public final class Asset: @unchecked Sendable {
         }
         durationIsEstimate = context.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE
         bitrate = context.bit_rate > 0 ? Int(context.bit_rate) : nil
-        fileSize = url.hasPrefix("file:")
-            ? (try? FileManager.default.attributesOfItem(atPath: String(url.dropFirst(5)))[.size] as? NSNumber)?.int64Value : nil
+        fileSize =
+            url.hasPrefix("file:")
+            ? (try? FileManager.default.attributesOfItem(atPath: String(url.dropFirst(5)))[.size] as? NSNumber)?
+                .int64Value : nil
     }
 
     /// The name used in messages: the file's name for paths.
-    public var displayName: String { MediaLocation.isRemote(location) ? MediaLocation.displayed(location) : (location as NSString).lastPathComponent }
+    public var displayName: String {
+        MediaLocation.isRemote(location) ? MediaLocation.displayed(location) : (location as NSString).lastPathComponent
+    }
 
     /// Duration in seconds.
     public var durationSeconds: Double? { duration.map { Double($0) / 1_000_000 } }
@@ -113,11 +122,15 @@ public final class Asset: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory) else {
             throw MediaError(.inputNotFound, "\(location) does not exist")
         }
-        guard !isDirectory.boolValue else { throw MediaError(.inputUnreadable, "\(location) is a directory, not a media file") }
+        guard !isDirectory.boolValue else {
+            throw MediaError(.inputUnreadable, "\(location) is a directory, not a media file")
+        }
         guard FileManager.default.isReadableFile(atPath: location) else {
             throw MediaError(.inputUnreadable, "\(location) cannot be read (permission denied)")
         }
-        if let size = (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.intValue, size == 0 {
+        if let size = (try? FileManager.default.attributesOfItem(atPath: location)[.size] as? NSNumber)?.intValue,
+            size == 0
+        {
             throw MediaError(.inputUnreadable, "\(location) is empty")
         }
         let absolute = location.hasPrefix("/") ? location : FileManager.default.currentDirectoryPath + "/" + location
@@ -138,10 +151,15 @@ public final class Asset: @unchecked Sendable {
         case AVErr.exit:
             return MediaError.cancelled()
         case AVErr.httpBadRequest, AVErr.httpOther4xx:
-            return MediaError(.inputUnreadable, "\(location) cannot be read (the server answered \(FFError.message(for: error.code)))", detail: error.description)
+            return MediaError(
+                .inputUnreadable,
+                "\(location) cannot be read (the server answered \(FFError.message(for: error.code)))",
+                detail: error.description
+            )
         case let code where remote && AVErr.transientNetwork.contains(code):
             var failure = MediaError(
-                .inputUnreadable, "\(location) could not be fetched (\(detail ?? FFError.message(for: code))); it will be tried again",
+                .inputUnreadable,
+                "\(location) could not be fetched (\(detail ?? FFError.message(for: code))); it will be tried again",
                 detail: error.description
             )
             failure.transient = true
@@ -155,8 +173,14 @@ public final class Asset: @unchecked Sendable {
                     detail: detail
                 )
             }
-            let what = error.operation == "avformat_find_stream_info" ? "its streams cannot be probed" : "it is not a media file FFmpeg can read"
-            return MediaError(.inputUnreadable, "\(location): \(what)\(because.isEmpty ? " (\(FFError.message(for: error.code)))" : because)", detail: error.description)
+            let what =
+                error.operation == "avformat_find_stream_info"
+                ? "its streams cannot be probed" : "it is not a media file FFmpeg can read"
+            return MediaError(
+                .inputUnreadable,
+                "\(location): \(what)\(because.isEmpty ? " (\(FFError.message(for: error.code)))" : because)",
+                detail: error.description
+            )
         }
     }
 }

@@ -76,7 +76,9 @@ extension AssetTrack {
         profile = avcodec_profile_name(parameters.codec_id, parameters.profile).map { String(cString: $0) }
         bitrate = parameters.bit_rate > 0 ? Int(parameters.bit_rate) : nil
         startTime = stream.pointee.start_time != noPTS ? Double(stream.pointee.start_time) * timeBase.double : nil
-        duration = stream.pointee.duration != noPTS && stream.pointee.duration > 0 ? Double(stream.pointee.duration) * timeBase.double : nil
+        duration =
+            stream.pointee.duration != noPTS && stream.pointee.duration > 0
+            ? Double(stream.pointee.duration) * timeBase.double : nil
         language = av_dict_get(stream.pointee.metadata, "language", nil, 0).map { String(cString: $0.pointee.value) }
         isDefault = stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0
         isDecodable = avcodec_find_decoder(parameters.codec_id) != nil
@@ -91,10 +93,16 @@ extension AssetTrack {
             self.rotation = rotation
             let sar = AssetTrack.sampleAspect(of: stream)
             sampleAspectRatio = "\(sar.num):\(sar.den)"
-            let display = Fit.displaySize(width: Int(parameters.width), height: Int(parameters.height), sar: sar, rotation: rotation)
+            let display = Fit.displaySize(
+                width: Int(parameters.width),
+                height: Int(parameters.height),
+                sar: sar,
+                rotation: rotation
+            )
             displayWidth = Int(display.width.rounded())
             displayHeight = Int(display.height.rounded())
-            let rate = stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
+            let rate =
+                stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
             frameRate = rate.isValid ? (rate.double * 1000).rounded() / 1000 : nil
             frameRateRational = rate.isValid ? Rational(rate) : nil
             if parameters.color_primaries != AVCOL_PRI_UNSPECIFIED {
@@ -112,9 +120,12 @@ extension AssetTrack {
             channels = Int(parameters.ch_layout.nb_channels)
             var layout = parameters.ch_layout
             channelLayout = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 128) { buffer in
-                av_channel_layout_describe(&layout, buffer.baseAddress, 128) > 0 ? String(cString: buffer.baseAddress!) : nil
+                av_channel_layout_describe(&layout, buffer.baseAddress, 128) > 0
+                    ? String(cString: buffer.baseAddress!) : nil
             }
-            sampleFormat = av_get_sample_fmt_name(AVSampleFormat(rawValue: parameters.format)).map { String(cString: $0) }
+            sampleFormat = av_get_sample_fmt_name(AVSampleFormat(rawValue: parameters.format)).map {
+                String(cString: $0)
+            }
         default:
             break
         }
@@ -163,7 +174,9 @@ public struct Rational: Sendable, Hashable, Codable, CustomStringConvertible {
         let text = try decoder.singleValueContainer().decode(String.self)
         let parts = text.split(separator: "/")
         guard parts.count == 2, let num = Int(parts[0]), let den = Int(parts[1]) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "expected num/den, got \(text)"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "expected num/den, got \(text)")
+            )
         }
         self.init(num: num, den: den)
     }

@@ -34,50 +34,80 @@ public struct ExportPlan: Sendable {
             }
         }
         if preset.isPassthrough {
-            for track in asset.tracks where track.mediaType == .subtitle && OutputFormatCapabilities.canHold(track, in: format) {
+            for track in asset.tracks
+            where track.mediaType == .subtitle && OutputFormatCapabilities.canHold(track, in: format) {
                 tracks.append(Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track)))
             }
         }
 
         guard !tracks.isEmpty else {
             if preset.video == nil || !format.holdsVideo {
-                throw MediaError(.presetIncompatible, "\(name) has no audio track, and preset '\(preset.name)' (\(format.rawValue)) keeps only audio")
+                throw MediaError(
+                    .presetIncompatible,
+                    "\(name) has no audio track, and preset '\(preset.name)' (\(format.rawValue)) keeps only audio"
+                )
             }
             throw MediaError(.presetIncompatible, "\(name) has no video track and preset '\(preset.name)' drops audio")
         }
         self.tracks = tracks
     }
 
-    private static func videoTrack(_ track: AssetTrack, settings: Preset.Video, asset: Asset, format: ContainerFormat) throws(MediaError) -> Track {
+    private static func videoTrack(
+        _ track: AssetTrack,
+        settings: Preset.Video,
+        asset: Asset,
+        format: ContainerFormat
+    ) throws(MediaError) -> Track {
         try requireKnownCodec(track, asset: asset)
         if settings.codec == .copy {
             guard OutputFormatCapabilities.canHold(track, in: format) else {
-                throw MediaError(.presetIncompatible, "\(track.codec) video cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset")
+                throw MediaError(
+                    .presetIncompatible,
+                    "\(track.codec) video cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset"
+                )
             }
             return Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track))
         }
         try requireDecodable(track, asset: asset)
         guard let encoder = settings.codec.encoderName, CodecEncoder.isAvailable(encoder) else {
-            throw MediaError(.presetIncompatible, "this FFmpeg build has no \(settings.codec.encoderName ?? settings.codec.rawValue) encoder")
+            throw MediaError(
+                .presetIncompatible,
+                "this FFmpeg build has no \(settings.codec.encoderName ?? settings.codec.rawValue) encoder"
+            )
         }
         guard let width = track.width, let height = track.height, width > 0, height > 0 else {
-            throw MediaError(.inputUnsupported, "video track \(track.index) of \(asset.displayName) has no picture size")
+            throw MediaError(
+                .inputUnsupported,
+                "video track \(track.index) of \(asset.displayName) has no picture size"
+            )
         }
         let sar = track.sampleAspectRatio.flatMap(parseRatio) ?? (1, 1)
         let display = Fit.displaySize(width: width, height: height, sar: sar, rotation: track.rotation ?? 0)
         let size = Fit.outputSize(display: display, box: settings.box)
         let encoding = AssetWriterInput.VideoEncoding(
-            codec: settings.codec, size: size, bitrate: settings.bitrate, crf: settings.crf,
-            encoderPreset: settings.encoderPreset, source: track
+            codec: settings.codec,
+            size: size,
+            bitrate: settings.bitrate,
+            crf: settings.crf,
+            encoderPreset: settings.encoderPreset,
+            source: track
         )
         return Track(source: track, readerSettings: .video(size: size), writerSettings: .video(encoding))
     }
 
-    private static func audioTrack(_ track: AssetTrack, settings: Preset.Audio, asset: Asset, format: ContainerFormat) throws(MediaError) -> Track {
+    private static func audioTrack(
+        _ track: AssetTrack,
+        settings: Preset.Audio,
+        asset: Asset,
+        format: ContainerFormat
+    ) throws(MediaError) -> Track {
         try requireKnownCodec(track, asset: asset)
         if settings.codec == .copy {
             guard OutputFormatCapabilities.canHold(track, in: format) else {
-                throw MediaError(.presetIncompatible, "\(track.codec) audio cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset")
+                throw MediaError(
+                    .presetIncompatible,
+                    "\(track.codec) audio cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset"
+                )
             }
             return Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track))
         }
@@ -85,19 +115,34 @@ public struct ExportPlan: Sendable {
         let sourceChannels = max(1, track.channels ?? 2)
         let channels = min(settings.channels ?? sourceChannels, sourceChannels)
         let sampleRate = settings.sampleRate ?? nearestAACRate(track.sampleRate ?? 44100)
-        let encoding = AssetWriterInput.AudioEncoding(sampleRate: sampleRate, channels: channels, bitrate: settings.bitrate, source: track)
-        return Track(source: track, readerSettings: .audio(sampleRate: sampleRate, channels: channels), writerSettings: .audio(encoding))
+        let encoding = AssetWriterInput.AudioEncoding(
+            sampleRate: sampleRate,
+            channels: channels,
+            bitrate: settings.bitrate,
+            source: track
+        )
+        return Track(
+            source: track,
+            readerSettings: .audio(sampleRate: sampleRate, channels: channels),
+            writerSettings: .audio(encoding)
+        )
     }
 
     /// A track whose codec FFmpeg could not even name: usually a damaged header.
     private static func requireKnownCodec(_ track: AssetTrack, asset: Asset) throws(MediaError) {
         guard track.codec == "none" else { return }
-        throw MediaError(.inputUnsupported, "\(track.mediaType) track \(track.index) of \(asset.displayName) has an unknown codec (is its header damaged?)")
+        throw MediaError(
+            .inputUnsupported,
+            "\(track.mediaType) track \(track.index) of \(asset.displayName) has an unknown codec (is its header damaged?)"
+        )
     }
 
     private static func requireDecodable(_ track: AssetTrack, asset: Asset) throws(MediaError) {
         guard track.isDecodable else {
-            throw MediaError(.inputUnsupported, "\(track.mediaType) track \(track.index) of \(asset.displayName) (\(track.codec)) cannot be decoded")
+            throw MediaError(
+                .inputUnsupported,
+                "\(track.mediaType) track \(track.index) of \(asset.displayName) (\(track.codec)) cannot be decoded"
+            )
         }
     }
 

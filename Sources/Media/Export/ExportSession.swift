@@ -1,6 +1,6 @@
 import CFFmpeg
-import JobctlCore
 import Foundation
+import JobctlCore
 import Synchronization
 
 /// Exports an asset with a preset, a time range and an output format
@@ -39,7 +39,11 @@ public final class ExportSession: @unchecked Sendable {
     /// - Parameter format: the container; by default the one the output's extension names,
     ///   else the preset's.
     public init(
-        asset: Asset, preset: Preset, outputPath: String, format: ContainerFormat? = nil, timeRange: TimeRange = .all,
+        asset: Asset,
+        preset: Preset,
+        outputPath: String,
+        format: ContainerFormat? = nil,
+        timeRange: TimeRange = .all,
         temporaryTag: String? = nil
     ) {
         self.temporaryTag = temporaryTag
@@ -74,14 +78,21 @@ public final class ExportSession: @unchecked Sendable {
             state.pairs.enumerated().map { position, pair in
                 let statuses = [pair.output.status, pair.input.status]
                 let status: Status =
-                    statuses.contains(.failed) ? .failed
-                    : statuses.contains(.cancelled) ? .cancelled
-                    : statuses.allSatisfy({ $0 == .completed }) ? .completed
-                    : statuses.contains(.reading) ? .reading : .unknown
+                    statuses.contains(.failed)
+                    ? .failed
+                    : statuses.contains(.cancelled)
+                        ? .cancelled
+                        : statuses.allSatisfy({ $0 == .completed })
+                            ? .completed
+                            : statuses.contains(.reading) ? .reading : .unknown
                 return TrackProgress(
-                    index: pair.input.streamIndex ?? position, sourceIndex: pair.output.track.index,
-                    mediaType: pair.output.track.mediaType, status: status, codec: pair.input.codecName,
-                    read: pair.output.samplesRead, written: pair.input.samplesWritten
+                    index: pair.input.streamIndex ?? position,
+                    sourceIndex: pair.output.track.index,
+                    mediaType: pair.output.track.mediaType,
+                    status: status,
+                    codec: pair.input.codecName,
+                    read: pair.output.samplesRead,
+                    written: pair.input.samplesWritten
                 )
             }
         }
@@ -162,7 +173,8 @@ public final class ExportSession: @unchecked Sendable {
     /// `decode_failed` when the output is well short of where the input says its tracks end: a
     /// truncated or damaged file whose demuxer stopped with a plain end of file. Not when the
     /// asset's duration is only a bitrate estimate.
-    private func shortfall(produced: Int64, range: ResolvedRange, plan: ExportPlan, reader: AssetReader) -> MediaError? {
+    private func shortfall(produced: Int64, range: ResolvedRange, plan: ExportPlan, reader: AssetReader) -> MediaError?
+    {
         // Where the carried tracks end by their headers (an m4a of a file with short audio is fine).
         let ends = plan.tracks.map { track -> Int64? in
             guard let duration = track.source.duration else { return nil }
@@ -173,7 +185,10 @@ public final class ExportSession: @unchecked Sendable {
         guard let expectedEnd else { return nil }
         let missing = expectedEnd - range.start - produced
         let readError = reader.inputEndedEarly != nil
-        guard (readError && missing > 500_000) || (!asset.durationIsEstimate && missing > max(1_000_000, (expectedEnd - range.start) / 10)) else {
+        guard
+            (readError && missing > 500_000)
+                || (!asset.durationIsEstimate && missing > max(1_000_000, (expectedEnd - range.start) / 10))
+        else {
             return nil
         }
         let detail = reader.lastDemuxError.map { " (\($0))" } ?? ""
@@ -189,12 +204,22 @@ public final class ExportSession: @unchecked Sendable {
         let limits = asset.limits
         if let error = limits.tooManyTracks(asset.tracks.count, in: asset.displayName) { throw error }
         for track in plan.tracks {
-            guard case .video = track.readerSettings, let width = track.source.width, let height = track.source.height else { continue }
-            if let error = limits.pictureTooLarge(width: width, height: height, what: "video track \(track.source.index) of \(asset.displayName)") {
+            guard case .video = track.readerSettings, let width = track.source.width, let height = track.source.height
+            else { continue }
+            if let error = limits.pictureTooLarge(
+                width: width,
+                height: height,
+                what: "video track \(track.source.index) of \(asset.displayName)"
+            ) {
                 throw error
             }
         }
-        if let duration = range.expectedDuration, let error = limits.tooLong(duration, what: "the export of \(asset.displayName)\(timeRange == .all ? "" : " (range \(timeRange))")") {
+        if let duration = range.expectedDuration,
+            let error = limits.tooLong(
+                duration,
+                what: "the export of \(asset.displayName)\(timeRange == .all ? "" : " (range \(timeRange))")"
+            )
+        {
             throw error
         }
     }
@@ -205,7 +230,12 @@ public final class ExportSession: @unchecked Sendable {
         let plan = try ExportPlan(asset: asset, preset: preset, format: format)
         try checkLimits(plan, range: range)
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
-        let writer = try AssetWriter(destination: outputPath, format: format, temporaryTag: temporaryTag, limits: asset.limits)
+        let writer = try AssetWriter(
+            destination: outputPath,
+            format: format,
+            temporaryTag: temporaryTag,
+            limits: asset.limits
+        )
         var pairs: [(output: AssetReaderTrackOutput, input: AssetWriterInput)] = []
         do throws(MediaError) {
             for track in plan.tracks {
@@ -251,7 +281,9 @@ public final class ExportSession: @unchecked Sendable {
                     }
                 } catch {
                     let first = failure.withLock { recorded -> Bool in
-                        guard recorded == nil || (recorded!.isCancellation && !error.isCancellation) else { return false }
+                        guard recorded == nil || (recorded!.isCancellation && !error.isCancellation) else {
+                            return false
+                        }
                         recorded = error
                         return true
                     }
@@ -289,8 +321,11 @@ public final class ExportSession: @unchecked Sendable {
             tracks: pairs.map { output, input in
                 let written = input.samplesWritten
                 var track = ExportResult.Track(
-                    index: input.streamIndex ?? 0, sourceIndex: output.track.index, mediaType: input.mediaType,
-                    codec: input.codecName ?? output.track.codec, duration: Double(input.endMicroseconds) / 1_000_000
+                    index: input.streamIndex ?? 0,
+                    sourceIndex: output.track.index,
+                    mediaType: input.mediaType,
+                    codec: input.codecName ?? output.track.codec,
+                    duration: Double(input.endMicroseconds) / 1_000_000
                 )
                 switch input.settings {
                 case .video(let encoding):

@@ -60,7 +60,10 @@ final class CodecEncoder {
         defer { av_dict_free(&dictionary) }
         try check(avcodec_open2(context, codec, &dictionary), "avcodec_open2(encoder \(name))")
         if let leftover = av_dict_get(dictionary, "", nil, AV_DICT_IGNORE_SUFFIX) {
-            throw FFError(code: cff_averror(EINVAL), operation: "encoder \(name) has no option '\(String(cString: leftover.pointee.key))'")
+            throw FFError(
+                code: cff_averror(EINVAL),
+                operation: "encoder \(name) has no option '\(String(cString: leftover.pointee.key))'"
+            )
         }
     }
 

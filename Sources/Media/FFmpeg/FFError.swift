@@ -44,11 +44,15 @@ enum AVErr {
     /// read-only or vanished mount): the output side, worth another attempt later. Anything
     /// else a muxer returns is about the packets it was given.
     static let outputIO: Set<Int32> = Set(
-        [ENOSPC, EDQUOT, EIO, EFBIG, EROFS, EACCES, EPERM, ENOENT, ENXIO, EBADF, ESTALE, ENOTCONN].map(cff_averror_errno)
+        [ENOSPC, EDQUOT, EIO, EFBIG, EROFS, EACCES, EPERM, ENOENT, ENXIO, EBADF, ESTALE, ENOTCONN].map(
+            cff_averror_errno
+        )
     )
     /// Network failures worth another attempt later: the server or the path to it is down.
     static let transientNetwork: Set<Int32> = Set(
-        [ECONNREFUSED, ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EPIPE, EIO, EAGAIN].map(cff_averror_errno)
+        [ECONNREFUSED, ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EPIPE, EIO, EAGAIN].map(
+            cff_averror_errno
+        )
     ).union([cff_averror_http_server_error()])
 }
 

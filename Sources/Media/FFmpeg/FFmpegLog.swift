@@ -30,11 +30,12 @@ public enum FFmpegLog {
 
     /// Installs the callback (once per process) and sets where FFmpeg's messages go.
     public static func bootstrap(logger: Logger?, verbosity: Verbosity) {
-        let level: Int32 = switch verbosity {
-        case .quiet: AV_LOG_QUIET
-        case .warnings: AV_LOG_WARNING
-        case .verbose: AV_LOG_VERBOSE
-        }
+        let level: Int32 =
+            switch verbosity {
+            case .quiet: AV_LOG_QUIET
+            case .warnings: AV_LOG_WARNING
+            case .verbose: AV_LOG_VERBOSE
+            }
         sink.withLock { $0 = Sink(logger: logger, forwardLevel: level) }
         install()
     }
@@ -51,7 +52,10 @@ public enum FFmpegLog {
     }
 
     private static func handle(
-        context: UnsafeMutableRawPointer?, level: Int32, format: UnsafePointer<CChar>?, arguments: CVaListPointer?
+        context: UnsafeMutableRawPointer?,
+        level: Int32,
+        format: UnsafePointer<CChar>?,
+        arguments: CVaListPointer?
     ) {
         // Debug and trace messages are frequent: drop them before formatting.
         guard level <= AV_LOG_VERBOSE, let format, let arguments else { return }

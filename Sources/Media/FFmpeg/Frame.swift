@@ -34,7 +34,10 @@ final class Frame: @unchecked Sendable {
 
     /// An audio frame with room for `samples` samples.
     static func audio(
-        samples: Int32, format: AVSampleFormat, layout: UnsafePointer<AVChannelLayout>, sampleRate: Int32
+        samples: Int32,
+        format: AVSampleFormat,
+        layout: UnsafePointer<AVChannelLayout>,
+        sampleRate: Int32
     ) throws -> Frame {
         let frame = Frame()
         frame.pointer.pointee.nb_samples = samples

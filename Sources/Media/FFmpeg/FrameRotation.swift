@@ -3,7 +3,9 @@ import CFFmpeg
 extension Frame {
     /// Bytes per row of `plane`.
     func linesize(_ plane: Int) -> Int {
-        withUnsafePointer(to: &pointer.pointee.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { Int($0[plane]) } }
+        withUnsafePointer(to: &pointer.pointee.linesize) {
+            $0.withMemoryRebound(to: Int32.self, capacity: 8) { Int($0[plane]) }
+        }
     }
 
     func plane(_ plane: Int) -> UnsafeMutablePointer<UInt8> { pointer.pointee.extended_data[plane]! }

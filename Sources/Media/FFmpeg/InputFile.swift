@@ -1,6 +1,6 @@
-import JobctlCore
 import CFFmpeg
 import Foundation
+import JobctlCore
 
 /// An opened input (`AVFormatContext` for demuxing).
 ///
@@ -86,7 +86,12 @@ final class InputFile {
         bytes.append(contentsOf: [UInt8](repeating: 0, count: Int(AVPROBE_PADDING_SIZE)))
         return bytes.withUnsafeMutableBufferPointer { buffer in
             path.withCString { name in
-                var probe = AVProbeData(filename: name, buf: buffer.baseAddress, buf_size: Int32(buffer.count) - AVPROBE_PADDING_SIZE, mime_type: nil)
+                var probe = AVProbeData(
+                    filename: name,
+                    buf: buffer.baseAddress,
+                    buf_size: Int32(buffer.count) - AVPROBE_PADDING_SIZE,
+                    mime_type: nil
+                )
                 return av_probe_input_format(&probe, 1).map { String(cString: $0.pointee.name) }
             }
         }
@@ -112,7 +117,9 @@ final class InputFile {
 
     /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
     /// timestamp seek to the start can land past the first keyframe (docs/ffmpeg.md #25).
-    private static let headerlessFormats: Set<String> = ["mpegts", "mpeg", "mpegvideo", "h264", "hevc", "m4v", "aac", "mp3", "ac3", "eac3", "dts"]
+    private static let headerlessFormats: Set<String> = [
+        "mpegts", "mpeg", "mpegvideo", "h264", "hevc", "m4v", "aac", "mp3", "ac3", "eac3", "dts",
+    ]
 
     var isHeaderless: Bool { Self.headerlessFormats.contains(formatName) }
 

@@ -14,7 +14,10 @@ final class OutputFile {
 
     init(path: String, formatName: String) throws {
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_alloc_output_context2(&allocated, nil, formatName, path), "avformat_alloc_output_context2(\(formatName))")
+        try check(
+            avformat_alloc_output_context2(&allocated, nil, formatName, path),
+            "avformat_alloc_output_context2(\(formatName))"
+        )
         guard let allocated else { throw FFError(code: AVErr.invalidData, operation: "avformat_alloc_output_context2") }
         context = allocated
         self.path = path

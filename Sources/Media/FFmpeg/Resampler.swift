@@ -11,8 +11,12 @@ final class Resampler {
     private let inputChannels: Int32
 
     init(
-        input layout: UnsafePointer<AVChannelLayout>, format: AVSampleFormat, rate: Int32,
-        output outLayout: UnsafePointer<AVChannelLayout>, outputFormat: AVSampleFormat, outputRate: Int32
+        input layout: UnsafePointer<AVChannelLayout>,
+        format: AVSampleFormat,
+        rate: Int32,
+        output outLayout: UnsafePointer<AVChannelLayout>,
+        outputFormat: AVSampleFormat,
+        outputRate: Int32
     ) throws {
         self.outputFormat = outputFormat
         self.outputRate = outputRate
@@ -21,8 +25,15 @@ final class Resampler {
         try check(av_channel_layout_copy(&outputLayout, outLayout), "av_channel_layout_copy")
         try check(
             swr_alloc_set_opts2(
-                &context, UnsafeMutablePointer(mutating: outLayout), outputFormat, outputRate,
-                UnsafeMutablePointer(mutating: layout), format, rate, 0, nil
+                &context,
+                UnsafeMutablePointer(mutating: outLayout),
+                outputFormat,
+                outputRate,
+                UnsafeMutablePointer(mutating: layout),
+                format,
+                rate,
+                0,
+                nil
             ),
             "swr_alloc_set_opts2"
         )
@@ -56,7 +67,12 @@ final class Resampler {
     private func run(input: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, count: Int32) throws -> Frame? {
         let capacity = swr_get_out_samples(context, count)
         guard capacity > 0 else { return nil }
-        let output = try Frame.audio(samples: capacity, format: outputFormat, layout: &outputLayout, sampleRate: outputRate)
+        let output = try Frame.audio(
+            samples: capacity,
+            format: outputFormat,
+            layout: &outputLayout,
+            sampleRate: outputRate
+        )
         let converted = try output.withPlanes { planes in
             try check(swr_convert(context, planes, capacity, input, count), "swr_convert")
         }
@@ -71,7 +87,9 @@ final class AudioFifo {
     private let fifo: OpaquePointer
 
     init(format: AVSampleFormat, channels: Int32) {
-        guard let fifo = av_audio_fifo_alloc(format, channels, 4096) else { fatalError("av_audio_fifo_alloc: out of memory") }
+        guard let fifo = av_audio_fifo_alloc(format, channels, 4096) else {
+            fatalError("av_audio_fifo_alloc: out of memory")
+        }
         self.fifo = fifo
     }
 

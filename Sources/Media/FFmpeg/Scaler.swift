@@ -28,8 +28,16 @@ final class Scaler {
         if context == nil || geometry != source {
             sws_freeContext(context)
             context = sws_getContext(
-                geometry.0, geometry.1, AVPixelFormat(rawValue: geometry.2),
-                width, height, format, SWS_BICUBIC, nil, nil, nil
+                geometry.0,
+                geometry.1,
+                AVPixelFormat(rawValue: geometry.2),
+                width,
+                height,
+                format,
+                SWS_BICUBIC,
+                nil,
+                nil,
+                nil
             )
             guard context != nil else { throw FFError(code: cff_averror(EINVAL), operation: "sws_getContext") }
             source = geometry

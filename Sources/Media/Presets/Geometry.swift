@@ -15,7 +15,12 @@ public struct PictureSize: Sendable, Hashable, Codable, CustomStringConvertible 
 enum Fit {
     /// The displayed size of a coded `width`x`height` picture with sample aspect ratio `sar`
     /// (num/den; invalid means square) shown rotated by `rotation` degrees clockwise.
-    static func displaySize(width: Int, height: Int, sar: (num: Int, den: Int), rotation: Int) -> (width: Double, height: Double) {
+    static func displaySize(
+        width: Int,
+        height: Int,
+        sar: (num: Int, den: Int),
+        rotation: Int
+    ) -> (width: Double, height: Double) {
         let aspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
         let displayed = (width: Double(width) * aspect, height: Double(height))
         return rotation % 180 == 0 ? displayed : (displayed.height, displayed.width)

@@ -42,7 +42,10 @@ extension Preset {
             arguments.append("-an")
         }
         if isPassthrough { arguments += ["-map", "0:s?", "-c:s", "copy"] } else { arguments.append("-sn") }
-        arguments += ["-dn", "-map_metadata:g", "-1", "-map_chapters", "-1", "-movflags", "+faststart", "-f", format.muxerName, "OUTPUT"]
+        arguments += [
+            "-dn", "-map_metadata:g", "-1", "-map_chapters", "-1", "-movflags", "+faststart", "-f", format.muxerName,
+            "OUTPUT",
+        ]
         return arguments.joined(separator: " ")
     }
 

@@ -35,7 +35,11 @@ public struct Preset: Sendable, Hashable, Codable {
         public var encoderPreset: String?
 
         public init(
-            codec: VideoCodec, maxWidth: Int? = nil, maxHeight: Int? = nil, bitrate: Int? = nil, crf: Int? = nil,
+            codec: VideoCodec,
+            maxWidth: Int? = nil,
+            maxHeight: Int? = nil,
+            bitrate: Int? = nil,
+            crf: Int? = nil,
             encoderPreset: String? = nil
         ) {
             self.codec = codec

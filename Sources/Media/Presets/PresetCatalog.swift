@@ -29,13 +29,22 @@ public struct PresetCatalog: Sendable {
         do {
             custom = try JSONDecoder().decode([Preset].self, from: data)
         } catch let DecodingError.keyNotFound(key, context) {
-            throw PresetFileError(path: path, reason: "a preset lacks '\(key.stringValue)' (at \(PresetCatalog.where(context)))")
+            throw PresetFileError(
+                path: path,
+                reason: "a preset lacks '\(key.stringValue)' (at \(PresetCatalog.where(context)))"
+            )
         } catch let DecodingError.dataCorrupted(context) {
-            throw PresetFileError(path: path, reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))")
+            throw PresetFileError(
+                path: path,
+                reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))"
+            )
         } catch let DecodingError.typeMismatch(_, context) where context.codingPath.isEmpty {
             throw PresetFileError(path: path, reason: "is not a JSON list of presets ([{\"name\": …}, …])")
         } catch let DecodingError.typeMismatch(_, context) {
-            throw PresetFileError(path: path, reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))")
+            throw PresetFileError(
+                path: path,
+                reason: "\(context.debugDescription) (at \(PresetCatalog.where(context)))"
+            )
         } catch {
             throw PresetFileError(path: path, reason: "is not a JSON list of presets (\(error))")
         }
@@ -44,7 +53,10 @@ public struct PresetCatalog: Sendable {
                 throw PresetFileError(path: path, reason: "preset '\(preset.name)': \(problem)")
             }
             guard !presets.contains(where: { $0.name == preset.name }) else {
-                throw PresetFileError(path: path, reason: "preset '\(preset.name)' is defined twice or shadows a built-in preset")
+                throw PresetFileError(
+                    path: path,
+                    reason: "preset '\(preset.name)' is defined twice or shadows a built-in preset"
+                )
             }
             presets.append(preset)
         }
@@ -58,9 +70,14 @@ public struct PresetCatalog: Sendable {
             throw PresetFileError(path: path, reason: reason)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw PresetFileError(path: path, reason: info.st_mode & S_IFMT == S_IFDIR ? "is a directory, not a JSON file" : "is not a regular file")
+            throw PresetFileError(
+                path: path,
+                reason: info.st_mode & S_IFMT == S_IFDIR ? "is a directory, not a JSON file" : "is not a regular file"
+            )
         }
-        guard info.st_size <= 1 << 20 else { throw PresetFileError(path: path, reason: "is \(info.st_size) bytes; a presets file is at most 1 MB") }
+        guard info.st_size <= 1 << 20 else {
+            throw PresetFileError(path: path, reason: "is \(info.st_size) bytes; a presets file is at most 1 MB")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw PresetFileError(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
         }
@@ -75,7 +92,10 @@ public struct PresetCatalog: Sendable {
     /// The preset called `name`, or `preset_unknown` listing the names there are.
     public func preset(named name: String) throws(MediaError) -> Preset {
         if let preset = presets.first(where: { $0.name == name }) { return preset }
-        throw MediaError(.presetUnknown, "no preset named '\(name)' (known: \(presets.map(\.name).joined(separator: ", ")))")
+        throw MediaError(
+            .presetUnknown,
+            "no preset named '\(name)' (known: \(presets.map(\.name).joined(separator: ", ")))"
+        )
     }
 }
 
@@ -89,18 +109,30 @@ enum PresetShape {
         case object([String: Kind], required: [String])
     }
 
-    static let video: Kind = .object([
-        "codec": .oneOf(VideoCodec.allCases.map(\.rawValue)), "maxWidth": .wholeNumber, "maxHeight": .wholeNumber, "bitrate": .wholeNumber,
-        "crf": .wholeNumber, "encoderPreset": .string,
-    ], required: ["codec"])
-    static let audio: Kind = .object([
-        "codec": .oneOf(AudioCodec.allCases.map(\.rawValue)), "channels": .wholeNumber, "sampleRate": .wholeNumber, "bitrate": .wholeNumber,
-    ], required: ["codec"])
+    static let video: Kind = .object(
+        [
+            "codec": .oneOf(VideoCodec.allCases.map(\.rawValue)), "maxWidth": .wholeNumber, "maxHeight": .wholeNumber,
+            "bitrate": .wholeNumber,
+            "crf": .wholeNumber, "encoderPreset": .string,
+        ],
+        required: ["codec"]
+    )
+    static let audio: Kind = .object(
+        [
+            "codec": .oneOf(AudioCodec.allCases.map(\.rawValue)), "channels": .wholeNumber, "sampleRate": .wholeNumber,
+            "bitrate": .wholeNumber,
+        ],
+        required: ["codec"]
+    )
     /// `ffmpeg` is what `presets --json` prints; it is ignored, so that output can be edited.
-    static let preset: Kind = .object([
-        "name": .string, "summary": .string, "format": .oneOf(ContainerFormat.allCases.map(\.rawValue)), "video": video, "audio": audio,
-        "ffmpeg": .string,
-    ], required: ["name", "summary", "format"])
+    static let preset: Kind = .object(
+        [
+            "name": .string, "summary": .string, "format": .oneOf(ContainerFormat.allCases.map(\.rawValue)),
+            "video": video, "audio": audio,
+            "ffmpeg": .string,
+        ],
+        required: ["name", "summary", "format"]
+    )
 
     static func problem(in json: Any) -> String? {
         guard let list = json as? [Any] else { return "is not a JSON list of presets ([{\"name\": …}, …])" }
@@ -121,14 +153,19 @@ enum PresetShape {
         case .wholeNumber:
             guard isWholeNumber(value) else { return "\(name) must be a whole number, not \(show(value))" }
         case .oneOf(let choices):
-            guard let text = value as? String, choices.contains(text) else { return "\(name) is one of \(choices.joined(separator: ", ")), not \(show(value))" }
+            guard let text = value as? String, choices.contains(text) else {
+                return "\(name) is one of \(choices.joined(separator: ", ")), not \(show(value))"
+            }
         case .object(let keys, let required):
             guard let object = value as? [String: Any] else { return "\(name) must be an object, not \(show(value))" }
             let prefix = name.isEmpty ? "" : name + "."
-            if let missing = required.first(where: { object[$0] == nil || object[$0] is NSNull }) { return "\(prefix + missing) is missing" }
+            if let missing = required.first(where: { object[$0] == nil || object[$0] is NSNull }) {
+                return "\(prefix + missing) is missing"
+            }
             for key in object.keys.sorted() {
                 guard let inner = keys[key] else {
-                    return "unknown key '\(prefix + key)' (known: \(keys.keys.sorted().map { prefix + $0 }.joined(separator: ", ")))"
+                    return
+                        "unknown key '\(prefix + key)' (known: \(keys.keys.sorted().map { prefix + $0 }.joined(separator: ", ")))"
                 }
                 if let problem = problem(in: object[key]!, kind: inner, name: prefix + key) { return problem }
             }
@@ -138,7 +175,9 @@ enum PresetShape {
 
     /// An integer that fits in an `Int` exactly (not 20.5, not 99999999999999999999, not `true`).
     private static func isWholeNumber(_ value: Any) -> Bool {
-        guard let number = value as? NSNumber, String(describing: type(of: value)) != "__NSCFBoolean", !(value is NSDecimalNumber) else { return false }
+        guard let number = value as? NSNumber, String(describing: type(of: value)) != "__NSCFBoolean",
+            !(value is NSDecimalNumber)
+        else { return false }
         let double = number.doubleValue
         return double.isFinite && double == double.rounded() && abs(double) < 9_007_199_254_740_992
     }
@@ -146,7 +185,8 @@ enum PresetShape {
     private static func show(_ value: Any) -> String {
         switch value {
         case let text as String: "\"\(text)\""
-        case let number as NSNumber where String(describing: type(of: value)) == "__NSCFBoolean": number.boolValue ? "true" : "false"
+        case let number as NSNumber where String(describing: type(of: value)) == "__NSCFBoolean":
+            number.boolValue ? "true" : "false"
         case let number as NSDecimalNumber: number.stringValue
         case let number as NSNumber: number.stringValue
         case is [Any]: "a list"
@@ -166,17 +206,22 @@ public struct PresetFileError: Error, Sendable, CustomStringConvertible {
 extension Preset {
     /// Why this (custom) preset cannot be used, or `nil`.
     var validationProblem: String? {
-        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+        else {
             return "names use letters, digits, '-', '_' and '.'"
         }
         guard video != nil || audio != nil else { return "it has neither video nor audio settings" }
         if let video {
             if (video.maxWidth == nil) != (video.maxHeight == nil) { return "maxWidth and maxHeight go together" }
-            if let width = video.maxWidth, let height = video.maxHeight, width < 2 || height < 2 || width > 16384 || height > 16384 {
+            if let width = video.maxWidth, let height = video.maxHeight,
+                width < 2 || height < 2 || width > 16384 || height > 16384
+            {
                 return "the box (maxWidth x maxHeight) must be between 2x2 and 16384x16384, not \(width)x\(height)"
             }
             if video.bitrate != nil && video.crf != nil { return "use either bitrate or crf, not both" }
-            if let bitrate = video.bitrate, bitrate < 10_000 || bitrate > 1_000_000_000 { return "video.bitrate is in bits per second, 10000 to 1000000000, not \(bitrate)" }
+            if let bitrate = video.bitrate, bitrate < 10_000 || bitrate > 1_000_000_000 {
+                return "video.bitrate is in bits per second, 10000 to 1000000000, not \(bitrate)"
+            }
             if let crf = video.crf, !(0...51).contains(crf) { return "video.crf is between 0 and 51, not \(crf)" }
             if let speed = video.encoderPreset, !Preset.encoderSpeeds.contains(speed) {
                 return "video.encoderPreset is one of \(Preset.encoderSpeeds.joined(separator: ", ")), not '\(speed)'"
@@ -186,11 +231,16 @@ extension Preset {
             }
         }
         if let audio {
-            if let channels = audio.channels, !(1...8).contains(channels) { return "audio.channels is between 1 and 8, not \(channels)" }
-            if let rate = audio.sampleRate, !Preset.aacSampleRates.contains(rate) {
-                return "audio.sampleRate is one of \(Preset.aacSampleRates.map(String.init).joined(separator: ", ")), not \(rate)"
+            if let channels = audio.channels, !(1...8).contains(channels) {
+                return "audio.channels is between 1 and 8, not \(channels)"
             }
-            if let bitrate = audio.bitrate, !(8_000...512_000).contains(bitrate) { return "audio.bitrate is between 8000 and 512000, not \(bitrate)" }
+            if let rate = audio.sampleRate, !Preset.aacSampleRates.contains(rate) {
+                return
+                    "audio.sampleRate is one of \(Preset.aacSampleRates.map(String.init).joined(separator: ", ")), not \(rate)"
+            }
+            if let bitrate = audio.bitrate, !(8_000...512_000).contains(bitrate) {
+                return "audio.bitrate is between 8000 and 512000, not \(bitrate)"
+            }
             if audio.codec == .copy && (audio.channels != nil || audio.sampleRate != nil || audio.bitrate != nil) {
                 return "copied audio cannot be resampled or re-encoded"
             }
@@ -199,6 +249,8 @@ extension Preset {
         return nil
     }
 
-    static let encoderSpeeds = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"]
+    static let encoderSpeeds = [
+        "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo",
+    ]
     static let aacSampleRates = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000]
 }

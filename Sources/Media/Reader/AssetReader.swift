@@ -58,7 +58,10 @@ public final class AssetReader: @unchecked Sendable {
     var lastDemuxError: String? { state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError } }
 
     public func add(_ output: AssetReaderTrackOutput) {
-        precondition(asset.tracks.contains { $0.index == output.track.index }, "the output's track belongs to another asset")
+        precondition(
+            asset.tracks.contains { $0.index == output.track.index },
+            "the output's track belongs to another asset"
+        )
         state.withLock { state in
             precondition(state.status == .unknown, "outputs are added before reading starts")
             state.outputs.append(output)
@@ -82,7 +85,11 @@ public final class AssetReader: @unchecked Sendable {
         let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
         // A range from 0 needs no seek: the demuxer is at the first packet.
         if range.start > 0 {
-            let keyframe = try seek(to: window.start, reference: reference.track.index, needsKeyframe: copiedVideo != nil)
+            let keyframe = try seek(
+                to: window.start,
+                reference: reference.track.index,
+                needsKeyframe: copiedVideo != nil
+            )
             if copiedVideo != nil, let keyframe {
                 window.keyframe = keyframe
                 window.start = av_rescale_q(keyframe.pts, keyframe.timeBase, microsecondBase)
@@ -99,14 +106,28 @@ public final class AssetReader: @unchecked Sendable {
                 pipelines.append(CopyPipeline(stream: stream, window: window, sink: sink))
             case .video(let size):
                 let decoder = try makeDecoder(stream, track: output.track)
-                pipelines.append(VideoDecodePipeline(
-                    decoder: decoder, stream: stream, output: size, rotation: output.track.rotation ?? 0, window: window, sink: sink
-                ))
+                pipelines.append(
+                    VideoDecodePipeline(
+                        decoder: decoder,
+                        stream: stream,
+                        output: size,
+                        rotation: output.track.rotation ?? 0,
+                        window: window,
+                        sink: sink
+                    )
+                )
             case .audio(let sampleRate, let channels):
                 let decoder = try makeDecoder(stream, track: output.track)
-                pipelines.append(AudioDecodePipeline(
-                    decoder: decoder, stream: stream, sampleRate: sampleRate, channels: channels, window: window, sink: sink
-                ))
+                pipelines.append(
+                    AudioDecodePipeline(
+                        decoder: decoder,
+                        stream: stream,
+                        sampleRate: sampleRate,
+                        channels: channels,
+                        window: window,
+                        sink: sink
+                    )
+                )
             }
         }
 
@@ -162,12 +183,19 @@ public final class AssetReader: @unchecked Sendable {
         }
     }
 
-    private func makeDecoder(_ stream: UnsafeMutablePointer<AVStream>, track: AssetTrack) throws(MediaError) -> CodecDecoder {
+    private func makeDecoder(
+        _ stream: UnsafeMutablePointer<AVStream>,
+        track: AssetTrack
+    ) throws(MediaError) -> CodecDecoder {
         do {
             return try CodecDecoder(stream: stream, maxPixels: asset.limits.maxPixels)
         } catch {
             let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
-            throw MediaError(.inputUnsupported, "track \(track.index) (\(track.codec)) cannot be decoded\(detail)", detail: "\(error)")
+            throw MediaError(
+                .inputUnsupported,
+                "track \(track.index) (\(track.codec)) cannot be decoded\(detail)",
+                detail: "\(error)"
+            )
         }
     }
 
@@ -184,7 +212,9 @@ public final class AssetReader: @unchecked Sendable {
             self.origin = origin
             for output in outputs {
                 let timeBase = input.stream(output.track.index).pointee.time_base
-                byStream[output.track.index] = (output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) }, timeBase)
+                byStream[output.track.index] = (
+                    output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) }, timeBase
+                )
             }
         }
 
@@ -209,7 +239,9 @@ public final class AssetReader: @unchecked Sendable {
         let scratch = Packet()
         var open = Set(routes.byStream.keys)
         var rules = TimelineGuard<Packet>.Rules(maxDuration: asset.limits.maxDuration)
-        if let duration = asset.duration, !asset.durationIsEstimate { rules.declaredEnd = asset.startTime + duration - routes.origin }
+        if let duration = asset.duration, !asset.durationIsEstimate {
+            rules.declaredEnd = asset.startTime + duration - routes.origin
+        }
         var timeline = TimelineGuard<Packet>(streams: routes.byStream.keys, rules: rules)
         defer {
             for route in routes.byStream.values { route.output.packets.close() }
@@ -245,7 +277,13 @@ public final class AssetReader: @unchecked Sendable {
             if let span = routes.span(of: packet) {
                 // (Only packets without any timestamp pass unplaced.)
                 do {
-                    routed = try timeline.admit(packet, stream: index, start: span.start, end: span.end, bytes: Int(packet.pointer.pointee.size))
+                    routed = try timeline.admit(
+                        packet,
+                        stream: index,
+                        start: span.start,
+                        end: span.end,
+                        bytes: Int(packet.pointer.pointee.size)
+                    )
                 } catch {
                     fail(error)
                     return
@@ -269,7 +307,11 @@ public final class AssetReader: @unchecked Sendable {
     /// stream `reference` at or before it. Index-less formats (MPEG-TS) can land past the
     /// keyframe: then back off 1 s, 2 s, 4 s… down to the beginning (docs/ffmpeg.md #25).
     /// Returns the last keyframe of `reference` at or before `target`, when `needsKeyframe`.
-    private func seek(to target: Int64, reference: Int, needsKeyframe: Bool) throws(MediaError) -> (streamIndex: Int, pts: Int64, timeBase: AVRational)? {
+    private func seek(
+        to target: Int64,
+        reference: Int,
+        needsKeyframe: Bool
+    ) throws(MediaError) -> (streamIndex: Int, pts: Int64, timeBase: AVRational)? {
         let input = asset.input
         let timeBase = input.stream(reference).pointee.time_base
         var backoff: Int64 = 0
@@ -277,9 +319,19 @@ public final class AssetReader: @unchecked Sendable {
             let position = target - backoff
             let atBeginning = position <= asset.startTime
             do {
-                if atBeginning { try input.seekToBeginning(startTime: asset.startTime) } else { try input.seek(toMicroseconds: position) }
+                if atBeginning {
+                    try input.seekToBeginning(startTime: asset.startTime)
+                } else {
+                    try input.seek(toMicroseconds: position)
+                }
             } catch {
-                if atBeginning { throw MediaError(.inputUnreadable, "\(asset.displayName) cannot be read from its start", detail: "\(error)") }
+                if atBeginning {
+                    throw MediaError(
+                        .inputUnreadable,
+                        "\(asset.displayName) cannot be read from its start",
+                        detail: "\(error)"
+                    )
+                }
                 backoff = backoff == 0 ? 1_000_000 : backoff * 2
                 continue
             }
@@ -287,7 +339,11 @@ public final class AssetReader: @unchecked Sendable {
             if keyframe.found != nil || atBeginning {
                 // Rewind to the same place for the real pass.
                 do {
-                    if atBeginning { try input.seekToBeginning(startTime: asset.startTime) } else { try input.seek(toMicroseconds: position) }
+                    if atBeginning {
+                        try input.seekToBeginning(startTime: asset.startTime)
+                    } else {
+                        try input.seek(toMicroseconds: position)
+                    }
                 } catch {
                     throw MediaError(.inputUnreadable, "\(asset.displayName): seeking failed", detail: "\(error)")
                 }
@@ -300,7 +356,11 @@ public final class AssetReader: @unchecked Sendable {
 
     /// Reads ahead from the current position: the last keyframe of `stream` at or before
     /// `target` (if the first keyframe is not already past it), and the first keyframe seen.
-    private func scanKeyframe(stream: Int, timeBase: AVRational, target: Int64) throws(MediaError) -> (found: Int64?, first: Int64?) {
+    private func scanKeyframe(
+        stream: Int,
+        timeBase: AVRational,
+        target: Int64
+    ) throws(MediaError) -> (found: Int64?, first: Int64?) {
         let input = asset.input
         let scratch = Packet()
         var found: Int64?

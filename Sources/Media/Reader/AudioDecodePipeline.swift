@@ -17,7 +17,14 @@ final class AudioDecodePipeline: TrackPipeline {
     private var emitted: Int64 = 0
     private var reachedEnd = false
 
-    init(decoder: CodecDecoder, stream: UnsafeMutablePointer<AVStream>, sampleRate: Int, channels: Int, window: ReadWindow, sink: @escaping SampleSink) {
+    init(
+        decoder: CodecDecoder,
+        stream: UnsafeMutablePointer<AVStream>,
+        sampleRate: Int,
+        channels: Int,
+        window: ReadWindow,
+        sink: @escaping SampleSink
+    ) {
         decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
         timeBase = stream.pointee.time_base
         self.window = window
@@ -51,7 +58,10 @@ final class AudioDecodePipeline: TrackPipeline {
         guard rate > 0, frame.pointee.nb_samples > 0 else { return }
         let sampleBase = AVRational(num: 1, den: rate)
         let timestamp = frame.pointee.best_effort_timestamp
-        let first = timestamp != noPTS ? av_rescale_q(timestamp, timeBase, sampleBase) : (nextSample ?? av_rescale_q(window.start, microsecondBase, sampleBase))
+        let first =
+            timestamp != noPTS
+            ? av_rescale_q(timestamp, timeBase, sampleBase)
+            : (nextSample ?? av_rescale_q(window.start, microsecondBase, sampleBase))
         let count = Int64(frame.pointee.nb_samples)
         nextSample = first + count
         let start = av_rescale_q(window.start, microsecondBase, sampleBase)
@@ -88,8 +98,12 @@ final class AudioDecodePipeline: TrackPipeline {
         }
         let created = try wrap {
             try Resampler(
-                input: &layout, format: AVSampleFormat(rawValue: input.1), rate: input.0,
-                output: &outputLayout, outputFormat: AV_SAMPLE_FMT_FLTP, outputRate: outputRate
+                input: &layout,
+                format: AVSampleFormat(rawValue: input.1),
+                rate: input.0,
+                output: &outputLayout,
+                outputFormat: AV_SAMPLE_FMT_FLTP,
+                outputRate: outputRate
             )
         }
         resampler = created
@@ -106,8 +120,21 @@ final class AudioDecodePipeline: TrackPipeline {
         var remaining = samples
         while remaining > 0 {
             let count = Int32(min(remaining, 4096))
-            let silence = try wrap { try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &outputLayout, sampleRate: outputRate) }
-            av_samples_set_silence(silence.pointer.pointee.extended_data, 0, count, outputLayout.nb_channels, AV_SAMPLE_FMT_FLTP)
+            let silence = try wrap {
+                try Frame.audio(
+                    samples: count,
+                    format: AV_SAMPLE_FMT_FLTP,
+                    layout: &outputLayout,
+                    sampleRate: outputRate
+                )
+            }
+            av_samples_set_silence(
+                silence.pointer.pointee.extended_data,
+                0,
+                count,
+                outputLayout.nb_channels,
+                AV_SAMPLE_FMT_FLTP
+            )
             try emit(silence)
             remaining -= Int64(count)
         }
@@ -118,7 +145,16 @@ final class AudioDecodePipeline: TrackPipeline {
         let pts = emitted
         frame.pts = pts
         emitted += count
-        guard sink(SampleBuffer(payload: .audio(frame), pts: pts, duration: count, timeBase: AVRational(num: 1, den: outputRate))) else {
+        guard
+            sink(
+                SampleBuffer(
+                    payload: .audio(frame),
+                    pts: pts,
+                    duration: count,
+                    timeBase: AVRational(num: 1, den: outputRate)
+                )
+            )
+        else {
             throw MediaError.cancelled()
         }
     }

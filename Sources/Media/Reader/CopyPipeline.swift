@@ -23,7 +23,9 @@ final class CopyPipeline: TrackPipeline {
     func consume(_ packet: Packet) throws(MediaError) -> Bool {
         if !started {
             // Video starts at the chosen keyframe (or the first keyframe when reading from the top).
-            guard packet.isKeyframe, keyframePTS == nil || packet.pts == keyframePTS || packet.pts == noPTS else { return true }
+            guard packet.isKeyframe, keyframePTS == nil || packet.pts == keyframePTS || packet.pts == noPTS else {
+                return true
+            }
             started = true
         } else if !isVideo, packet.pts != noPTS, packet.pts < startTimestamp {
             return true
@@ -31,7 +33,11 @@ final class CopyPipeline: TrackPipeline {
         if packet.pts != noPTS { packet.pts -= startTimestamp }
         if packet.dts != noPTS { packet.dts -= startTimestamp }
         let pts = packet.pts != noPTS ? packet.pts : packet.dts
-        guard sink(SampleBuffer(payload: .packet(packet), pts: pts, duration: max(0, packet.duration), timeBase: timeBase)) else {
+        guard
+            sink(
+                SampleBuffer(payload: .packet(packet), pts: pts, duration: max(0, packet.duration), timeBase: timeBase)
+            )
+        else {
             throw MediaError.cancelled()
         }
         return true

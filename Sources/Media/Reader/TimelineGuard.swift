@@ -62,7 +62,13 @@ struct TimelineGuard<Item> {
     /// Admits a packet of `stream` spanning [`start`, `end`). Returns what to route now, in
     /// order: the packet, and any parked packets it released; nothing when it was held back
     /// or dropped.
-    mutating func admit(_ item: Item, stream: Int, start: Int64, end: Int64, bytes: Int) throws(MediaError) -> [(stream: Int, item: Item)] {
+    mutating func admit(
+        _ item: Item,
+        stream: Int,
+        start: Int64,
+        end: Int64,
+        bytes: Int
+    ) throws(MediaError) -> [(stream: Int, item: Item)] {
         guard frontier[stream] != nil else { return [(stream, item)] }
         if var waiting = parked[stream] {
             waiting.items.append(item)
@@ -136,7 +142,9 @@ struct TimelineGuard<Item> {
     private mutating func park(_ bytes: Int, for stream: Int, at start: Int64) throws(MediaError) {
         parkedPackets += 1
         parkedBytes += bytes
-        if parkedPackets > rules.parkingPackets || parkedBytes > rules.parkingBytes { throw lateStart(stream, at: start) }
+        if parkedPackets > rules.parkingPackets || parkedBytes > rules.parkingBytes {
+            throw lateStart(stream, at: start)
+        }
     }
 
     private var globalFrontier: Int64 { frontier.values.max() ?? 0 }

@@ -86,7 +86,8 @@ final class DecodeLoop {
     /// Sends `packet` and passes each frame (valid only during the call) to `handle`, until
     /// `handle` returns `false`.
     func send(
-        _ packet: UnsafeMutablePointer<AVPacket>?, to handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool
+        _ packet: UnsafeMutablePointer<AVPacket>?,
+        to handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool
     ) throws(MediaError) {
         while true {
             let result = decoder.send(packet)
@@ -110,7 +111,9 @@ final class DecodeLoop {
     func checkPictureSize() throws(MediaError) {
         let (width, height) = decoder.pictureSize
         let limits = ResourceLimits(maxPixels: Int(decoder.context.pointee.max_pixels))
-        if let error = limits.pictureTooLarge(width: width, height: height, what: "a picture of track \(trackIndex)") { throw error }
+        if let error = limits.pictureTooLarge(width: width, height: height, what: "a picture of track \(trackIndex)") {
+            throw error
+        }
     }
 
     /// At the end: `decode_failed` if packets were sent, some failed, and no frame came out.
@@ -119,7 +122,9 @@ final class DecodeLoop {
     }
 
     /// Receives frames until the decoder wants input; `false` once `handle` wants no more.
-    private func drain(into handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool) throws(MediaError) -> Bool {
+    private func drain(
+        into handle: (UnsafeMutablePointer<AVFrame>) throws(MediaError) -> Bool
+    ) throws(MediaError) -> Bool {
         while true {
             let result = decoder.receive(scratch.pointer)
             if result == AVErr.again || result == AVErr.eof { return true }

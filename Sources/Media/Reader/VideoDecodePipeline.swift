@@ -14,7 +14,9 @@ final class VideoDecodePipeline: TrackPipeline {
     private let defaultDuration: Int64
     private let sink: SampleSink
     /// The deprecated "J" formats: swscale converts them to limited range.
-    private static let fullRangeFormats = Set([AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P].map(\.rawValue))
+    private static let fullRangeFormats = Set(
+        [AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P].map(\.rawValue)
+    )
 
     /// The latest frame before the start: shown at the start if no frame starts exactly there.
     private var candidate: Frame?
@@ -26,7 +28,14 @@ final class VideoDecodePipeline: TrackPipeline {
     private var lastTimestamp: Int64?
     private var lastSourceDuration: Int64 = 0
 
-    init(decoder: CodecDecoder, stream: UnsafeMutablePointer<AVStream>, output: PictureSize, rotation: Int, window: ReadWindow, sink: @escaping SampleSink) {
+    init(
+        decoder: CodecDecoder,
+        stream: UnsafeMutablePointer<AVStream>,
+        output: PictureSize,
+        rotation: Int,
+        window: ReadWindow,
+        sink: @escaping SampleSink
+    ) {
         decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
         maxPixels = Int(decoder.context.pointee.max_pixels)
         self.rotation = rotation
@@ -41,7 +50,10 @@ final class VideoDecodePipeline: TrackPipeline {
         self.window = window
         startTimestamp = window.startTimestamp(streamIndex: Int(stream.pointee.index), timeBase: timeBase)
         let rate = stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
-        defaultDuration = max(1, rate.isValid ? av_rescale_q(1, av_inv_q(rate), timeBase) : av_rescale_q(40_000, microsecondBase, timeBase))
+        defaultDuration = max(
+            1,
+            rate.isValid ? av_rescale_q(1, av_inv_q(rate), timeBase) : av_rescale_q(40_000, microsecondBase, timeBase)
+        )
         self.sink = sink
     }
 
@@ -57,7 +69,9 @@ final class VideoDecodePipeline: TrackPipeline {
             try output(candidate.pointer, pts: 0)
         }
         guard let last = pending else { return try decoding.checkAnythingDecoded() }
-        let endTimestamp = window.end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) - startTimestamp }
+        let endTimestamp = window.end.map {
+            av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) - startTimestamp
+        }
         var duration = lastSourceDuration > 0 ? lastSourceDuration : defaultDuration
         if let endTimestamp, reachedEnd || last.pts + duration > endTimestamp { duration = endTimestamp - last.pts }
         try emit(last, duration: max(1, duration))
@@ -74,7 +88,13 @@ final class VideoDecodePipeline: TrackPipeline {
     private func handle(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaError) {
         if Int(frame.pointee.width) * Int(frame.pointee.height) > maxPixels {
             let limits = ResourceLimits(maxPixels: maxPixels)
-            if let error = limits.pictureTooLarge(width: Int(frame.pointee.width), height: Int(frame.pointee.height), what: "a picture of track \(decoding.trackIndex)") { throw error }
+            if let error = limits.pictureTooLarge(
+                width: Int(frame.pointee.width),
+                height: Int(frame.pointee.height),
+                what: "a picture of track \(decoding.trackIndex)"
+            ) {
+                throw error
+            }
         }
         var timestamp = frame.pointee.best_effort_timestamp
         if timestamp == noPTS { timestamp = lastTimestamp.map { $0 + defaultDuration } ?? startTimestamp }
@@ -103,7 +123,8 @@ final class VideoDecodePipeline: TrackPipeline {
     /// begins a few ms after the audio): audio and video start together (docs/spec.md §2).
     private func output(_ frame: UnsafeMutablePointer<AVFrame>, pts: Int64) throws(MediaError) {
         let pts = emittedAny ? pts : 0
-        if let pending, pts <= pending.pts { return }  // not after the previous frame: dropped, as ffmpeg's vfr mode does
+        // Not after the previous frame: dropped, as ffmpeg's vfr mode does.
+        if let pending, pts <= pending.pts { return }
         emittedAny = true
         let converted = try wrap { () throws -> Frame in
             var picture = scaler.isIdentity(for: frame) ? try Frame.referencing(frame) : try scaler.scale(frame)
@@ -131,7 +152,11 @@ final class VideoDecodePipeline: TrackPipeline {
 
     private func wrap<T>(_ body: () throws -> T) throws(MediaError) -> T {
         do { return try body() } catch {
-            throw MediaError(.decodeFailed, "track \(decoding.trackIndex): converting a frame failed", detail: "\(error)")
+            throw MediaError(
+                .decodeFailed,
+                "track \(decoding.trackIndex): converting a frame failed",
+                detail: "\(error)"
+            )
         }
     }
 }

@@ -9,10 +9,19 @@ public struct MediaError: CodedError, Sendable {
     /// on the ones you know with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
         private enum Base: String, Sendable, Codable {
-            case inputNotFound = "input_not_found", inputUnreadable = "input_unreadable", inputUnsupported = "input_unsupported"
-            case rangeOutOfBounds = "range_out_of_bounds", presetUnknown = "preset_unknown", presetIncompatible = "preset_incompatible"
-            case outputUnwritable = "output_unwritable", outputForbidden = "output_forbidden", decodeFailed = "decode_failed"
-            case encodeFailed = "encode_failed", limitExceeded = "limit_exceeded", internalError = "internal", cancelled
+            case inputNotFound = "input_not_found"
+            case inputUnreadable = "input_unreadable"
+            case inputUnsupported = "input_unsupported"
+            case rangeOutOfBounds = "range_out_of_bounds"
+            case presetUnknown = "preset_unknown"
+            case presetIncompatible = "preset_incompatible"
+            case outputUnwritable = "output_unwritable"
+            case outputForbidden = "output_forbidden"
+            case decodeFailed = "decode_failed"
+            case encodeFailed = "encode_failed"
+            case limitExceeded = "limit_exceeded"
+            case internalError = "internal"
+            case cancelled
         }
 
         private let base: Base
@@ -50,7 +59,12 @@ public struct MediaError: CodedError, Sendable {
 
     /// - Parameter detail: what FFmpeg or the system said, kept as the `cause`.
     public init(
-        _ code: Code, _ message: String, detail: String? = nil, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line
+        _ code: Code,
+        _ message: String,
+        detail: String? = nil,
+        cause: (any Error)? = nil,
+        file: String = #fileID,
+        line: Int = #line
     ) {
         self.code = code
         self.message = message

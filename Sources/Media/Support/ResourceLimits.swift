@@ -17,8 +17,10 @@ public struct ResourceLimits: Sendable, Hashable {
     public var maxOutputBytes: Int64
 
     public init(
-        maxPixels: Int = ResourceLimits.default.maxPixels, maxDuration: Int64 = ResourceLimits.default.maxDuration,
-        maxTracks: Int = ResourceLimits.default.maxTracks, maxOutputBytes: Int64 = ResourceLimits.default.maxOutputBytes
+        maxPixels: Int = ResourceLimits.default.maxPixels,
+        maxDuration: Int64 = ResourceLimits.default.maxDuration,
+        maxTracks: Int = ResourceLimits.default.maxTracks,
+        maxOutputBytes: Int64 = ResourceLimits.default.maxOutputBytes
     ) {
         self.maxPixels = maxPixels
         self.maxDuration = maxDuration
@@ -34,10 +36,20 @@ public struct ResourceLimits: Sendable, Hashable {
     }
 
     /// 4096×4096 pixels (4K UHD and DCI fit, 8K does not), 12 hours, 64 streams, 64 GiB.
-    public static let `default` = ResourceLimits(pixels: 4096 * 4096, duration: 12 * 3600 * 1_000_000, tracks: 64, bytes: 64 << 30)
+    public static let `default` = ResourceLimits(
+        pixels: 4096 * 4096,
+        duration: 12 * 3600 * 1_000_000,
+        tracks: 64,
+        bytes: 64 << 30
+    )
 
     /// Limits that never bind (tests, and tools that only inspect).
-    public static let none = ResourceLimits(pixels: Int(Int32.max), duration: Int64.max / 4, tracks: 100_000, bytes: Int64.max / 4)
+    public static let none = ResourceLimits(
+        pixels: Int(Int32.max),
+        duration: Int64.max / 4,
+        tracks: 100_000,
+        bytes: Int64.max / 4
+    )
 
     func pictureTooLarge(width: Int, height: Int, what: String) -> MediaError? {
         guard width > 0, height > 0, width * height > maxPixels else { return nil }
@@ -49,7 +61,10 @@ public struct ResourceLimits: Sendable, Hashable {
 
     func tooManyTracks(_ count: Int, in name: String) -> MediaError? {
         guard count > maxTracks else { return nil }
-        return MediaError(.limitExceeded, "\(name) has \(count) streams, over the limit of \(maxTracks) (--max-tracks, JOBCTL_MAX_TRACKS)")
+        return MediaError(
+            .limitExceeded,
+            "\(name) has \(count) streams, over the limit of \(maxTracks) (--max-tracks, JOBCTL_MAX_TRACKS)"
+        )
     }
 
     func tooLong(_ duration: Int64, what: String) -> MediaError? {

@@ -92,7 +92,9 @@ extension TimeRange {
 
         if time.contains(":") {
             let parts = time.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2 || parts.count == 3 else { throw fail("'\(time)' is not a clock time (M:SS or H:MM:SS)") }
+            guard parts.count == 2 || parts.count == 3 else {
+                throw fail("'\(time)' is not a clock time (M:SS or H:MM:SS)")
+            }
             guard let seconds = decimal(parts[parts.count - 1], scale: 1_000_000), seconds < 60_000_000 else {
                 throw fail("'\(time)' has invalid seconds (0 to 59.999999)")
             }
@@ -101,7 +103,8 @@ extension TimeRange {
             else { throw fail("'\(time)' has invalid minutes") }
             var hours: Int64 = 0
             if parts.count == 3 {
-                guard let parsed = Int64(parts[0]), parsed >= 0, parts[0].allSatisfy(\.isNumber), parsed < 1_000_000 else {
+                guard let parsed = Int64(parts[0]), parsed >= 0, parts[0].allSatisfy(\.isNumber), parsed < 1_000_000
+                else {
                     throw fail("'\(time)' has invalid hours")
                 }
                 hours = parsed
@@ -109,11 +112,15 @@ extension TimeRange {
             return (hours * 3600 + minutes * 60) * 1_000_000 + seconds
         }
         if time.hasSuffix("ms") {
-            guard let value = decimal(time.dropLast(2), scale: 1_000) else { throw fail("'\(time)' is not a number of milliseconds") }
+            guard let value = decimal(time.dropLast(2), scale: 1_000) else {
+                throw fail("'\(time)' is not a number of milliseconds")
+            }
             return value
         }
         let number = time.hasSuffix("s") ? time.dropLast() : Substring(time)
-        guard let value = decimal(number, scale: 1_000_000) else { throw fail("'\(time)' is not a time (seconds, ms or a clock)") }
+        guard let value = decimal(number, scale: 1_000_000) else {
+            throw fail("'\(time)' is not a time (seconds, ms or a clock)")
+        }
         return value
     }
 

@@ -1,10 +1,10 @@
-#if !os(Linux)
-#error("jobctl runs on Linux only: this file needs /proc/self/fd and Glibc")
-#endif
-
 import CFFmpeg
 import Foundation
 import Synchronization
+
+#if !os(Linux)
+#error("jobctl runs on Linux only: this file needs /proc/self/fd and Glibc")
+#endif
 
 /// Writes a media file from samples appended to its inputs (`AVAssetWriter`).
 ///
@@ -41,7 +41,12 @@ public final class AssetWriter: @unchecked Sendable {
     /// - Parameter temporaryTag: goes into the temporary file's name
     ///   (`.NAME.TAG.jobctl.tmp`) instead of a random token, so its owner can find leftovers.
     /// - Parameter limits: `maxOutputBytes` is enforced as packets are written.
-    public init(destination: String, format: ContainerFormat, temporaryTag: String? = nil, limits: ResourceLimits = .default) throws(MediaError) {
+    public init(
+        destination: String,
+        format: ContainerFormat,
+        temporaryTag: String? = nil,
+        limits: ResourceLimits = .default
+    ) throws(MediaError) {
         self.destination = destination
         self.format = format
         self.limits = limits
@@ -87,16 +92,23 @@ public final class AssetWriter: @unchecked Sendable {
             state.withLock { $0.descriptor = descriptor }
             // The inode we created, whatever its name points to by the time FFmpeg opens it.
             let pinned = "/proc/self/fd/\(descriptor)"
-            try file.open(at: FileManager.default.fileExists(atPath: pinned) ? pinned : temporaryPath, options: ["movflags": "+faststart"])
+            try file.open(
+                at: FileManager.default.fileExists(atPath: pinned) ? pinned : temporaryPath,
+                options: ["movflags": "+faststart"]
+            )
         } catch let error as FFError {
             file.abort()
             unlink(temporaryPath)
             closeDescriptor()
             // A full disk or an I/O error is the output's (retryable); a muxer refusing the
             // streams is the preset's.
-            let mapped = error.operation.hasPrefix("avio_open") || error.isOutputIO
+            let mapped =
+                error.operation.hasPrefix("avio_open") || error.isOutputIO
                 ? AssetWriter.writeError(error, path: destination)
-                : MediaError(.presetIncompatible, "the \(format.rawValue) container cannot hold these tracks: \(FFmpegLog.takeLastError() ?? error.description)")
+                : MediaError(
+                    .presetIncompatible,
+                    "the \(format.rawValue) container cannot hold these tracks: \(FFmpegLog.takeLastError() ?? error.description)"
+                )
             state.withLock {
                 $0.status = .failed
                 $0.error = mapped
@@ -136,7 +148,11 @@ public final class AssetWriter: @unchecked Sendable {
             } catch let error as FFError where error.isOutputIO {
                 throw AssetWriter.writeError(error, path: destination)
             } catch let error as FFError {
-                throw MediaError(.encodeFailed, "\(destination): finishing the file failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))", detail: error.description)
+                throw MediaError(
+                    .encodeFailed,
+                    "\(destination): finishing the file failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))",
+                    detail: error.description
+                )
             } catch {
                 throw MediaError(.internalError, "\(error)")
             }
@@ -171,7 +187,11 @@ public final class AssetWriter: @unchecked Sendable {
             removeTemporaryFile()
             throw error
         }
-        let directory = open((destination as NSString).deletingLastPathComponent.isEmpty ? "." : (destination as NSString).deletingLastPathComponent, O_RDONLY)
+        let directory = open(
+            (destination as NSString).deletingLastPathComponent.isEmpty
+                ? "." : (destination as NSString).deletingLastPathComponent,
+            O_RDONLY
+        )
         if directory >= 0 {
             fsync(directory)
             close(directory)
@@ -217,7 +237,10 @@ public final class AssetWriter: @unchecked Sendable {
         guard descriptor >= 0, fstat(descriptor, &ours) == 0, lstat(temporaryPath, &named) == 0,
             named.st_mode & S_IFMT == S_IFREG, named.st_dev == ours.st_dev, named.st_ino == ours.st_ino
         else {
-            throw MediaError(.outputForbidden, "\(destination): its temporary file \(temporaryPath) was replaced while it was written; nothing was renamed")
+            throw MediaError(
+                .outputForbidden,
+                "\(destination): its temporary file \(temporaryPath) was replaced while it was written; nothing was renamed"
+            )
         }
     }
 
@@ -267,7 +290,9 @@ public final class AssetWriter: @unchecked Sendable {
     /// Flushes the file this writer created to disk (through its own descriptor, not the name).
     private func syncTemporaryFile() throws(MediaError) {
         let descriptor = state.withLock { $0.descriptor }
-        guard descriptor >= 0 else { throw MediaError(.internalError, "\(destination): the temporary file is not open") }
+        guard descriptor >= 0 else {
+            throw MediaError(.internalError, "\(destination): the temporary file is not open")
+        }
         if fsync(descriptor) != 0 { throw AssetWriter.systemError(errno, path: destination) }
     }
 
@@ -279,15 +304,35 @@ public final class AssetWriter: @unchecked Sendable {
     static func writeError(_ error: FFError, path: String) -> MediaError {
         switch error.code {
         case AVErr.noSpace:
-            return MediaError(.outputUnwritable, "\(path) cannot be written: no space left on the device", detail: error.description)
+            return MediaError(
+                .outputUnwritable,
+                "\(path) cannot be written: no space left on the device",
+                detail: error.description
+            )
         case cff_averror_errno(EDQUOT):
-            return MediaError(.outputUnwritable, "\(path) cannot be written: the disk quota is exhausted", detail: error.description)
+            return MediaError(
+                .outputUnwritable,
+                "\(path) cannot be written: the disk quota is exhausted",
+                detail: error.description
+            )
         case AVErr.accessDenied:
-            return MediaError(.outputUnwritable, "\(path) cannot be written: permission denied", detail: error.description)
+            return MediaError(
+                .outputUnwritable,
+                "\(path) cannot be written: permission denied",
+                detail: error.description
+            )
         case AVErr.noEntry:
-            return MediaError(.outputUnwritable, "\(path) cannot be written: its directory does not exist", detail: error.description)
+            return MediaError(
+                .outputUnwritable,
+                "\(path) cannot be written: its directory does not exist",
+                detail: error.description
+            )
         default:
-            return MediaError(.outputUnwritable, "\(path) cannot be written: \(FFError.message(for: error.code))", detail: error.description)
+            return MediaError(
+                .outputUnwritable,
+                "\(path) cannot be written: \(FFError.message(for: error.code))",
+                detail: error.description
+            )
         }
     }
 }

@@ -28,7 +28,14 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// description are passed on.
         public var source: AssetTrack
 
-        public init(codec: VideoCodec, size: PictureSize, bitrate: Int? = nil, crf: Int? = nil, encoderPreset: String? = nil, source: AssetTrack) {
+        public init(
+            codec: VideoCodec,
+            size: PictureSize,
+            bitrate: Int? = nil,
+            crf: Int? = nil,
+            encoderPreset: String? = nil,
+            source: AssetTrack
+        ) {
             self.codec = codec
             self.size = size
             self.bitrate = bitrate

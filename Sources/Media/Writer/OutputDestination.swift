@@ -1,5 +1,5 @@
-import JobctlCore
 import Foundation
+import JobctlCore
 
 /// What may be at an output path (docs/spec.md §4): nothing yet, or a regular file, which the finished
 /// output replaces atomically. Anything else that exists there — a device (`/dev/null`), a FIFO,
@@ -17,7 +17,10 @@ public enum OutputDestination {
         guard let input, !MediaLocation.isRemote(input) else { return }
         let inputPath = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
         if isSameFile(inputPath, path) {
-            throw MediaError(.outputForbidden, "\(path) is the input itself: writing it would replace the source with its own transcode; choose another output")
+            throw MediaError(
+                .outputForbidden,
+                "\(path) is the input itself: writing it would replace the source with its own transcode; choose another output"
+            )
         }
     }
 
@@ -36,7 +39,10 @@ public enum OutputDestination {
         case S_IFDIR: what = "a directory"
         case S_IFLNK:
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map { " to \($0)" } ?? ""
-            throw MediaError(.outputForbidden, "\(path) is a symbolic link\(target): jobctl replaces only regular files; name the file itself")
+            throw MediaError(
+                .outputForbidden,
+                "\(path) is a symbolic link\(target): jobctl replaces only regular files; name the file itself"
+            )
         default: what = "not a regular file"
         }
         throw MediaError(.outputForbidden, "\(path) is \(what): jobctl replaces only regular files")

@@ -38,7 +38,9 @@ class Engine {
         } catch {
             throw MediaError(.internalError, "writing a packet: \(error)")
         }
-        if let writer, size > writer.limits.maxOutputBytes { throw writer.limits.outputTooLarge(size, path: writer.destination) }
+        if let writer, size > writer.limits.maxOutputBytes {
+            throw writer.limits.outputTooLarge(size, path: writer.destination)
+        }
     }
 
     /// A last look at a packet in the output stream's time base, before the muxer.
@@ -50,7 +52,8 @@ class Engine {
     /// are ours: `encode_failed`.
     func refused(_ error: FFError) throws(MediaError) {
         throw MediaError(
-            .encodeFailed, "track \(streamIndex): the \(codecName) packets cannot be written: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))",
+            .encodeFailed,
+            "track \(streamIndex): the \(codecName) packets cannot be written: \(FFmpegLog.takeLastError() ?? FFError.message(for: error.code))",
             detail: error.description
         )
     }
@@ -65,24 +68,37 @@ class EncodingEngine: Engine {
         let stream: UnsafeMutablePointer<AVStream>
         do {
             stream = try file.addStream()
-            try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
+            try check(
+                avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context),
+                "avcodec_parameters_from_context"
+            )
         } catch {
             throw MediaError(.encodeFailed, "setting up the \(encoder.codecName) stream failed", detail: "\(error)")
         }
         stream.pointee.time_base = encoder.timeBase
-        super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: String(cString: avcodec_get_name(encoder.context.pointee.codec_id)))
+        super.init(
+            file: file,
+            streamIndex: Int(stream.pointee.index),
+            codecName: String(cString: avcodec_get_name(encoder.context.pointee.codec_id))
+        )
     }
 
     func encode(_ frame: UnsafeMutablePointer<AVFrame>?) throws(MediaError) {
         let result = encoder.send(frame)
         if result < 0 && result != AVErr.eof {
-            throw MediaError(.encodeFailed, "\(encoder.codecName) refused a frame: \(FFmpegLog.takeLastError() ?? FFError.message(for: result))")
+            throw MediaError(
+                .encodeFailed,
+                "\(encoder.codecName) refused a frame: \(FFmpegLog.takeLastError() ?? FFError.message(for: result))"
+            )
         }
         while true {
             let received = encoder.receive(packet.pointer)
             if received == AVErr.again || received == AVErr.eof { return }
             if received < 0 {
-                throw MediaError(.encodeFailed, "\(encoder.codecName) failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: received))")
+                throw MediaError(
+                    .encodeFailed,
+                    "\(encoder.codecName) failed: \(FFmpegLog.takeLastError() ?? FFError.message(for: received))"
+                )
             }
             prepare(packet.pointer)
             try write(packet.pointer, from: encoder.timeBase)
@@ -92,7 +108,11 @@ class EncodingEngine: Engine {
     /// A chance to fix up a packet before it is written.
     func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {}
 
-    static func open(name: String, options: [String: String], configure: (UnsafeMutablePointer<AVCodecContext>) throws -> Void) throws(MediaError) -> CodecEncoder {
+    static func open(
+        name: String,
+        options: [String: String],
+        configure: (UnsafeMutablePointer<AVCodecContext>) throws -> Void
+    ) throws(MediaError) -> CodecEncoder {
         guard CodecEncoder.isAvailable(name) else {
             throw MediaError(.presetIncompatible, "this FFmpeg build has no \(name) encoder")
         }
@@ -145,7 +165,9 @@ final class VideoEngine: EncodingEngine {
     }
 
     override func append(_ sample: SampleBuffer) throws(MediaError) {
-        guard case .video(let frame) = sample.payload else { throw MediaError(.internalError, "a video input was given a non-video sample") }
+        guard case .video(let frame) = sample.payload else {
+            throw MediaError(.internalError, "a video input was given a non-video sample")
+        }
         frame.pts = sample.pts
         durations[sample.pts] = sample.duration
         try encode(frame.pointer)
@@ -185,9 +207,13 @@ final class AudioEngine: EncodingEngine {
     deinit { av_channel_layout_uninit(&layout) }
 
     override func append(_ sample: SampleBuffer) throws(MediaError) {
-        guard case .audio(let frame) = sample.payload else { throw MediaError(.internalError, "an audio input was given a non-audio sample") }
+        guard case .audio(let frame) = sample.payload else {
+            throw MediaError(.internalError, "an audio input was given a non-audio sample")
+        }
         if nextPTS == nil { nextPTS = sample.pts }
-        do { try fifo.write(frame) } catch { throw MediaError(.encodeFailed, "buffering audio failed", detail: "\(error)") }
+        do { try fifo.write(frame) } catch {
+            throw MediaError(.encodeFailed, "buffering audio failed", detail: "\(error)")
+        }
         // AAC takes exactly frame_size (1024) samples per frame (docs/ffmpeg.md #20).
         let frameSize = max(1, encoder.frameSize)
         while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
@@ -266,7 +292,9 @@ final class CopyEngine: Engine {
     }
 
     override func append(_ sample: SampleBuffer) throws(MediaError) {
-        guard case .packet(let packet) = sample.payload else { throw MediaError(.internalError, "a passthrough input was given a decoded sample") }
+        guard case .packet(let packet) = sample.payload else {
+            throw MediaError(.internalError, "a passthrough input was given a decoded sample")
+        }
         packet.pointer.pointee.pos = -1
         try write(packet.pointer, from: sourceTimeBase)
     }
