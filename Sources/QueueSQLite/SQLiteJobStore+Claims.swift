@@ -4,22 +4,24 @@ import Queue
 
 // Claims, expired leases, heartbeats, cancellation checks.
 extension SQLiteJobStore {
+    /// Whether `sql` (an `EXISTS` over `:now`) finds anything: a read, so idle workers and
+    /// dispatchers polling never take the write lock.
+    func anyDue(_ sql: String, now: Int64) async throws -> Bool {
+        try await read { db in try Bool.fetchOne(db.cachedStatement(sql: sql), arguments: ["now": now]) ?? false }
+    }
+
     // MARK: Claiming and running
 
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
         let now = self.now
         let expires = now + lease.milliseconds
-        // A read first: idle workers polling never take the write lock.
-        let claimable = try await read { db in
-            try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now)
-                        OR EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now)
-                    """,
-                arguments: ["now": now]
-            ) ?? false
-        }
+        let claimable = try await anyDue(
+            """
+            SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_queued WHERE status = 'unknown' AND run_at <= :now)
+                OR EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_running WHERE status = 'reading' AND lease_expires_at <= :now)
+            """,
+            now: now
+        )
         guard claimable else { return [] }
         return try await write { db in
             // Each source takes its first `limit` rows in index order (INDEXED BY: without

@@ -36,17 +36,13 @@ extension SQLiteJobStore {
 
     public func claimDeliveries(as dispatcher: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
         let now = self.now
-        let due = try await read { db in
-            try Bool.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending' AND next_attempt_at <= :now)
-                            OR EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_leased WHERE status = 'delivering' AND lease_expires_at <= :now)
-                        """
-                ),
-                arguments: ["now": now]
-            ) ?? false
-        }
+        let due = try await anyDue(
+            """
+            SELECT EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending' AND next_attempt_at <= :now)
+                OR EXISTS (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_leased WHERE status = 'delivering' AND lease_expires_at <= :now)
+            """,
+            now: now
+        )
         guard due else { return [] }
         return try await write { db in
             let rows = try Row.fetchAll(

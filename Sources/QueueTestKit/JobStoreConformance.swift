@@ -19,28 +19,12 @@ import Testing
 /// ```
 ///
 /// The checks report with `#expect` and `#require`, so they must run inside a Swift Testing test.
-public struct JobStoreConformance: Sendable {
+public enum JobStoreConformance {
     /// Opens handles on ONE fresh, empty database, every one of them reading the time from
     /// `clock`. Separate handles stand for separate worker processes (for SQLite: separate
     /// `SQLiteJobStore` instances on the same file). Give at least two; four is best (the
     /// contention check spreads eight claiming tasks over them).
     public typealias StoreFactory = @Sendable (_ clock: TestClock) async throws -> [any JobStore]
-
-    public let factory: StoreFactory
-
-    public init(factory: @escaping StoreFactory) {
-        self.factory = factory
-    }
-
-    /// Runs one check on a fresh database from the factory.
-    public func run(_ check: Check) async throws {
-        try await check.run(factory)
-    }
-
-    /// Runs every check, each on its own fresh database.
-    public func runAll() async throws {
-        for check in Check.allCases { try await check.run(factory) }
-    }
 
     /// One behaviour of a store, checked on its own fresh database.
     public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {

@@ -18,17 +18,7 @@ extension OutboxChecks {
         let result: JSONValue = .object([
             "output": .string("/out/completed.mp4"), "bytes": .number(1234), "duration": .number(3.04),
         ])
-        let tracks = [
-            JobTrack(
-                index: 0,
-                sourceIndex: 0,
-                mediaType: "video",
-                status: .completed,
-                codec: "h264",
-                read: 90,
-                written: 90
-            )
-        ]
+        let tracks = [Checks.doneTracks[0]]
         #expect(try await h.store.complete(completedClaim.lease, result: result, tracks: tracks))
         let completedAt = h.clock.date
         h.clock.advance(by: .seconds(2))

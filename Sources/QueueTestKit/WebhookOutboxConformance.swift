@@ -18,27 +18,11 @@ import Testing
 /// ```
 ///
 /// The checks report with `#expect` and `#require`, so they must run inside a Swift Testing test.
-public struct WebhookOutboxConformance: Sendable {
+public enum WebhookOutboxConformance {
     /// Opens handles on ONE fresh, empty database, every one of them reading the time from
     /// `clock`. Separate handles stand for separate processes (workers and dispatchers).
     /// Give at least two; four is best.
     public typealias StoreFactory = @Sendable (_ clock: TestClock) async throws -> [any WebhookOutbox]
-
-    public let factory: StoreFactory
-
-    public init(factory: @escaping StoreFactory) {
-        self.factory = factory
-    }
-
-    /// Runs one check on a fresh database from the factory.
-    public func run(_ check: Check) async throws {
-        try await check.run(factory)
-    }
-
-    /// Runs every check, each on its own fresh database.
-    public func runAll() async throws {
-        for check in Check.allCases { try await check.run(factory) }
-    }
 
     /// One behaviour of an outbox, checked on its own fresh database.
     public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {

@@ -52,6 +52,21 @@ public struct ExportPlan: Sendable {
         self.tracks = tracks
     }
 
+    /// `track` copied as it is (passthrough), if `format` can hold its codec.
+    private static func copiedTrack(
+        _ track: AssetTrack,
+        _ kind: String,
+        format: ContainerFormat
+    ) throws(MediaError) -> Track {
+        guard OutputFormatCapabilities.canHold(track, in: format) else {
+            throw MediaError(
+                .presetIncompatible,
+                "\(track.codec) \(kind) cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset"
+            )
+        }
+        return Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track))
+    }
+
     private static func videoTrack(
         _ track: AssetTrack,
         settings: Preset.Video,
@@ -59,15 +74,7 @@ public struct ExportPlan: Sendable {
         format: ContainerFormat
     ) throws(MediaError) -> Track {
         try requireKnownCodec(track, asset: asset)
-        if settings.codec == .copy {
-            guard OutputFormatCapabilities.canHold(track, in: format) else {
-                throw MediaError(
-                    .presetIncompatible,
-                    "\(track.codec) video cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset"
-                )
-            }
-            return Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track))
-        }
+        if settings.codec == .copy { return try copiedTrack(track, "video", format: format) }
         try requireDecodable(track, asset: asset)
         guard let encoder = settings.codec.encoderName, CodecEncoder.isAvailable(encoder) else {
             throw MediaError(
@@ -102,15 +109,7 @@ public struct ExportPlan: Sendable {
         format: ContainerFormat
     ) throws(MediaError) -> Track {
         try requireKnownCodec(track, asset: asset)
-        if settings.codec == .copy {
-            guard OutputFormatCapabilities.canHold(track, in: format) else {
-                throw MediaError(
-                    .presetIncompatible,
-                    "\(track.codec) audio cannot be copied into \(format.rawValue); use --format mov or a re-encoding preset"
-                )
-            }
-            return Track(source: track, readerSettings: nil, writerSettings: .passthrough(track: track))
-        }
+        if settings.codec == .copy { return try copiedTrack(track, "audio", format: format) }
         try requireDecodable(track, asset: asset)
         let sourceChannels = max(1, track.channels ?? 2)
         let channels = min(settings.channels ?? sourceChannels, sourceChannels)

@@ -318,12 +318,16 @@ public final class AssetReader: @unchecked Sendable {
         while true {
             let position = target - backoff
             let atBeginning = position <= asset.startTime
-            do {
+            let startTime = asset.startTime
+            func seekToPosition() throws {
                 if atBeginning {
-                    try input.seekToBeginning(startTime: asset.startTime)
+                    try input.seekToBeginning(startTime: startTime)
                 } else {
                     try input.seek(toMicroseconds: position)
                 }
+            }
+            do {
+                try seekToPosition()
             } catch {
                 if atBeginning {
                     throw MediaError(
@@ -339,11 +343,7 @@ public final class AssetReader: @unchecked Sendable {
             if keyframe.found != nil || atBeginning {
                 // Rewind to the same place for the real pass.
                 do {
-                    if atBeginning {
-                        try input.seekToBeginning(startTime: asset.startTime)
-                    } else {
-                        try input.seek(toMicroseconds: position)
-                    }
+                    try seekToPosition()
                 } catch {
                     throw MediaError(.inputUnreadable, "\(asset.displayName): seeking failed", detail: "\(error)")
                 }
