@@ -11,7 +11,7 @@ SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
 DEMO := demo
 
-.PHONY: all deps test-deps build release demo test test-unit test-integration format lint bench clean
+.PHONY: all deps test-deps build release demo test test-unit test-media test-integration format lint bench clean
 
 all: build
 
@@ -52,20 +52,33 @@ demo: build
 	echo "== the webhook the receiver got ($(DEMO)/webhooks.jsonl)" && \
 	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); b=json.loads(r["body"]); print("POST", r["path"], "webhook-id", r["id"], "signature", "valid" if r["valid"] else "INVALID"); d=b["data"]; print(json.dumps({"type": b["type"], "timestamp": b["timestamp"], "data": {"id": d["id"], "status": d["status"], "output": d["output"], "result": {k: d["result"][k] for k in ("bytes", "duration", "actualRange")}, "…": "the whole job JSON"}}, indent=2))' $(DEMO)/webhooks.jsonl
 
-# The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in two phases:
-# in-process tests first (pure logic, the in-memory and SQLite stores, media and whole workers
-# on tiny clips), then the integration tests (IntegrationTests: worker processes, PostgreSQL,
-# HTTP receivers; JobctlTests: the CLI as a user runs it) with a throwaway PostgreSQL cluster on
+# The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in three phases:
+# test-unit (in process, seconds: the state machines, the conformance suites on the in-memory
+# store and SQLite files, whole workers on the in-memory store, signing, the address guard, the
+# HTTP client against local listeners), test-media (the export pipeline on generated clips,
+# minutes), then test-integration (IntegrationTests: worker processes, PostgreSQL, webhooks to
+# real receivers; JobctlTests: the CLI as a user runs it) with a throwaway PostgreSQL cluster on
 # loopback started for the run and stopped afterwards. The fixtures are generated first, so no
 # test's time limit pays for encoding them. Swift Testing would start every test at once; on 2
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
+UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests)\.
+MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests)\.
 test: test-deps lint
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
-	$(MAKE) --no-print-directory test-unit test-integration
+	$(MAKE) --no-print-directory test-unit test-media test-integration
+
+test-unit:
+	$(SWIFT) test --skip-build --filter '$(UNIT)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+
+test-media:
+	$(SWIFT) test --skip-build --filter '$(MEDIA)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+
+test-integration:
+	scripts/test-postgres.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 # The style of swift-nio (.swift-format: 120 columns, one argument per line when a call wraps).
 # `make format` rewrites the tree; `make lint` (part of `make test`) fails on any difference.
@@ -76,11 +89,6 @@ format:
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SOURCES)
 
-test-unit:
-	$(SWIFT) test --skip-build --skip '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
-
-test-integration:
-	scripts/test-postgres.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 # Benchmarks (docs/benchmarks.md): jobctl export vs the ffmpeg CLI, release build in its own folder.
 bench: test-deps
