@@ -84,8 +84,9 @@ extension SQLiteJobStore {
                     try StoredJSON.encode(rows.map { $0["id"] as String })
                 ]
             )
+            let columns = rows.first.map(Stored.Columns.init)
             return try rows.map { row in
-                let job = try Stored(row).job(tracks: [])
+                let job = try Stored(row, columns: columns).job(tracks: [])
                 return ClaimedJob(
                     job: job,
                     lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name)

@@ -64,9 +64,10 @@ extension SQLiteJobStore {
                 ),
                 arguments: ["expires": now + lease.milliseconds, "dispatcher": dispatcher, "now": now, "limit": limit]
             )
+            let columns = rows.first.map(Stored.Columns.init)
             return try rows.map { row in
                 ClaimedDelivery(
-                    delivery: try Stored(row).delivery(log: []),
+                    delivery: try Stored(row, columns: columns).delivery(log: []),
                     payload: Data((row["payload"] as String).utf8),
                     leaseToken: row["lease_token"],
                     dispatcher: dispatcher
@@ -121,7 +122,10 @@ extension SQLiteJobStore {
                     "SELECT \(StoredColumns.delivery) FROM webhook_deliveries WHERE ?1 IS NULL OR job_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
                 arguments: [job?.rawValue, limit]
             )
-            return try rows.map { try Stored($0).delivery(log: SQLiteJobStore.attempts(of: $0["id"], db)) }
+            let columns = rows.first.map(Stored.Columns.init)
+            return try rows.map {
+                try Stored($0, columns: columns).delivery(log: SQLiteJobStore.attempts(of: $0["id"], db))
+            }
         }
     }
 

@@ -63,13 +63,42 @@ extension SQLiteJobStore {
     }
 }
 
-/// A SQLite row as the shared row reader sees it: values by column name.
+/// A SQLite row as the shared row reader sees it: values by column name. Names are resolved to
+/// positions once per result (`Columns`), not on every access: GRDB's own by-name lookup
+/// compares names case-insensitively each time, which cost a claim of 10,000 jobs 0.5 s.
 struct Stored: StoredRow {
-    let row: Row
-    init(_ row: Row) { self.row = row }
+    /// The positions of a result's columns, by name: one per statement's rows.
+    final class Columns: Sendable {
+        let positions: [String: Int]
 
-    func text(_ column: String) throws -> String? { row[column] }
-    func integer(_ column: String) throws -> Int64? { row[column] }
-    func real(_ column: String) throws -> Double? { row[column] }
-    func boolean(_ column: String) throws -> Bool? { row[column] }
+        init(_ row: Row) {
+            positions = Dictionary(
+                row.columnNames.enumerated().map { ($1, $0) },
+                uniquingKeysWith: { first, _ in first }
+            )
+        }
+    }
+
+    let row: Row
+    let columns: Columns
+
+    init(_ row: Row, columns: Columns? = nil) {
+        self.row = row
+        self.columns = columns ?? Columns(row)
+    }
+
+    func text(_ column: String) throws -> String? { row[try position(column)] }
+    func integer(_ column: String) throws -> Int64? { row[try position(column)] }
+    func real(_ column: String) throws -> Double? { row[try position(column)] }
+    func boolean(_ column: String) throws -> Bool? { row[try position(column)] }
+
+    private func position(_ column: String) throws -> Int {
+        guard let position = columns.positions[column] else {
+            throw JobStoreError(
+                .corrupt,
+                "the job database returned no column \(column) (its schema is not the one this jobctl expects)"
+            )
+        }
+        return position
+    }
 }
