@@ -1,24 +1,8 @@
-/// A job's status (docs/spec.md §4): the AVAssetReader status enum. The same cases as
-/// `Media.Status` (a reader's, a writer's, a track's status) on purpose: the queue does not
-/// depend on the media module, so stores and tools built on it never link FFmpeg.
-public enum JobStatus: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
-    /// Queued: waiting to be claimed, or waiting for its retry time.
-    case unknown
-    /// Claimed by a worker, running.
-    case reading
-    case completed
-    case failed
-    case cancelled
+import JobctlCore
 
-    public var description: String { rawValue }
-
-    public var isTerminal: Bool {
-        switch self {
-        case .completed, .failed, .cancelled: true
-        case .unknown, .reading: false
-        }
-    }
-}
+/// A job's status (docs/spec.md §4): the AVAssetReader status enum, the same type as the
+/// media pipeline's `Status` (a reader's, a writer's, a track's), from `JobctlCore`.
+public typealias JobStatus = Status
 
 /// Everything that can happen to a job.
 public enum JobEvent: Sendable, Hashable, CaseIterable {

@@ -1,3 +1,5 @@
+import JobctlCore
+
 /// What a completed export produced (`result` in the job JSON, `export --json`).
 public struct ExportResult: Sendable, Codable, Hashable {
     /// The output path.

@@ -1,5 +1,6 @@
 import CFFmpeg
 import Foundation
+import JobctlCore
 import Synchronization
 
 /// Reads the samples of an asset's tracks over a time range (`AVAssetReader`).

@@ -1,4 +1,5 @@
 import CFFmpeg
+import JobctlCore
 import Synchronization
 
 /// Reads one track of an asset (`AVAssetReaderTrackOutput`).

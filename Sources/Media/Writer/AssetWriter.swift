@@ -1,5 +1,6 @@
 import CFFmpeg
 import Foundation
+import JobctlCore
 import Synchronization
 
 #if !os(Linux)

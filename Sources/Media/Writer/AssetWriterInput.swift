@@ -1,4 +1,5 @@
 import CFFmpeg
+import JobctlCore
 import Synchronization
 
 /// Encodes (or copies) one track into an asset writer (`AVAssetWriterInput`).
