@@ -175,6 +175,45 @@ public struct JobStoreError: CodedError, Sendable {
     }
 }
 
+extension JobStoreError {
+    /// No job has `id`.
+    public static func noJob(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
+        JobStoreError(.notFound, "no job \(id)", file: file, line: line)
+    }
+
+    /// `cancel` of a job that has ended.
+    public static func alreadyEnded(
+        _ id: JobID,
+        _ status: JobStatus,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) has already ended (\(status)); nothing to cancel",
+            status: status,
+            file: file,
+            line: line
+        )
+    }
+
+    /// `retry` of a job that is not failed or cancelled.
+    public static func notRetryable(
+        _ id: JobID,
+        _ status: JobStatus,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) is \(status); only failed or cancelled jobs can be retried",
+            status: status,
+            file: file,
+            line: line
+        )
+    }
+}
+
 /// The job table, whatever database holds it: SQLite (`QueueSQLite`) on one host, PostgreSQL
 /// (`QueuePostgres`) for a fleet; both pass the same conformance suite (`QueueTestKit`).
 ///

@@ -259,14 +259,10 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     public func cancel(_ id: JobID) async throws -> CancelOutcome {
         let now = self.now
         return try write { tables in
-            guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
+            guard var record = tables.jobs[id] else { throw JobStoreError.noJob(id) }
             let status = record.job.status
             guard let next = record.apply(.cancel) else {
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) has already ended (\(status)); nothing to cancel",
-                    status: status
-                )
+                throw JobStoreError.alreadyEnded(id, status)
             }
             if next.status == .cancelled { record.job.finishedAt = now }
             tables.jobs[id] = record
@@ -278,14 +274,10 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     public func retry(_ id: JobID) async throws -> Job {
         let now = self.now
         return try write { tables in
-            guard var record = tables.jobs[id] else { throw JobStoreError(.notFound, "no job \(id)") }
+            guard var record = tables.jobs[id] else { throw JobStoreError.noJob(id) }
             let status = record.job.status
             guard record.apply(.retry) != nil else {
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
-                    status: status
-                )
+                throw JobStoreError.notRetryable(id, status)
             }
             record.job.runAt = now
             record.job.progress = 0

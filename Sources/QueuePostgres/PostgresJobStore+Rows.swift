@@ -13,7 +13,7 @@ extension PostgresJobStore {
         for try await raw in rows.decode(String.self) {
             return try StoredValue.decode(raw, column: "status", row: "job \(id)")
         }
-        throw JobStoreError(.notFound, "no job \(id)")
+        throw JobStoreError.noJob(id)
     }
 
     func job(_ id: JobID, _ connection: PostgresConnection) async throws -> Job {
@@ -23,7 +23,7 @@ extension PostgresJobStore {
                 connection
             )
         else {
-            throw JobStoreError(.notFound, "no job \(id)")
+            throw JobStoreError.noJob(id)
         }
         return job
     }

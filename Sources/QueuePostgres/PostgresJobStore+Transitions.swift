@@ -145,11 +145,7 @@ extension PostgresJobStore {
                 try await self.notify(connection, "cancel")
                 return .requested(try await self.job(id, connection))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) has already ended (\(status)); nothing to cancel",
-                    status: status
-                )
+                throw JobStoreError.alreadyEnded(id, status)
             }
         }
     }
@@ -159,11 +155,7 @@ extension PostgresJobStore {
             let now = try await self.currentTime(connection)
             let status = try await self.status(of: id, connection, lock: true)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
-                    status: status
-                )
+                throw JobStoreError.notRetryable(id, status)
             }
             try await connection.query(
                 """

@@ -11,7 +11,7 @@ extension SQLiteJobStore {
                 arguments: [id.rawValue]
             )
         else {
-            throw JobStoreError(.notFound, "no job \(id)")
+            throw JobStoreError.noJob(id)
         }
         return try StoredValue.decode(raw, column: "status", row: "job \(id)")
     }
@@ -23,7 +23,7 @@ extension SQLiteJobStore {
                 arguments: [id.rawValue]
             )
         else {
-            throw JobStoreError(.notFound, "no job \(id)")
+            throw JobStoreError.noJob(id)
         }
         return try job(row, db)
     }

@@ -101,11 +101,7 @@ extension SQLiteJobStore {
                 )
                 return .requested(try SQLiteJobStore.job(id, db))
             case .completed, .failed, .cancelled:
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) has already ended (\(status)); nothing to cancel",
-                    status: status
-                )
+                throw JobStoreError.alreadyEnded(id, status)
             }
         }
     }
@@ -115,11 +111,7 @@ extension SQLiteJobStore {
         return try await write { db in
             let status = try SQLiteJobStore.status(of: id, db)
             guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
-                throw JobStoreError(
-                    .conflict,
-                    "job \(id) is \(status); only failed or cancelled jobs can be retried",
-                    status: status
-                )
+                throw JobStoreError.notRetryable(id, status)
             }
             try db.execute(
                 sql: """

@@ -49,7 +49,7 @@ struct ShowCommand: AsyncParsableCommand {
         try await reportingFailures {
             let id = try jobID(id)
             let (job, deliveries) = try await database.withStore { store in
-                guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+                guard let job = try await store.job(id) else { throw JobStoreError.noJob(id) }
                 return (job, try await (store as? any WebhookOutbox)?.deliveries(job: id, limit: 20) ?? [])
             }
             if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
@@ -150,7 +150,7 @@ struct WaitCommand: AsyncParsableCommand {
     static func waitFor(_ id: JobID, store: any JobStore, timeout: Duration?, json: Bool) async throws {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
-            guard let job = try await store.job(id) else { throw JobStoreError(.notFound, "no job \(id)") }
+            guard let job = try await store.job(id) else { throw JobStoreError.noJob(id) }
             if job.status.isTerminal {
                 if json { try JobFormatting.printJSON(job) } else { print(JobFormatting.line(job)) }
                 switch job.status {
