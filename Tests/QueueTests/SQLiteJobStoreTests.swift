@@ -55,7 +55,7 @@ struct SQLiteJobStoreTests {
         try await ProcessRunner.check(
             "sqlite3",
             [
-                path,
+                "-cmd", ".timeout 10000", path,
                 "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);",
             ]
         )
@@ -63,7 +63,7 @@ struct SQLiteJobStoreTests {
         #expect(try await reopened.job(id)?.input == "/data/in.mov")
         let history = try await ProcessRunner.check(
             "sqlite3",
-            [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
+            ["-cmd", ".timeout 10000", path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
         )
         #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
     }
@@ -74,7 +74,10 @@ struct SQLiteJobStoreTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("jobs.sqlite").path
         _ = try SQLiteJobStore(path: path)
-        try await ProcessRunner.check("sqlite3", [path, "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')"])
+        try await ProcessRunner.check(
+            "sqlite3",
+            ["-cmd", ".timeout 10000", path, "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')"]
+        )
         do {
             _ = try SQLiteJobStore(path: path)
             Issue.record("a database with an unknown migration was opened")
@@ -95,7 +98,7 @@ struct SQLiteJobStoreTests {
         }
         let history = try await ProcessRunner.check(
             "sqlite3",
-            [path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
+            ["-cmd", ".timeout 10000", path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
         )
         #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
     }
