@@ -8,6 +8,18 @@ import Testing
 /// What only the SQLite store has: a file that outlives the process, and the migrations.
 @Suite("SQLiteJobStore")
 struct SQLiteJobStoreTests {
+    /// Runs `sql` with the sqlite3 CLI, waiting for the lock as long as a store might hold it.
+    @discardableResult
+    static func sqlite3(_ path: String, _ sql: String) async throws -> ProcessResult {
+        try await ProcessRunner.check("sqlite3", ["-cmd", ".timeout 10000", path, sql])
+    }
+
+    /// The migrations GRDB's migrator recorded, in order.
+    static func appliedMigrations(_ path: String) async throws -> [String] {
+        try await sqlite3(path, "SELECT identifier FROM grdb_migrations ORDER BY identifier").stdoutText
+            .split(separator: "\n").map(String.init)
+    }
+
     static func temporaryDirectory() throws -> URL {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
             .appendingPathComponent("jobctl-sqlite-\(UUID().uuidString)", isDirectory: true)
@@ -52,20 +64,13 @@ struct SQLiteJobStoreTests {
         ).job.id
         // As an earlier jobctl left it: its own history table, no grdb_migrations.
         let names = Migrations.sqlite.map { "('\($0.name)', 0)" }.joined(separator: ", ")
-        try await ProcessRunner.check(
-            "sqlite3",
-            [
-                "-cmd", ".timeout 10000", path,
-                "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);",
-            ]
+        try await Self.sqlite3(
+            path,
+            "DROP TABLE grdb_migrations; CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL); INSERT INTO schema_migrations VALUES \(names);"
         )
         let reopened = try SQLiteJobStore(path: path)
         #expect(try await reopened.job(id)?.input == "/data/in.mov")
-        let history = try await ProcessRunner.check(
-            "sqlite3",
-            ["-cmd", ".timeout 10000", path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
-        )
-        #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
+        #expect(try await Self.appliedMigrations(path) == Migrations.sqlite.map(\.name))
     }
 
     @Test("a database migrated by a newer jobctl is refused with a message that says so")
@@ -74,10 +79,7 @@ struct SQLiteJobStoreTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("jobs.sqlite").path
         _ = try SQLiteJobStore(path: path)
-        try await ProcessRunner.check(
-            "sqlite3",
-            ["-cmd", ".timeout 10000", path, "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')"]
-        )
+        try await Self.sqlite3(path, "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')")
         do {
             _ = try SQLiteJobStore(path: path)
             Issue.record("a database with an unknown migration was opened")
@@ -96,11 +98,7 @@ struct SQLiteJobStoreTests {
             for _ in 0..<8 { group.addTask { _ = try SQLiteJobStore(path: path) } }
             try await group.waitForAll()
         }
-        let history = try await ProcessRunner.check(
-            "sqlite3",
-            ["-cmd", ".timeout 10000", path, "SELECT identifier FROM grdb_migrations ORDER BY identifier"]
-        )
-        #expect(history.stdoutText.split(separator: "\n").map(String.init) == Migrations.sqlite.map(\.name))
+        #expect(try await Self.appliedMigrations(path) == Migrations.sqlite.map(\.name))
     }
 
     @Test("another process's commit is noticed (inotify on the write-ahead log): changes() yields")
