@@ -86,14 +86,12 @@ public final class AssetReader: @unchecked Sendable {
         let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
         // A range from 0 needs no seek: the demuxer is at the first packet.
         if range.start > 0 {
-            let keyframe = try seek(
-                to: window.start,
-                reference: reference.track.index,
-                needsKeyframe: copiedVideo != nil
-            )
+            let keyframe = try asset.seek(to: window.start, reference: reference.track.index) { [self] in
+                terminalError ?? MediaError.cancelled()
+            }
             if copiedVideo != nil, let keyframe {
                 window.keyframe = keyframe
-                window.start = av_rescale_q(keyframe.pts, keyframe.timeBase, microsecondBase)
+                window.start = keyframe.microseconds
             }
         }
 
@@ -300,93 +298,6 @@ public final class AssetReader: @unchecked Sendable {
         } catch {
             fail(error)
         }
-    }
-
-    // MARK: Seeking
-
-    /// Seeks so that reading starts at or before `target` (µs, absolute) with a keyframe of
-    /// stream `reference` at or before it. Index-less formats (MPEG-TS) can land past the
-    /// keyframe: then back off 1 s, 2 s, 4 s… down to the beginning (docs/ffmpeg.md #25).
-    /// Returns the last keyframe of `reference` at or before `target`, when `needsKeyframe`.
-    private func seek(
-        to target: Int64,
-        reference: Int,
-        needsKeyframe: Bool
-    ) throws(MediaError) -> (streamIndex: Int, pts: Int64, timeBase: AVRational)? {
-        let input = asset.input
-        let timeBase = input.stream(reference).pointee.time_base
-        var backoff: Int64 = 0
-        while true {
-            let position = target - backoff
-            let atBeginning = position <= asset.startTime
-            let startTime = asset.startTime
-            func seekToPosition() throws {
-                if atBeginning {
-                    try input.seekToBeginning(startTime: startTime)
-                } else {
-                    try input.seek(toMicroseconds: position)
-                }
-            }
-            do {
-                try seekToPosition()
-            } catch {
-                if atBeginning {
-                    throw MediaError(
-                        .inputUnreadable,
-                        "\(asset.displayName) cannot be read from its start",
-                        detail: "\(error)"
-                    )
-                }
-                backoff = backoff == 0 ? 1_000_000 : backoff * 2
-                continue
-            }
-            let keyframe = try scanKeyframe(stream: reference, timeBase: timeBase, target: target)
-            if keyframe.found != nil || atBeginning {
-                // Rewind to the same place for the real pass.
-                do {
-                    try seekToPosition()
-                } catch {
-                    throw MediaError(.inputUnreadable, "\(asset.displayName): seeking failed", detail: "\(error)")
-                }
-                guard needsKeyframe else { return nil }
-                return (keyframe.found ?? keyframe.first).map { (reference, $0, timeBase) }
-            }
-            backoff = backoff == 0 ? 1_000_000 : backoff * 2
-        }
-    }
-
-    /// Reads ahead from the current position: the last keyframe of `stream` at or before
-    /// `target` (if the first keyframe is not already past it), and the first keyframe seen.
-    private func scanKeyframe(
-        stream: Int,
-        timeBase: AVRational,
-        target: Int64
-    ) throws(MediaError) -> (found: Int64?, first: Int64?) {
-        let input = asset.input
-        let scratch = Packet()
-        var found: Int64?
-        var first: Int64?
-        var packets = 0
-        while packets < 20_000 {
-            if asset.interrupt.isSet { throw terminalError ?? MediaError.cancelled() }
-            let result = input.read(into: scratch.pointer)
-            if result == AVErr.again { continue }
-            guard result >= 0 else { break }
-            defer { av_packet_unref(scratch.pointer) }
-            packets += 1
-            guard scratch.streamIndex == stream else { continue }
-            let pts = scratch.pts != noPTS ? scratch.pts : scratch.dts
-            guard pts != noPTS else { continue }
-            if av_compare_ts(pts, timeBase, target, microsecondBase) > 0 {
-                if first == nil && scratch.isKeyframe { first = pts }
-                break  // past the target: found (if any) is the answer
-            }
-            if scratch.isKeyframe {
-                first = first ?? pts
-                found = pts
-            }
-        }
-        return (found, first)
     }
 }
 

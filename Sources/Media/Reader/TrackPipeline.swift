@@ -7,7 +7,7 @@ struct ReadWindow: Sendable {
     /// Exclusive end; `nil`: to the end of the input.
     var end: Int64?
     /// For copied video: the keyframe the export starts at, in its stream's time base.
-    var keyframe: (streamIndex: Int, pts: Int64, timeBase: AVRational)?
+    var keyframe: Keyframe?
 
     /// `start` in a stream's time base, rounded down (the copied keyframe's own pts exactly).
     func startTimestamp(streamIndex: Int, timeBase: AVRational) -> Int64 {

@@ -29,7 +29,7 @@ public struct TimeRange: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// At least milliseconds, so a comparison shows its precision (`10.000s`, `10.0081s`).
-    static func formatPrecisely(_ microseconds: Int64) -> String {
+    public static func formatPrecisely(_ microseconds: Int64) -> String {
         let sign = microseconds < 0 ? "-" : ""
         let magnitude = microseconds.magnitude
         var digits = String(magnitude % 1_000_000)
@@ -84,7 +84,7 @@ extension TimeRange {
     }
 
     /// Parses one time: `90`, `1.5`, `1.5s`, `1500ms`, `1:02.5`, `00:01:02.500`. Exact to the µs.
-    static func parseTime(_ text: Substring, in whole: String) throws(TimeRangeParseError) -> Int64 {
+    public static func parseTime(_ text: Substring, in whole: String) throws(TimeRangeParseError) -> Int64 {
         func fail(_ reason: String) -> TimeRangeParseError { TimeRangeParseError(text: whole, reason: reason) }
         let time = text.trimmingCharacters(in: .whitespaces)
         guard !time.isEmpty else { throw fail("a time is missing") }

@@ -1,0 +1,211 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+import Synchronization
+
+/// What a storyboard looks like: the options of `jobctl storyboard` and of a `storyboard` job.
+public struct StoryboardOptions: Sendable, Hashable, Codable {
+    /// How many tiles; `nil`: 50 under 15 minutes, 100 from 15 minutes on.
+    public var tiles: Int?
+    /// The largest tile (0 on an axis: free); default 256 pixels wide.
+    public var tileSize = PictureSize(width: 256, height: 0)
+    /// Tiles per row; `nil`: 10 (fewer if there are fewer tiles).
+    public var columns: Int?
+    public var format: ImageFormat = .jpeg
+
+    public static let maximumTiles = 1000
+
+    public init() {}
+
+    public func tileCount(duration: Int64) -> Int {
+        tiles ?? (duration < 15 * 60 * 1_000_000 ? 50 : 100)
+    }
+}
+
+/// The JSON description of a storyboard, in the shape hosted video services return.
+public struct StoryboardDescription: Sendable, Hashable, Codable {
+    public struct Tile: Sendable, Hashable, Codable {
+        /// Seconds from the range's start.
+        public var start: Double
+        public var x: Int
+        public var y: Int
+    }
+
+    /// The sprite sheet's name (relative to the description).
+    public var url: String
+    public var tile_width: Int
+    public var tile_height: Int
+    /// Seconds.
+    public var duration: Double
+    public var tiles: [Tile]
+}
+
+/// What a storyboard run wrote.
+public struct StoryboardResult: Sendable, Hashable, Codable {
+    public var files: [WrittenFile]
+    public var description: StoryboardDescription
+    public var columns: Int
+    public var rows: Int
+}
+
+/// A hover-preview storyboard: one sprite sheet of evenly spaced tiles, a WebVTT file whose cue
+/// for each span points into the sprite (`storyboard.jpg#xywh=x,y,w,h`), and the JSON
+/// description. Cue times are relative to the range's start; the cues are contiguous and cover
+/// the range. Each tile is the last keyframe at or before the middle of its span (fast: one
+/// keyframe decoded per tile), so a long keyframe interval can repeat a tile.
+public final class StoryboardSession: @unchecked Sendable {
+    public let generator: ImageGenerator
+    public let options: StoryboardOptions
+    public let directory: String
+    private let completed = Atomic<Int>(0)
+    private let total = Atomic<Int>(0)
+
+    public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange, directory: String) throws(MediaError) {
+        guard options.format.isAvailable else {
+            throw MediaError(
+                .encodeFailed,
+                "this FFmpeg build has no \(options.format.encoderName) encoder for \(options.format) images"
+            )
+        }
+        generator = try ImageGenerator(asset: asset)
+        generator.timeRange = timeRange
+        generator.maximumSize = options.tileSize
+        self.options = options
+        self.directory = directory
+    }
+
+    public var progress: Double {
+        let total = total.load(ordering: .relaxed)
+        return total == 0 ? 0 : Double(completed.load(ordering: .relaxed)) / Double(total)
+    }
+
+    public func cancel() { generator.cancelAllImageGeneration() }
+
+    public func run() throws(MediaError) -> StoryboardResult {
+        let asset = generator.asset
+        let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        guard let duration = range.expectedDuration, duration > 0 else {
+            throw MediaError(
+                .inputUnsupported,
+                "\(asset.displayName) does not say how long it is: a storyboard needs a duration"
+            )
+        }
+        let count = min(Self.clampedTiles(options.tileCount(duration: duration)), max(1, Int(duration / 1000)))
+        let columns = min(count, max(1, options.columns ?? 10))
+        let rows = (count + columns - 1) / columns
+        // Tiles have even sides: they are placed on a 4:2:0 sheet.
+        let image = generator.imageSize
+        let tile = PictureSize(width: max(2, image.width & ~1), height: max(2, image.height & ~1))
+        let starts = (0..<count).map { range.start + duration * Int64($0) / Int64(count) }
+        let span = duration / Int64(count)
+        generator.toleranceBefore = .max
+        generator.toleranceAfter = span / 2
+        total.store(count, ordering: .relaxed)
+
+        let sheet = try Self.blankSheet(width: tile.width * columns, height: tile.height * rows)
+        var failure: MediaError?
+        try generator.generatePictures(at: starts, pixelFormat: AV_PIX_FMT_YUV420P, size: tile) { request, _, picture in
+            Self.place(
+                picture,
+                on: sheet,
+                x: (request.index % columns) * tile.width,
+                y: (request.index / columns) * tile.height
+            )
+            completed.add(1, ordering: .relaxed)
+        } failed: { _, error in
+            failure = failure ?? error
+        }
+        if let failure { throw failure }
+
+        let spriteName = "storyboard.\(options.format)"
+        let sprite = try ImageEncoder.encode(try Self.converted(sheet, to: options.format), as: options.format)
+        let tiles = starts.enumerated().map { index, start in
+            StoryboardDescription.Tile(
+                start: Double(start - range.start) / 1e6,
+                x: (index % columns) * tile.width,
+                y: (index / columns) * tile.height
+            )
+        }
+        let description = StoryboardDescription(
+            url: spriteName,
+            tile_width: tile.width,
+            tile_height: tile.height,
+            duration: Double(duration) / 1e6,
+            tiles: tiles
+        )
+        let files = try StagedFiles(directory: directory)
+        try files.write(spriteName, sprite)
+        try files.write("storyboard.vtt", Array(Self.webVTT(description, ends: duration).utf8))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let json = try? encoder.encode(description) else { fatalError("a storyboard description always encodes") }
+        try files.write("storyboard.json", Array(json) + [0x0A])
+        return StoryboardResult(files: try files.commit(), description: description, columns: columns, rows: rows)
+    }
+
+    static func clampedTiles(_ count: Int) -> Int { min(max(1, count), StoryboardOptions.maximumTiles) }
+
+    /// One cue per tile: from its start to the next tile's (the last to `ends` µs), pointing at
+    /// its rectangle of the sprite.
+    static func webVTT(_ description: StoryboardDescription, ends: Int64) -> String {
+        var text = "WEBVTT\n"
+        for (index, tile) in description.tiles.enumerated() {
+            let start = Int64((tile.start * 1e6).rounded())
+            let end =
+                index + 1 < description.tiles.count
+                ? Int64((description.tiles[index + 1].start * 1e6).rounded()) : ends
+            text += "\n\(timestamp(start)) --> \(timestamp(end))\n"
+            text += "\(description.url)#xywh=\(tile.x),\(tile.y),\(description.tile_width),\(description.tile_height)\n"
+        }
+        return text
+    }
+
+    /// `HH:MM:SS.mmm`, rounded down to the millisecond (cues stay contiguous: each ends where
+    /// the next begins, written the same way).
+    static func timestamp(_ microseconds: Int64) -> String {
+        let milliseconds = microseconds / 1000
+        let hours = milliseconds / 3_600_000
+        let minutes = milliseconds / 60_000 % 60
+        let seconds = milliseconds / 1000 % 60
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let millis = String(milliseconds % 1000)
+        return
+            "\(two(hours)):\(two(minutes)):\(two(seconds)).\(String(repeating: "0", count: 3 - millis.count))\(millis)"
+    }
+
+    private static func blankSheet(width: Int, height: Int) throws(MediaError) -> Frame {
+        do {
+            let sheet = try Frame.video(width: Int32(width), height: Int32(height), format: AV_PIX_FMT_YUV420P)
+            for plane in 0..<3 {
+                let rows = plane == 0 ? height : height / 2
+                memset(sheet.plane(plane), plane == 0 ? 16 : 128, sheet.linesize(plane) * rows)
+            }
+            return sheet
+        } catch {
+            throw MediaError(.encodeFailed, "allocating a \(width)x\(height) storyboard failed", detail: "\(error)")
+        }
+    }
+
+    /// Copies a 4:2:0 tile (even sides) onto the sheet at (x, y) (even).
+    private static func place(_ tile: Frame, on sheet: Frame, x: Int, y: Int) {
+        for plane in 0..<3 {
+            let shift = plane == 0 ? 0 : 1
+            let width = Int(tile.width) >> shift
+            let height = Int(tile.height) >> shift
+            let target = sheet.plane(plane) + (y >> shift) * sheet.linesize(plane) + (x >> shift)
+            let source = tile.plane(plane)
+            for row in 0..<height {
+                memcpy(target + row * sheet.linesize(plane), source + row * tile.linesize(plane), width)
+            }
+        }
+    }
+
+    private static func converted(_ sheet: Frame, to format: ImageFormat) throws(MediaError) -> Frame {
+        guard format.pixelFormat != AV_PIX_FMT_YUV420P else { return sheet }
+        do {
+            return try Scaler(width: sheet.width, height: sheet.height, format: format.pixelFormat).scale(sheet.pointer)
+        } catch {
+            throw MediaError(.encodeFailed, "converting the storyboard for \(format) failed", detail: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import JobctlCore
+
+/// One file of a set of outputs, as job results and `--json` list it.
+public struct WrittenFile: Sendable, Hashable, Codable {
+    /// The file's name in the output directory.
+    public var name: String
+    public var path: String
+    public var bytes: Int64
+}
+
+/// Several output files written as a set (thumbnails, a storyboard, a waveform's files): each to
+/// a hidden temporary file in the output directory, all renamed into place only when every one
+/// is written (`commit()`). Discarded — explicitly, by a failure, or by being dropped — the
+/// temporaries are removed and nothing appears under the final names.
+///
+/// Names are ours (`thumb-001.jpg`), never a user's: a name with a `/` or a leading `.` is a
+/// programming error. What already exists under a final name is replaced only if it is a
+/// regular file (the same rule as an export's output).
+public final class StagedFiles {
+    public let directory: String
+    private var staged: [(name: String, temporary: String, bytes: Int64)] = []
+    private var finished = false
+    private let tag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+
+    /// Creates `directory` (and its parents) if missing. `output_forbidden` if it is something
+    /// other than a directory; `output_unwritable` if it cannot be created.
+    public init(directory: String) throws(MediaError) {
+        self.directory = directory
+        var info = stat()
+        if lstat(directory, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw MediaError(
+                    .outputForbidden,
+                    "\(directory) exists and is not a directory: images go into a directory"
+                )
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw MediaError(
+                    .outputUnwritable,
+                    "cannot create the output directory \(directory): \(Self.reason(error))",
+                    cause: error
+                )
+            }
+        }
+    }
+
+    deinit { removeTemporaries() }
+
+    /// The final path of `name`.
+    public func path(of name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`).
+    public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
+        precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
+        try OutputDestination.checkKind(path(of: name))
+        let temporary = (directory as NSString).appendingPathComponent(".\(name).\(tag).jobctl.tmp")
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw unwritable(name, errno) }
+        staged.append((name, temporary, Int64(bytes.count)))
+        defer { close(descriptor) }
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw unwritable(name, errno) }
+            offset += count
+        }
+        guard fsync(descriptor) == 0 else { throw unwritable(name, errno) }
+    }
+
+    /// Moves every staged file to its name. Checks each destination again first (something
+    /// may have appeared there meanwhile).
+    public func commit() throws(MediaError) -> [WrittenFile] {
+        precondition(!finished)
+        for file in staged { try OutputDestination.checkKind(path(of: file.name)) }
+        var files: [WrittenFile] = []
+        for file in staged {
+            guard rename(file.temporary, path(of: file.name)) == 0 else { throw unwritable(file.name, errno) }
+            files.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
+        }
+        staged.removeAll()
+        finished = true
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if descriptor >= 0 {
+            fsync(descriptor)
+            close(descriptor)
+        }
+        return files
+    }
+
+    /// Removes what was staged.
+    public func discard() {
+        removeTemporaries()
+        finished = true
+    }
+
+    private func removeTemporaries() {
+        for file in staged { unlink(file.temporary) }
+        staged.removeAll()
+    }
+
+    private func unwritable(_ name: String, _ code: Int32) -> MediaError {
+        MediaError(.outputUnwritable, "cannot write \(path(of: name)): \(String(cString: strerror(code)))")
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        guard let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError else {
+            return error.localizedDescription
+        }
+        return String(cString: strerror(Int32(underlying.code)))
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Media
+
+/// Runs `body` with Ctrl-C, SIGTERM and SIGHUP (a closed terminal) calling `cancel` instead of
+/// killing the process, so a cancelled operation removes its temporary files; and, on a
+/// terminal (not with `--json`), a progress bar fed by `progress` (0…1).
+func runInterruptibly<T>(
+    showingProgress: Bool,
+    total: Double?,
+    progress: @escaping @Sendable () -> Double,
+    cancel: @escaping @Sendable () -> Void,
+    _ body: () async throws -> T
+) async throws -> T {
+    let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { cancel() }
+        source.resume()
+        return source
+    }
+    defer { for signal in signals { signal.cancel() } }
+    let bar = showingProgress && Terminal.stderrIsTTY ? ProgressBar(total: total) : nil
+    let drawing = Task {
+        while !Task.isCancelled, let bar {
+            bar.draw(fraction: progress())
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+    defer {
+        drawing.cancel()
+        bar?.clear()
+    }
+    return try await body()
+}
+
+/// A maximum picture size: `320x180` (a box), `320x` (a width), `x180` (a height).
+struct MaximumSize: ExpressibleByArgument, Sendable {
+    var size: PictureSize
+
+    init?(argument: String) {
+        let parts = argument.lowercased().split(separator: "x", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let width = parts[0].isEmpty ? 0 : Int(parts[0])
+        let height = parts[1].isEmpty ? 0 : Int(parts[1])
+        guard let width, let height, width >= 0, height >= 0, width + height > 0, width <= 16384, height <= 16384
+        else { return nil }
+        size = PictureSize(width: width, height: height)
+    }
+
+    var defaultValueDescription: String { "\(size.width)x\(size.height)" }
+}
+
+extension ImageFormat: ExpressibleByArgument {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var allValueStrings: [String] { ["jpg", "png", "webp"] }
+}
+
+/// A `--tolerance` or `--every` duration as `--range` writes times (`0.5s`, `500ms`, `1:00`).
+struct MediaDuration: ExpressibleByArgument, Sendable {
+    var microseconds: Int64
+
+    init?(argument: String) {
+        guard let value = try? TimeRange.parseTime(Substring(argument), in: argument) else { return nil }
+        microseconds = value
+    }
+}

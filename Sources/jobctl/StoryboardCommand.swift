@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import JobctlCore
+import Media
+
+/// The storyboard options shared by `jobctl storyboard` and `jobctl submit --kind storyboard`.
+struct StoryboardArguments: ParsableArguments {
+    @Option(help: ArgumentHelp("How many tiles (default: 50 under 15 minutes, 100 above).", valueName: "n"))
+    var tiles: Int?
+
+    @Option(
+        name: .customLong("tile-size"),
+        help: ArgumentHelp("The largest tile: WxH, Wx or xH (default 256x).", valueName: "size")
+    )
+    var tileSize: MaximumSize?
+
+    @Option(help: ArgumentHelp("Tiles per row of the sprite (default 10).", valueName: "n"))
+    var columns: Int?
+
+    @Option(name: .customLong("format"), help: "The sprite's image format: jpg, png or webp.")
+    var format: ImageFormat = .jpeg
+
+    func validate() throws {
+        if let tiles, tiles < 1 || tiles > StoryboardOptions.maximumTiles {
+            throw ValidationError("--tiles is between 1 and \(StoryboardOptions.maximumTiles)")
+        }
+        if let columns, columns < 1 || columns > 100 { throw ValidationError("--columns is between 1 and 100") }
+    }
+
+    var options: StoryboardOptions {
+        var options = StoryboardOptions()
+        options.tiles = tiles
+        if let tileSize { options.tileSize = tileSize.size }
+        options.columns = columns
+        options.format = format
+        return options
+    }
+}
+
+struct StoryboardCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storyboard",
+        abstract: "Write a hover-preview storyboard (sprite sheet, WebVTT, JSON) into a directory, in this process.",
+        discussion: """
+            Writes DIR/storyboard.jpg (tiles left to right, top to bottom), DIR/storyboard.vtt \
+            (one cue per tile: `storyboard.jpg#xywh=x,y,w,h`, contiguous, covering the range) and \
+            DIR/storyboard.json ({url, tile_width, tile_height, duration, tiles: [{start, x, y}]}), \
+            all or none. Tiles are evenly spaced; each is the last keyframe at or before the \
+            middle of its span. Cue times are relative to the range's start.
+
+            Examples:
+              jobctl storyboard talk.mov -o preview/
+              jobctl storyboard talk.mov --tiles 100 --tile-size 160x -o preview/
+            """
+    )
+
+    @Argument(help: "The input: a media file, or an http(s) URL.")
+    var input: String
+
+    @OptionGroup var storyboard: StoryboardArguments
+
+    @Option(help: ArgumentHelp("Only this part of the input.", valueName: "range"))
+    var range: String?
+
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("The directory to write into.", valueName: "dir")
+    )
+    var output: String
+
+    @Flag(help: "Print the files and the storyboard's description as JSON on stdout.")
+    var json = false
+
+    @OptionGroup(title: "Limits") var limits: LimitOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let range {
+            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
+        }
+        if MediaLocation.isRemote(output) { throw ValidationError("storyboard writes into a local directory") }
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let asset = try Asset(location: input, limits: limits.limits())
+            let session = try StoryboardSession(
+                asset: asset,
+                options: storyboard.options,
+                timeRange: timeRange,
+                directory: output
+            )
+            let result = try await runInterruptibly(
+                showingProgress: !json,
+                total: nil,
+                progress: { session.progress },
+                cancel: { session.cancel() }
+            ) {
+                try await onDedicatedThread("jobctl.storyboard") { () throws(MediaError) in try session.run() }
+            }
+            if json {
+                try Terminal.printJSON(result)
+                return
+            }
+            let board = result.description
+            print(
+                "\(result.files.map(\.path).joined(separator: ", ")): \(board.tiles.count) tiles of "
+                    + "\(board.tile_width)x\(board.tile_height) in \(result.columns)x\(result.rows), "
+                    + "one per \(Terminal.seconds(board.duration / Double(board.tiles.count)))"
+            )
+        }
+    }
+}
