@@ -150,7 +150,10 @@ public final class ImageGenerator: @unchecked Sendable {
         var done = 0
         defer { seekCount = locator.seekCount }
         do {
-            try locator.locate(targets, isCancelled: { cancelled.isSet }) { target, frame, time throws(MediaError) in
+            let cancelled = cancelled
+            try locator.locate(targets) {
+                cancelled.isSet
+            } deliver: { target, frame, time throws(MediaError) in
                 let picture = try converter.convert(frame)
                 try deliver(requests[target.id], time - asset.startTime, picture)
                 done = target.id + 1
