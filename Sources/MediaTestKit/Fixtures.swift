@@ -25,6 +25,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     // Frame accuracy: every frame a different flat grey (luma 16 + 2·n), keyframe every 10 frames.
     case greyRamp
     case greyRampTS  // the same in MPEG-TS with a PTS offset
+    case greyRampVFR  // 25 fps for 2 s, then 50 fps (100 frames, luma 16 + 2·n)
+    case greyRampOpenGOP  // open GOP, 3 B-frames, a keyframe every 12 frames
+    case greyRampRotated  // the grey ramp shown rotated 90° clockwise
+    case greyRampAnamorphic  // the grey ramp with SAR 2:1 (64x48 shown 128x48)
     // Sync: the grey ramp with PCM audio (48 kHz) that clicks at exactly 1.5 s and 2.5 s.
     case impulses
     // An 8x8 picture: too small for x265.
@@ -213,6 +217,25 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["OUT"])
         case .greyRampTS:
             return .ffmpeg(Self.greyFrames + Self.greyEncoding + ["-output_ts_offset", "100", "-f", "mpegts", "OUT"])
+        case .greyRampVFR:
+            return .ffmpeg(
+                [
+                    "-f", "lavfi", "-i",
+                    "color=c=black:s=64x48:r=50:d=3,select='if(lt(n,100),not(mod(n,2)),1)',format=gray,geq=lum='16+2*N'",
+                    "-fps_mode", "vfr",
+                ] + Self.greyEncoding + ["OUT"]
+            )
+        case .greyRampOpenGOP:
+            return .ffmpeg(
+                Self.greyFrames + [
+                    "-c:v", "libx264", "-preset", "veryfast", "-qp", "0", "-pix_fmt", "yuv420p", "-x264-params",
+                    "keyint=12:min-keyint=12:scenecut=0:open-gop=1:bframes=3", "OUT",
+                ]
+            )
+        case .greyRampRotated:
+            return .derived(.greyRamp, .rotate(degrees: 90))
+        case .greyRampAnamorphic:
+            return .ffmpeg(Self.greyFrames + ["-vf", "setsar=2/1"] + Self.greyEncoding + ["OUT"])
         case .impulses:
             return .ffmpeg(
                 Self.greyFrames + ["-f", "lavfi", "-i", "aevalsrc=exprs='0.9*(eq(n,72000)+eq(n,120000))':s=48000:d=4"]

@@ -20,7 +20,8 @@ struct JobCtl: AsyncParsableCommand {
             SubmitCommand.self, ListCommand.self, ShowCommand.self, CancelCommand.self, RetryCommand.self,
             WaitCommand.self,
             WatchCommand.self, WorkerCommand.self, WorkersCommand.self, MigrateCommand.self, WebhooksCommand.self,
-            ExportCommand.self, ThumbnailsCommand.self, StoryboardCommand.self, ProbeCommand.self, PresetsCommand.self,
+            ExportCommand.self, ThumbnailsCommand.self, StoryboardCommand.self, WaveformCommand.self, ProbeCommand.self,
+            PresetsCommand.self,
             SampleCommand.self,
             BenchCommand.self,
         ]

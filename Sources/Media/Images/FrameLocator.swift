@@ -44,6 +44,12 @@ final class FrameLocator {
     private var lastTimestamp: Int64?
     private var reachedEnd = false
     private var seeks = 0
+    /// The goal of the last seek: never seek toward it (or before it) again.
+    private var lastSeekGoal: Int64 = .min
+    /// How far a packet's presentation time may lie after its decode time (B-frame reordering,
+    /// µs): index entries hold decode times, so a keyframe found there at `t - reorder` is shown
+    /// at or before `t`.
+    private var reorder: Int64
 
     init(
         asset: Asset,
@@ -72,6 +78,7 @@ final class FrameLocator {
         self.end = end
         let rate = stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
         defaultDuration = rate.isValid ? max(1, av_rescale_q(1, av_inv_q(rate), microsecondBase)) : 40_000
+        reorder = Int64(stream.pointee.codecpar.pointee.video_delay + 1) * defaultDuration
         for index in 0..<asset.input.streamCount {
             asset.input.stream(index).pointee.discard = index == track.index ? AVDISCARD_DEFAULT : AVDISCARD_ALL
         }
@@ -111,6 +118,9 @@ final class FrameLocator {
             }
             defer { av_packet_unref(scratch.pointer) }
             guard scratch.streamIndex == streamIndex else { continue }
+            if scratch.pts != noPTS && scratch.dts != noPTS {
+                reorder = max(reorder, av_rescale_q(scratch.pts - scratch.dts, timeBase, microsecondBase))
+            }
             if waitingForKeyframe {
                 guard scratch.isKeyframe else { continue }
                 waitingForKeyframe = false
@@ -180,10 +190,12 @@ final class FrameLocator {
     private func shouldSeek(toward target: Int64) -> Bool {
         let goal = seekGoal(for: target)
         let here = position ?? asset.startTime
-        guard goal > here else { return false }
+        guard goal > here, goal > lastSeekGoal else { return false }
         let input = asset.input
         if !input.isHeaderless, avformat_index_get_entries_count(input.stream(streamIndex)) > 0 {
-            guard let keyframe = asset.indexedKeyframe(stream: streamIndex, atOrBefore: goal) else { return false }
+            // A keyframe decoded after `here` and shown at or before the goal.
+            let latest = goal.subtractingClamped(reorder)
+            guard let keyframe = asset.indexedKeyframe(stream: streamIndex, atOrBefore: latest) else { return false }
             return keyframe > here
         }
         return goal - here > Self.unindexedSeekDistance
@@ -199,7 +211,9 @@ final class FrameLocator {
     }
 
     private func seek(toward target: Int64, interrupted: () -> MediaError) throws(MediaError) {
-        let keyframe = try asset.seek(to: seekGoal(for: target), reference: streamIndex, interrupted: interrupted)
+        let goal = seekGoal(for: target)
+        lastSeekGoal = goal
+        let keyframe = try asset.seek(to: goal, reference: streamIndex, interrupted: interrupted)
         avcodec_flush_buffers(decoder.context)
         seeks += 1
         held = nil

@@ -28,6 +28,10 @@ public final class AssetReader: @unchecked Sendable {
         var lastDemuxError: String?
     }
 
+    /// How much earlier than a range's start decoded audio is read from (200 ms: more than any
+    /// common codec's pre-roll: AAC 1024 samples, MP3 two frames, Opus 80 ms).
+    static let audioPreroll: Int64 = 200_000
+
     public init(asset: Asset, timeRange: TimeRange = .all) throws(MediaError) {
         guard asset.claimForReading() else {
             throw MediaError(.internalError, "\(asset.displayName) is already being read by another reader")
@@ -86,7 +90,14 @@ public final class AssetReader: @unchecked Sendable {
         let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
         // A range from 0 needs no seek: the demuxer is at the first packet.
         if range.start > 0 {
-            let keyframe = try asset.seek(to: window.start, reference: reference.track.index) { [self] in
+            // Decoded audio needs the packets just before the start to warm its decoder up (AAC's
+            // overlapping transform, MP3's bit reservoir, Opus's pre-roll): seeking
+            // `audioPreroll` earlier gives them, and the samples before the start are dropped
+            // anyway. Not when video is copied: that starts at the keyframe at or before START.
+            let decodesAudio = outputs.contains { $0.track.mediaType == .audio && $0.settings != nil }
+            let preroll = copiedVideo == nil && decodesAudio ? Self.audioPreroll : 0
+            let target = max(asset.startTime, window.start - preroll)
+            let keyframe = try asset.seek(to: target, reference: reference.track.index) { [self] in
                 terminalError ?? MediaError.cancelled()
             }
             if copiedVideo != nil, let keyframe {

@@ -96,12 +96,21 @@ final class AudioDecodePipeline: TrackPipeline {
         } else {
             av_channel_layout_copy(&layout, &frame.pointee.ch_layout)
         }
+        // The same number of channels: they pass through as they are (no remix between, say,
+        // 5.1(side) and 5.1), so a waveform reads the samples the file holds.
+        var target = AVChannelLayout()
+        defer { av_channel_layout_uninit(&target) }
+        if layout.nb_channels == outputLayout.nb_channels {
+            av_channel_layout_copy(&target, &layout)
+        } else {
+            av_channel_layout_copy(&target, &outputLayout)
+        }
         let created = try wrap {
             try Resampler(
                 input: &layout,
                 format: AVSampleFormat(rawValue: input.1),
                 rate: input.0,
-                output: &outputLayout,
+                output: &target,
                 outputFormat: AV_SAMPLE_FMT_FLTP,
                 outputRate: outputRate
             )

@@ -1,0 +1,123 @@
+import Foundation
+
+/// Min/max peaks per pixel column, in the format of BBC audiowaveform (and peaks.js): the JSON
+/// format version 2 and the binary `.dat` format (version 1 for one channel, 2 for more).
+///
+/// `data` holds, for each point, for each channel, the minimum then the maximum, as 16-bit
+/// values; 8-bit output divides them by 256 (rounding toward zero, as audiowaveform does).
+public struct WaveformData: Sendable, Hashable {
+    public var sampleRate: Int
+    public var samplesPerPixel: Int
+    public var channels: Int
+    /// Points per channel.
+    public var length: Int { channels == 0 ? 0 : data.count / (2 * channels) }
+    public var data: [Int16]
+
+    public init(sampleRate: Int, samplesPerPixel: Int, channels: Int, data: [Int16]) {
+        self.sampleRate = sampleRate
+        self.samplesPerPixel = samplesPerPixel
+        self.channels = channels
+        self.data = data
+    }
+
+    /// The values at `bits` (8 or 16).
+    public func values(bits: Int) -> [Int] {
+        bits == 8 ? data.map { Int($0) / 256 } : data.map { Int($0) }
+    }
+
+    /// The JSON format version 2: `{version, channels, sample_rate, samples_per_pixel, bits,
+    /// length, data}`.
+    public func json(bits: Int) -> [UInt8] {
+        var text = "{\"version\":2,\"channels\":\(channels),\"sample_rate\":\(sampleRate),"
+        text += "\"samples_per_pixel\":\(samplesPerPixel),\"bits\":\(bits),\"length\":\(length),\"data\":["
+        text += values(bits: bits).map(String.init).joined(separator: ",")
+        text += "]}\n"
+        return Array(text.utf8)
+    }
+
+    /// The binary format: little-endian `int32 version` (1 for one channel, 2 for more),
+    /// `uint32 flags` (bit 0: 8-bit), `int32 sample_rate`, `int32 samples_per_pixel`,
+    /// `uint32 length`, then (version 2) `int32 channels`, then the values as int8 or int16.
+    public func dat(bits: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24 + data.count * bits / 8)
+        func append32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        append32(channels > 1 ? 2 : 1)
+        append32(bits == 8 ? 1 : 0)
+        append32(UInt32(sampleRate))
+        append32(UInt32(samplesPerPixel))
+        append32(UInt32(length))
+        if channels > 1 { append32(UInt32(channels)) }
+        if bits == 8 {
+            for value in data { bytes.append(UInt8(bitPattern: Int8(Int(value) / 256))) }
+        } else {
+            for value in data { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        }
+        return bytes
+    }
+}
+
+/// Accumulates 16-bit samples into min/max points: `samplesPerPixel` frames per point, the
+/// channels averaged (their sum divided by their count, toward zero) or kept apart. Memory is
+/// the points, flat in the input's length.
+struct PeakAccumulator {
+    let channels: Int
+    let split: Bool
+    let samplesPerPixel: Int
+    private(set) var data: [Int16] = []
+    private var minimum: [Int32]
+    private var maximum: [Int32]
+    private var count = 0
+
+    init(channels: Int, split: Bool, samplesPerPixel: Int) {
+        self.channels = channels
+        self.split = split
+        self.samplesPerPixel = samplesPerPixel
+        let outputs = split ? channels : 1
+        minimum = Array(repeating: Int32(Int16.max), count: outputs)
+        maximum = Array(repeating: Int32(Int16.min), count: outputs)
+    }
+
+    /// Takes `frames` frames of planar float samples (one plane per channel), converted to
+    /// 16 bits as FFmpeg's resampler converts float to s16: `lrintf(x * 32768)`, clipped.
+    mutating func add(planes: UnsafePointer<UnsafeMutablePointer<UInt8>?>, frames: Int) {
+        for frame in 0..<frames {
+            if split {
+                for channel in 0..<channels {
+                    let sample = Self.sixteenBit(planes[channel]!, frame)
+                    if sample < minimum[channel] { minimum[channel] = sample }
+                    if sample > maximum[channel] { maximum[channel] = sample }
+                }
+            } else {
+                var sum: Int32 = 0
+                for channel in 0..<channels { sum += Self.sixteenBit(planes[channel]!, frame) }
+                let sample = sum / Int32(channels)
+                if sample < minimum[0] { minimum[0] = sample }
+                if sample > maximum[0] { maximum[0] = sample }
+            }
+            count += 1
+            if count == samplesPerPixel { emit() }
+        }
+    }
+
+    /// The last, partial column (kept, as audiowaveform does).
+    mutating func finish() {
+        if count > 0 { emit() }
+    }
+
+    private mutating func emit() {
+        for output in minimum.indices {
+            data.append(Int16(minimum[output]))
+            data.append(Int16(maximum[output]))
+            minimum[output] = Int32(Int16.max)
+            maximum[output] = Int32(Int16.min)
+        }
+        count = 0
+    }
+
+    @inline(__always)
+    private static func sixteenBit(_ plane: UnsafeMutablePointer<UInt8>, _ index: Int) -> Int32 {
+        let value = plane.withMemoryRebound(to: Float.self, capacity: index + 1) { $0[index] }
+        return Int32(clamping: min(max(lrintf(value * 32768), Int(Int16.min)), Int(Int16.max)))
+    }
+}

@@ -1,0 +1,190 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+import Synchronization
+
+/// How to reduce audio to peaks: the options of `jobctl waveform` and of a `waveform` job.
+public struct WaveformOptions: Sendable, Hashable, Codable {
+    /// Input samples per point (default 256, the audiowaveform default); at least 2.
+    public var samplesPerPixel: Int?
+    /// Points per second instead (samples per point = sample rate / this, rounded down).
+    public var pixelsPerSecond: Int?
+    /// 8 or 16.
+    public var bits = 16
+    /// One min/max pair per channel per point instead of the channels averaged.
+    public var splitChannels = false
+    /// Which files to write (at least one): JSON (`peaks.json`), binary (`peaks.dat`), PNG.
+    public var json = true
+    public var dat = false
+    public var png: WaveformPicture?
+
+    public init() {}
+
+    public static let defaultSamplesPerPixel = 256
+    /// audiowaveform's limit.
+    public static let maximumChannels = 24
+
+    /// Samples per point for a track at `sampleRate`.
+    public func samplesPerPixel(sampleRate: Int) -> Int {
+        if let pixelsPerSecond, pixelsPerSecond > 0 { return sampleRate / pixelsPerSecond }
+        return samplesPerPixel ?? Self.defaultSamplesPerPixel
+    }
+}
+
+/// The PNG rendering of a waveform.
+public struct WaveformPicture: Sendable, Hashable, Codable {
+    public var width = 1800
+    public var height = 280
+    /// `RRGGBB`.
+    public var background = "FFFFFF"
+    public var color = "3A6EA5"
+
+    public init() {}
+}
+
+/// What a waveform run computed and wrote.
+public struct WaveformResult: Sendable, Hashable, Codable {
+    public var files: [WrittenFile]
+    public var sampleRate: Int
+    public var samplesPerPixel: Int
+    public var channels: Int
+    public var length: Int
+    /// Seconds of audio read.
+    public var duration: Double
+}
+
+/// Reads an audio track sample by sample and reduces it to min/max peaks per pixel column
+/// while streaming (the seeds' audio-sample reader): an `AssetReader` delivers the track decoded
+/// at its own rate and channels, trimmed to the range to the sample; each sample becomes
+/// 16 bits; `PeakAccumulator` keeps only the points.
+///
+/// Reads the default audio track (else the first). Several audio tracks are not mixed yet.
+public final class WaveformReader: @unchecked Sendable {
+    public let asset: Asset
+    public let options: WaveformOptions
+    public let timeRange: TimeRange
+    private let reader: AssetReader
+    private let output: AssetReaderTrackOutput
+    private let expected: Int64?
+    private let read = Atomic<Int64>(0)
+
+    /// `input_unsupported` without an audio track or with more channels than 24.
+    public init(asset: Asset, options: WaveformOptions, timeRange: TimeRange) throws(MediaError) {
+        let audio = asset.audioTracks.filter(\.isDecodable)
+        guard let track = audio.first(where: \.isDefault) ?? audio.first else {
+            throw MediaError(.inputUnsupported, "\(asset.displayName) has no audio track to draw a waveform of")
+        }
+        guard let sampleRate = track.sampleRate, sampleRate > 0, let channels = track.channels, channels > 0 else {
+            throw MediaError(.inputUnsupported, "track \(track.index) does not say its sample rate and channels")
+        }
+        guard channels <= WaveformOptions.maximumChannels else {
+            throw MediaError(
+                .inputUnsupported,
+                "track \(track.index) has \(channels) channels; waveforms support up to \(WaveformOptions.maximumChannels)"
+            )
+        }
+        guard options.samplesPerPixel(sampleRate: sampleRate) >= 2 else {
+            throw MediaError(
+                .inputUnsupported,
+                "\(options.pixelsPerSecond ?? 0) pixels per second is more than half the sample rate (\(sampleRate) Hz): at least 2 samples per pixel"
+            )
+        }
+        self.asset = asset
+        self.options = options
+        self.timeRange = timeRange
+        reader = try AssetReader(asset: asset, timeRange: timeRange)
+        output = AssetReaderTrackOutput(track: track, settings: .audio(sampleRate: sampleRate, channels: channels))
+        reader.add(output)
+        expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+            .expectedDuration
+    }
+
+    public var track: AssetTrack { output.track }
+
+    /// 0…1, by samples read against the range's length.
+    public var progress: Double {
+        guard let expected, expected > 0, let rate = track.sampleRate else { return 0 }
+        return min(1, Double(read.load(ordering: .relaxed)) / (Double(expected) / 1e6 * Double(rate)))
+    }
+
+    public func cancel() { reader.cancelReading() }
+
+    /// Reads the whole range and returns its peaks. Blocks.
+    public func readPeaks() throws(MediaError) -> WaveformData {
+        let sampleRate = track.sampleRate!
+        let channels = track.channels!
+        var peaks = PeakAccumulator(
+            channels: channels,
+            split: options.splitChannels,
+            samplesPerPixel: options.samplesPerPixel(sampleRate: sampleRate)
+        )
+        try reader.startReading()
+        defer {
+            reader.cancelReading()
+            reader.waitUntilFinished()
+        }
+        while let sample = try output.copyNextSample() {
+            guard case .audio(let frame) = sample.payload else { continue }
+            let count = Int(frame.sampleCount)
+            frame.withPlanes { planes in peaks.add(planes: UnsafePointer(planes), frames: count) }
+            read.add(Int64(count), ordering: .relaxed)
+        }
+        if let error = reader.terminalError { throw error }
+        peaks.finish()
+        return WaveformData(
+            sampleRate: sampleRate,
+            samplesPerPixel: peaks.samplesPerPixel,
+            channels: options.splitChannels ? channels : 1,
+            data: peaks.data
+        )
+    }
+
+    /// Reads the peaks and writes the files of `outputs` (paths), all or none.
+    public func run(writing outputs: WaveformOutputs) throws(MediaError) -> WaveformResult {
+        let data = try readPeaks()
+        var staged: [String: StagedFiles] = [:]
+        func write(_ path: String, _ bytes: [UInt8]) throws(MediaError) {
+            let directory =
+                (path as NSString).deletingLastPathComponent.isEmpty
+                ? "." : (path as NSString).deletingLastPathComponent
+            if staged[directory] == nil { staged[directory] = try StagedFiles(directory: directory) }
+            try staged[directory]!.write((path as NSString).lastPathComponent, bytes)
+        }
+        if let path = outputs.json { try write(path, data.json(bits: options.bits)) }
+        if let path = outputs.dat { try write(path, data.dat(bits: options.bits)) }
+        if let path = outputs.png { try write(path, try WaveformRenderer.png(data, outputs.picture)) }
+        var files: [WrittenFile] = []
+        for directory in staged.keys.sorted() { files += try staged[directory]!.commit() }
+        return WaveformResult(
+            files: files,
+            sampleRate: data.sampleRate,
+            samplesPerPixel: data.samplesPerPixel,
+            channels: data.channels,
+            length: data.length,
+            duration: Double(read.load(ordering: .relaxed)) / Double(data.sampleRate)
+        )
+    }
+}
+
+/// Where a waveform's files go (paths; at least one), and how the PNG looks.
+public struct WaveformOutputs: Sendable, Hashable {
+    public var json: String?
+    public var dat: String?
+    public var png: String?
+    public var picture = WaveformPicture()
+
+    public init(json: String? = nil, dat: String? = nil, png: String? = nil) {
+        self.json = json
+        self.dat = dat
+        self.png = png
+    }
+
+    /// `peaks.json`, `peaks.dat`, `waveform.png` in `directory`, as `options` asks.
+    public init(directory: String, options: WaveformOptions) {
+        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+        json = options.json ? path("peaks.json") : nil
+        dat = options.dat ? path("peaks.dat") : nil
+        png = options.png != nil ? path("waveform.png") : nil
+        picture = options.png ?? WaveformPicture()
+    }
+}

@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import JobctlCore
+import Media
+
+/// The peak options shared by `jobctl waveform` and `jobctl submit --kind waveform`.
+struct WaveformArguments: ParsableArguments {
+    @Option(
+        name: .customLong("samples-per-pixel"),
+        help: ArgumentHelp("Input samples per point (default 256; at least 2).", valueName: "n")
+    )
+    var samplesPerPixel: Int?
+
+    @Option(
+        name: .customLong("pixels-per-second"),
+        help: ArgumentHelp("Points per second instead (samples per point = rate / this).", valueName: "n")
+    )
+    var pixelsPerSecond: Int?
+
+    @Option(help: "8 or 16 bits per value.")
+    var bits = 16
+
+    @Flag(name: .customLong("split-channels"), help: "One min/max pair per channel instead of the channels averaged.")
+    var splitChannels = false
+
+    @Option(help: ArgumentHelp("The PNG's width in pixels.", valueName: "pixels"))
+    var width = 1800
+
+    @Option(help: ArgumentHelp("The PNG's height in pixels.", valueName: "pixels"))
+    var height = 280
+
+    @Option(help: ArgumentHelp("The PNG's waveform colour, RRGGBB.", valueName: "hex"))
+    var color = "3A6EA5"
+
+    @Option(help: ArgumentHelp("The PNG's background colour, RRGGBB.", valueName: "hex"))
+    var background = "FFFFFF"
+
+    func validate() throws {
+        if samplesPerPixel != nil && pixelsPerSecond != nil {
+            throw ValidationError("--samples-per-pixel and --pixels-per-second are alternatives: give one")
+        }
+        if let samplesPerPixel, samplesPerPixel < 2 { throw ValidationError("--samples-per-pixel is at least 2") }
+        if let pixelsPerSecond, pixelsPerSecond < 1 { throw ValidationError("--pixels-per-second is at least 1") }
+        guard bits == 8 || bits == 16 else { throw ValidationError("--bits is 8 or 16") }
+        guard (1...16384).contains(width), (1...16384).contains(height) else {
+            throw ValidationError("--width and --height are between 1 and 16384")
+        }
+        for (name, value) in [("--color", color), ("--background", background)] {
+            let hex = value.hasPrefix("#") ? String(value.dropFirst()) : value
+            guard hex.count == 6, UInt32(hex, radix: 16) != nil else {
+                throw ValidationError("\(name) is a colour as RRGGBB, e.g. 3A6EA5")
+            }
+        }
+    }
+
+    var options: WaveformOptions {
+        var options = WaveformOptions()
+        options.samplesPerPixel = samplesPerPixel
+        options.pixelsPerSecond = pixelsPerSecond
+        options.bits = bits
+        options.splitChannels = splitChannels
+        return options
+    }
+
+    var picture: WaveformPicture {
+        var picture = WaveformPicture()
+        picture.width = width
+        picture.height = height
+        picture.color = color
+        picture.background = background
+        return picture
+    }
+}
+
+struct WaveformCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "waveform",
+        abstract: "Compute an audio waveform (peaks for audiowaveform/peaks.js, and a PNG), in this process.",
+        discussion: """
+            Reads the default (else the first) audio track, converts each sample to 16 bits, \
+            averages the channels (or keeps them apart with --split-channels), and keeps the \
+            minimum and maximum of every --samples-per-pixel samples (default 256; the last, \
+            partial column is kept). Memory does not grow with the input's length.
+
+            Outputs, written all or none: -o FILE.json (the audiowaveform JSON format, version 2), \
+            --dat FILE.dat (its binary format: version 1 for one channel, 2 for more), \
+            --png FILE.png (a picture of it, --width x --height). Give at least one.
+
+            Examples:
+              jobctl waveform podcast.mp3 -o peaks.json
+              jobctl waveform talk.mov --pixels-per-second 20 --bits 8 -o peaks.json --dat peaks.dat
+              jobctl waveform talk.mov --png waveform.png --width 1800 --height 280
+            """
+    )
+
+    @Argument(help: "The input: a media file, or an http(s) URL.")
+    var input: String
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The JSON peaks file.", valueName: "file"))
+    var output: String?
+
+    @Option(help: ArgumentHelp("The binary peaks file (.dat).", valueName: "file"))
+    var dat: String?
+
+    @Option(help: ArgumentHelp("A PNG picture of the waveform.", valueName: "file"))
+    var png: String?
+
+    @OptionGroup var peaks: WaveformArguments
+
+    @Option(help: ArgumentHelp("Only this part of the input.", valueName: "range"))
+    var range: String?
+
+    @Flag(help: "Print the files and the waveform's parameters as JSON on stdout.")
+    var json = false
+
+    @OptionGroup(title: "Limits") var limits: LimitOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let range {
+            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
+        }
+        let paths = [output, dat, png].compactMap { $0 }
+        guard !paths.isEmpty else { throw ValidationError("give at least one of -o FILE.json, --dat FILE, --png FILE") }
+        if paths.contains(where: MediaLocation.isRemote) { throw ValidationError("waveform writes local files") }
+        if Set(paths).count != paths.count { throw ValidationError("each output needs its own file") }
+    }
+
+    func run() async throws {
+        _ = global.bootstrapLogging()
+        try await reportingFailures {
+            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            for path in [output, dat, png].compactMap({ $0 }) { try OutputDestination.check(path, input: input) }
+            let asset = try Asset(location: input, limits: limits.limits())
+            let reader = try WaveformReader(asset: asset, options: peaks.options, timeRange: timeRange)
+            var outputs = WaveformOutputs(json: output, dat: dat, png: png)
+            outputs.picture = peaks.picture
+            let target = outputs
+            let result = try await runInterruptibly(
+                showingProgress: !json,
+                total: nil,
+                progress: { reader.progress },
+                cancel: { reader.cancel() }
+            ) {
+                try await onDedicatedThread("jobctl.waveform") { () throws(MediaError) in
+                    try reader.run(writing: target)
+                }
+            }
+            if json {
+                try Terminal.printJSON(result)
+                return
+            }
+            print(
+                "\(result.files.map(\.path).joined(separator: ", ")): \(result.length) points of "
+                    + "\(result.samplesPerPixel) samples at \(result.sampleRate) Hz, \(result.channels) channel(s), "
+                    + "\(Terminal.seconds(result.duration)) of audio"
+            )
+        }
+    }
+}

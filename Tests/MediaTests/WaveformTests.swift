@@ -1,0 +1,162 @@
+import Foundation
+import MediaTestKit
+import Testing
+
+@testable import Media
+
+/// Waveform peaks against an independent computation: ffmpeg decodes the track to 16-bit PCM
+/// (`-f s16le`, the whole file, sliced for a range) and numpy reduces it as audiowaveform does
+/// (channels summed and divided toward zero, min/max per column, the last partial column kept,
+/// 8 bits = 16 bits / 256 toward zero).
+@Suite("Waveform", .timeLimit(.minutes(5)))
+struct WaveformTests {
+    static let oracle = """
+        import json, subprocess, sys
+        import numpy as np
+        path, spp, split, bits, start, duration = sys.argv[1], int(sys.argv[2]), sys.argv[3] == '1', int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
+        stream = json.loads(subprocess.check_output(['ffprobe', '-v', 'error', '-select_streams', 'a:0', '-show_entries', 'stream=channels,sample_rate', '-of', 'json', path]))['streams'][0]
+        channels, rate = stream['channels'], int(stream['sample_rate'])
+        pcm = np.frombuffer(subprocess.check_output(['ffmpeg', '-nostdin', '-v', 'error', '-i', path, '-map', '0:a:0', '-f', 's16le', '-acodec', 'pcm_s16le', '-']), np.int16).astype(np.int64).reshape(-1, channels)
+        if duration > 0:
+            first = round(start * rate)
+            pcm = pcm[first:first + round(duration * rate)]
+        signal = pcm if split else np.fix(pcm.sum(axis=1) / channels).astype(np.int64)[:, None]
+        points = []
+        for column in range(0, len(signal), spp):
+            chunk = signal[column:column + spp]
+            for channel in range(signal.shape[1]):
+                points += [int(chunk[:, channel].min()), int(chunk[:, channel].max())]
+        if bits == 8:
+            points = [int(np.fix(value / 256)) for value in points]
+        print(json.dumps({'channels': signal.shape[1], 'sample_rate': rate, 'data': points}))
+        """
+
+    struct Expected: Decodable {
+        var channels: Int
+        var sample_rate: Int
+        var data: [Int]
+    }
+
+    struct Case: Sendable, CustomStringConvertible {
+        var fixture: Fixture
+        var split = false
+        var bits = 16
+        var range: (start: Double, duration: Double)?
+        var pixelsPerSecond: Int?
+        var description: String {
+            "\(fixture)\(split ? " split" : "") \(bits)-bit\(range.map { " \($0.start)s+\($0.duration)s" } ?? "")"
+                + (pixelsPerSecond.map { " \($0) px/s" } ?? "")
+        }
+    }
+
+    static let cases = [
+        Case(fixture: .basic),  // AAC stereo 48 kHz
+        Case(fixture: .basic, bits: 8),
+        Case(fixture: .basic, split: true),
+        Case(fixture: .basic, pixelsPerSecond: 20),
+        Case(fixture: .surround),  // AAC 5.1
+        Case(fixture: .surround, split: true, bits: 8),
+        Case(fixture: .odd444),  // AAC mono 22.05 kHz
+        Case(fixture: .audioOnly),  // FLAC stereo 44.1 kHz
+        Case(fixture: .audioOnly, range: (1.01, 2)),
+        Case(fixture: .audioOnly, split: true, bits: 8, range: (0.5, 1.2345)),
+        Case(fixture: .impulses),  // PCM: clicks at full scale
+    ]
+
+    @Test(arguments: cases)
+    func peaksAreBitExact(test: Case) async throws {
+        let path = try await Fixtures.shared.path(test.fixture)
+        var options = WaveformOptions()
+        options.splitChannels = test.split
+        options.bits = test.bits
+        options.pixelsPerSecond = test.pixelsPerSecond
+        let range = test.range.map { TimeRange(start: Int64($0.start * 1e6), duration: Int64($0.duration * 1e6)) }
+        let reader = try WaveformReader(asset: try Asset(location: path), options: options, timeRange: range ?? .all)
+        let data = try reader.readPeaks()
+        let samplesPerPixel = options.samplesPerPixel(sampleRate: data.sampleRate)
+        let output = try await ProcessRunner.check(
+            "python3",
+            [
+                "-c", Self.oracle, path, "\(samplesPerPixel)", test.split ? "1" : "0", "\(test.bits)",
+                "\(test.range?.start ?? 0)", "\(test.range?.duration ?? 0)",
+            ]
+        )
+        let expected = try JSONDecoder().decode(Expected.self, from: output.stdout)
+        #expect(data.channels == expected.channels)
+        #expect(data.sampleRate == expected.sample_rate)
+        #expect(data.samplesPerPixel == samplesPerPixel)
+        let ours = data.values(bits: test.bits)
+        #expect(ours.count == expected.data.count, "\(test): \(ours.count) values, expected \(expected.data.count)")
+        let differing = zip(ours, expected.data).enumerated().filter { $0.element.0 != $0.element.1 }
+        #expect(differing.isEmpty, "\(test): \(differing.count) values differ, first \(differing.prefix(3))")
+    }
+
+    /// The JSON and `.dat` files, field by field and byte by byte.
+    @Test func fileFormats() throws {
+        let mono = WaveformData(sampleRate: 44100, samplesPerPixel: 256, channels: 1, data: [-300, 512, -32768, 32767])
+        let json = try JSONSerialization.jsonObject(with: Data(mono.json(bits: 16))) as? [String: Any]
+        #expect(json?["version"] as? Int == 2)
+        #expect(json?["channels"] as? Int == 1)
+        #expect(json?["sample_rate"] as? Int == 44100)
+        #expect(json?["samples_per_pixel"] as? Int == 256)
+        #expect(json?["bits"] as? Int == 16)
+        #expect(json?["length"] as? Int == 2)
+        #expect(json?["data"] as? [Int] == [-300, 512, -32768, 32767])
+        let eight = try JSONSerialization.jsonObject(with: Data(mono.json(bits: 8))) as? [String: Any]
+        #expect(eight?["data"] as? [Int] == [-1, 2, -128, 127])
+
+        #expect(
+            mono.dat(bits: 16) == [
+                1, 0, 0, 0, 0, 0, 0, 0, 0x44, 0xAC, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0,
+                0xD4, 0xFE, 0x00, 0x02, 0x00, 0x80, 0xFF, 0x7F,
+            ]
+        )
+        #expect(
+            mono.dat(bits: 8) == [
+                1, 0, 0, 0, 1, 0, 0, 0, 0x44, 0xAC, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0xFF, 2, 0x80, 0x7F,
+            ]
+        )
+        let stereo = WaveformData(sampleRate: 48000, samplesPerPixel: 512, channels: 2, data: [-1, 1, -2, 2])
+        #expect(
+            stereo.dat(bits: 16) == [
+                2, 0, 0, 0, 0, 0, 0, 0, 0x80, 0xBB, 0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0,
+                0xFF, 0xFF, 1, 0, 0xFE, 0xFF, 2, 0,
+            ]
+        )
+    }
+
+    /// The PNG is a picture of the given size that ffprobe reads.
+    @Test func pngRendering() async throws {
+        let path = try await Fixtures.shared.path(.impulses)
+        try await withTemporaryDirectory("waveform") { directory in
+            var outputs = WaveformOutputs(
+                json: directory.file("a.json"),
+                dat: directory.file("a.dat"),
+                png: directory.file("w.png")
+            )
+            outputs.picture.width = 300
+            outputs.picture.height = 100
+            let reader = try WaveformReader(
+                asset: try Asset(location: path),
+                options: WaveformOptions(),
+                timeRange: .all
+            )
+            let result = try reader.run(writing: outputs)
+            #expect(result.files.map(\.name).sorted() == ["a.dat", "a.json", "w.png"])
+            let picture = try #require(try await FFProbe.probe(directory.file("w.png")).video)
+            #expect(picture.codec_name == "png" && picture.width == 300 && picture.height == 100)
+            #expect(try await FFProbe.decodeErrors(directory.file("w.png")).isEmpty)
+        }
+    }
+
+    @Test func noAudioIsInputUnsupported() async throws {
+        let path = try await Fixtures.shared.path(.videoOnly)
+        do {
+            _ = try WaveformReader(asset: try Asset(location: path), options: WaveformOptions(), timeRange: .all)
+            Issue.record("a video-only input was accepted")
+        } catch {
+            #expect(error.code == .inputUnsupported)
+            #expect(error.message.contains("no audio track"))
+        }
+    }
+}
