@@ -50,9 +50,7 @@ struct ExportCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let range {
-            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
-        }
+        try RangeArgument.validate(range)
         if output.contains("://") {
             throw ValidationError(
                 "export writes a local file; to upload to a URL, queue a job: jobctl submit INPUT --preset P --output URL"
@@ -63,7 +61,7 @@ struct ExportCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let timeRange = try RangeArgument.timeRange(range)
             let preset = try presets.catalog().preset(named: preset)
             // Before anything is read: never a device, a FIFO, a link or the input itself.
             try OutputDestination.check(output, input: input)

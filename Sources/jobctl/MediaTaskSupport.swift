@@ -66,3 +66,17 @@ struct MediaDuration: ExpressibleByArgument, Sendable {
         microseconds = value
     }
 }
+
+/// `--range`: checked while parsing (a bad range is a usage error, exit 64, naming what is
+/// wrong) and turned into a `TimeRange` (all of the input when absent) when the command runs.
+enum RangeArgument {
+    static func validate(_ text: String?) throws {
+        guard let text else { return }
+        do { _ = try TimeRange(parsing: text) } catch { throw ValidationError(error.description) }
+    }
+
+    static func timeRange(_ text: String?) throws(TimeRangeParseError) -> TimeRange {
+        guard let text else { return .all }
+        return try TimeRange(parsing: text)
+    }
+}

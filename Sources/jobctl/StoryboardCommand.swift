@@ -75,16 +75,14 @@ struct StoryboardCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let range {
-            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
-        }
+        try RangeArgument.validate(range)
         if MediaLocation.isRemote(output) { throw ValidationError("storyboard writes into a local directory") }
     }
 
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: input, limits: limits.limits())
             let session = try StoryboardSession(
                 asset: asset,

@@ -94,7 +94,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let range { do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) } }
+        try RangeArgument.validate(range)
         guard maxAttempts >= 1 && maxAttempts <= 100 else {
             throw ValidationError("--max-attempts is between 1 and 100")
         }

@@ -113,9 +113,7 @@ struct ThumbnailsCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let range {
-            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
-        }
+        try RangeArgument.validate(range)
         if MediaLocation.isRemote(output) { throw ValidationError("thumbnails writes into a local directory") }
     }
 
@@ -127,7 +125,7 @@ struct ThumbnailsCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: input, limits: limits.limits())
             let session = try ThumbnailSession(
                 asset: asset,

@@ -117,9 +117,7 @@ struct WaveformCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let range {
-            do { _ = try TimeRange(parsing: range) } catch { throw ValidationError(error.description) }
-        }
+        try RangeArgument.validate(range)
         let paths = [output, dat, png].compactMap { $0 }
         guard !paths.isEmpty else { throw ValidationError("give at least one of -o FILE.json, --dat FILE, --png FILE") }
         if paths.contains(where: MediaLocation.isRemote) { throw ValidationError("waveform writes local files") }
@@ -129,7 +127,7 @@ struct WaveformCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let timeRange = try range.map { try TimeRange(parsing: $0) } ?? .all
+            let timeRange = try RangeArgument.timeRange(range)
             for path in [output, dat, png].compactMap({ $0 }) { try OutputDestination.check(path, input: input) }
             let asset = try Asset(location: input, limits: limits.limits())
             let reader = try WaveformReader(asset: asset, options: peaks.options, timeRange: timeRange)

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Synchronization
 
 /// The file format of generated images; each is encoded by FFmpeg itself (libavcodec), so
 /// images need no other library.
@@ -41,6 +42,27 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
 
     /// Whether this FFmpeg build has the encoder (libwebp is optional in FFmpeg builds).
     public var isAvailable: Bool { CodecEncoder.isAvailable(encoderName) }
+
+    /// `encode_failed` before any work when this FFmpeg build lacks the encoder.
+    func requireEncoder() throws(MediaError) {
+        guard isAvailable else {
+            throw MediaError(.encodeFailed, "this FFmpeg build has no \(encoderName) encoder for \(self) images")
+        }
+    }
+}
+
+/// Progress counted in steps (images, tiles): 0…1 once the total is known. Thread-safe.
+final class StepProgress: Sendable {
+    private let done = Atomic<Int>(0)
+    private let total = Atomic<Int>(0)
+
+    func start(total count: Int) { total.store(count, ordering: .relaxed) }
+    func step() { done.add(1, ordering: .relaxed) }
+
+    var fraction: Double {
+        let total = total.load(ordering: .relaxed)
+        return total == 0 ? 0 : Double(done.load(ordering: .relaxed)) / Double(total)
+    }
 }
 
 /// Converts decoded pictures to what an image shows: the display orientation (rotation

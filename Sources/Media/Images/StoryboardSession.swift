@@ -57,16 +57,10 @@ public final class StoryboardSession: @unchecked Sendable {
     public let generator: ImageGenerator
     public let options: StoryboardOptions
     public let directory: String
-    private let completed = Atomic<Int>(0)
-    private let total = Atomic<Int>(0)
+    private let steps = StepProgress()
 
     public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange, directory: String) throws(MediaError) {
-        guard options.format.isAvailable else {
-            throw MediaError(
-                .encodeFailed,
-                "this FFmpeg build has no \(options.format.encoderName) encoder for \(options.format) images"
-            )
-        }
+        try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
         generator.maximumSize = options.tileSize
@@ -74,10 +68,7 @@ public final class StoryboardSession: @unchecked Sendable {
         self.directory = directory
     }
 
-    public var progress: Double {
-        let total = total.load(ordering: .relaxed)
-        return total == 0 ? 0 : Double(completed.load(ordering: .relaxed)) / Double(total)
-    }
+    public var progress: Double { steps.fraction }
 
     public func cancel() { generator.cancelAllImageGeneration() }
 
@@ -100,7 +91,7 @@ public final class StoryboardSession: @unchecked Sendable {
         let span = duration / Int64(count)
         generator.toleranceBefore = .max
         generator.toleranceAfter = span / 2
-        total.store(count, ordering: .relaxed)
+        steps.start(total: count)
 
         let sheet = try Self.blankSheet(width: tile.width * columns, height: tile.height * rows)
         var failure: MediaError?
@@ -111,7 +102,7 @@ public final class StoryboardSession: @unchecked Sendable {
                 x: (request.index % columns) * tile.width,
                 y: (request.index / columns) * tile.height
             )
-            completed.add(1, ordering: .relaxed)
+            steps.step()
         } failed: { _, error in
             failure = failure ?? error
         }

@@ -73,18 +73,12 @@ public final class ThumbnailSession: @unchecked Sendable {
     public let generator: ImageGenerator
     public let options: ThumbnailOptions
     public let directory: String
-    private let completed = Atomic<Int>(0)
-    private let total = Atomic<Int>(0)
+    private let steps = StepProgress()
 
     /// `input_unsupported` without a video track; `encode_failed` if this FFmpeg lacks the
     /// format's encoder.
     public init(asset: Asset, options: ThumbnailOptions, timeRange: TimeRange, directory: String) throws(MediaError) {
-        guard options.format.isAvailable else {
-            throw MediaError(
-                .encodeFailed,
-                "this FFmpeg build has no \(options.format.encoderName) encoder for \(options.format) images"
-            )
-        }
+        try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
         generator.maximumSize = options.maximumSize
@@ -96,10 +90,7 @@ public final class ThumbnailSession: @unchecked Sendable {
     }
 
     /// 0…1: images done of those asked for.
-    public var progress: Double {
-        let total = total.load(ordering: .relaxed)
-        return total == 0 ? 0 : Double(completed.load(ordering: .relaxed)) / Double(total)
-    }
+    public var progress: Double { steps.fraction }
 
     public func cancel() { generator.cancelAllImageGeneration() }
 
@@ -108,7 +99,7 @@ public final class ThumbnailSession: @unchecked Sendable {
         let asset = generator.asset
         let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let times = options.resolvedTimes(start: range.start, end: range.end ?? asset.duration)
-        total.store(times.count, ordering: .relaxed)
+        steps.start(total: times.count)
         let files = try StagedFiles(directory: directory)
         let digits = max(3, String(times.count).count)
         var images: [ImageFile] = []
@@ -139,7 +130,7 @@ public final class ThumbnailSession: @unchecked Sendable {
                     actualTime: Double(image.actualTime ?? 0) / 1e6
                 )
             )
-            completed.add(1, ordering: .relaxed)
+            steps.step()
         }
         if let failure {
             files.discard()

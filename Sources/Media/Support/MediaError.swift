@@ -78,6 +78,6 @@ public struct MediaError: CodedError, Sendable {
     public var isCancellation: Bool { code == .cancelled }
 
     public static func cancelled(file: String = #fileID, line: Int = #line) -> MediaError {
-        MediaError(.cancelled, "the export was cancelled", file: file, line: line)
+        MediaError(.cancelled, "cancelled before it finished (nothing was written)", file: file, line: line)
     }
 }

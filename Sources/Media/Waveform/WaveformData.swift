@@ -78,19 +78,21 @@ struct PeakAccumulator {
         maximum = Array(repeating: Int32(Int16.min), count: outputs)
     }
 
-    /// Takes `frames` frames of planar float samples (one plane per channel), converted to
-    /// 16 bits as FFmpeg's resampler converts float to s16: `lrintf(x * 32768)`, clipped.
+    /// Takes `frames` frames of planar float samples (one plane per channel), each converted to
+    /// 16 bits as FFmpeg's resampler converts float to s16.
     mutating func add(planes: UnsafePointer<UnsafeMutablePointer<UInt8>?>, frames: Int) {
+        // Each plane bound to floats once per frame, not per sample.
+        let samples = (0..<channels).map { UnsafeRawPointer(planes[$0]!).assumingMemoryBound(to: Float.self) }
         for frame in 0..<frames {
             if split {
                 for channel in 0..<channels {
-                    let sample = Self.sixteenBit(planes[channel]!, frame)
+                    let sample = Self.sixteenBit(samples[channel][frame])
                     if sample < minimum[channel] { minimum[channel] = sample }
                     if sample > maximum[channel] { maximum[channel] = sample }
                 }
             } else {
                 var sum: Int32 = 0
-                for channel in 0..<channels { sum += Self.sixteenBit(planes[channel]!, frame) }
+                for channel in 0..<channels { sum += Self.sixteenBit(samples[channel][frame]) }
                 let sample = sum / Int32(channels)
                 if sample < minimum[0] { minimum[0] = sample }
                 if sample > maximum[0] { maximum[0] = sample }
@@ -115,9 +117,9 @@ struct PeakAccumulator {
         count = 0
     }
 
+    /// Float to 16 bits as swresample converts: `lrintf(x * 32768)`, clipped.
     @inline(__always)
-    private static func sixteenBit(_ plane: UnsafeMutablePointer<UInt8>, _ index: Int) -> Int32 {
-        let value = plane.withMemoryRebound(to: Float.self, capacity: index + 1) { $0[index] }
-        return Int32(clamping: min(max(lrintf(value * 32768), Int(Int16.min)), Int(Int16.max)))
+    private static func sixteenBit(_ value: Float) -> Int32 {
+        Int32(min(max(lrintf(value * 32768), Int(Int16.min)), Int(Int16.max)))
     }
 }
