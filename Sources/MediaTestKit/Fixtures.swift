@@ -17,6 +17,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case surround  // AAC 5.1
     case multiAudio  // two audio tracks (eng stereo 48 kHz, fra mono 44.1 kHz)
     case audioOnly  // FLAC stereo
+    // AAC stereo (440/660 Hz) encoded without noise substitution: decodes to the same samples
+    // whichever packet decoding starts from (docs/waveforms.md), so a range is bit-exact.
+    case aacPlain
     case videoOnly  // H.264 without audio
     case transportStream  // MPEG-TS, open GOP, B-frames, one keyframe per 3 s, PTS offset 3600 s
     case webm  // VP9 + Opus
@@ -68,6 +71,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         switch self {
         case .tenBitMatroska, .subtitleOnly: "mkv"
         case .audioOnly: "flac"
+        case .aacPlain: "m4a"
         case .transportStream, .greyRampTS, .corrupted: "ts"
         case .webm: "webm"
         case .avi: "avi"
@@ -186,6 +190,12 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .audioOnly:
             return .ffmpeg(Self.tone(44100) + seconds + ["-ac", "2", "-c:a", "flac", "OUT"])
+        case .aacPlain:
+            return .ffmpeg(
+                Self.tone() + Self.tone(frequency: 660) + seconds
+                    + ["-filter_complex", "[0:a][1:a]join=inputs=2:channel_layout=stereo[a]", "-map", "[a]"]
+                    + ["-c:a", "aac", "-aac_pns", "0", "OUT"]
+            )
         case .videoOnly:
             return .ffmpeg(Self.video() + seconds + Self.x264 + ["OUT"])
         case .transportStream:

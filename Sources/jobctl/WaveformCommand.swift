@@ -23,6 +23,14 @@ struct WaveformArguments: ParsableArguments {
     @Flag(name: .customLong("split-channels"), help: "One min/max pair per channel instead of the channels averaged.")
     var splitChannels = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Read only this audio track (its index, as ffprobe numbers streams); default: all of them, mixed.",
+            valueName: "index"
+        )
+    )
+    var track: Int?
+
     @Option(help: ArgumentHelp("The PNG's width in pixels.", valueName: "pixels"))
     var width = 1800
 
@@ -41,6 +49,7 @@ struct WaveformArguments: ParsableArguments {
         }
         if let samplesPerPixel, samplesPerPixel < 2 { throw ValidationError("--samples-per-pixel is at least 2") }
         if let pixelsPerSecond, pixelsPerSecond < 1 { throw ValidationError("--pixels-per-second is at least 1") }
+        if let track, track < 0 { throw ValidationError("--track is a stream index (0 or more)") }
         guard bits == 8 || bits == 16 else { throw ValidationError("--bits is 8 or 16") }
         guard (1...16384).contains(width), (1...16384).contains(height) else {
             throw ValidationError("--width and --height are between 1 and 16384")
@@ -59,6 +68,7 @@ struct WaveformArguments: ParsableArguments {
         options.pixelsPerSecond = pixelsPerSecond
         options.bits = bits
         options.splitChannels = splitChannels
+        options.track = track
         return options
     }
 
@@ -77,7 +87,8 @@ struct WaveformCommand: AsyncParsableCommand {
         commandName: "waveform",
         abstract: "Compute an audio waveform (peaks for audiowaveform/peaks.js, and a PNG), in this process.",
         discussion: """
-            Reads the default (else the first) audio track, converts each sample to 16 bits, \
+            Reads the audio (several audio tracks are mixed, at the highest sample rate and \
+            channel count among them; --track N reads one), converts each sample to 16 bits, \
             averages the channels (or keeps them apart with --split-channels), and keeps the \
             minimum and maximum of every --samples-per-pixel samples (default 256; the last, \
             partial column is kept). Memory does not grow with the input's length.

@@ -132,7 +132,11 @@ final class InputFile {
     func seekToBeginning(startTime: Int64) throws {
         if isHeaderless && context.pointee.pb != nil {
             try check(avformat_seek_file(context, -1, 0, 0, 0, AVSEEK_FLAG_BYTE), "avformat_seek_file(byte 0)")
-        } else {
+        } else if av_seek_frame(context, -1, startTime - 1_000_000, 0) < 0 {
+            // Forward from a second before the start: the first packets, including those before
+            // the start time (an MP4's AAC priming packet, before its edit list's 0). A backward
+            // seek to the start lands on the packet at 0 and drops them, and a decoder started
+            // there differs from a full decode for the rest of the track (AAC noise state).
             try check(avformat_seek_file(context, -1, Int64.min, startTime, startTime, 0), "avformat_seek_file(start)")
         }
     }

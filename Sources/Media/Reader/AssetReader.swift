@@ -21,7 +21,7 @@ public final class AssetReader: @unchecked Sendable {
 
     private struct State {
         var status: Status = .unknown
-        var outputs: [AssetReaderTrackOutput] = []
+        var outputs: [AssetReaderOutput] = []
         var error: MediaError?
         var window: ReadWindow?
         var inputEndedEarly: String?
@@ -41,7 +41,7 @@ public final class AssetReader: @unchecked Sendable {
     }
 
     /// The outputs added so far, in order.
-    public var outputs: [AssetReaderTrackOutput] { state.withLock { $0.outputs } }
+    public var outputs: [AssetReaderOutput] { state.withLock { $0.outputs } }
 
     public var status: Status { state.withLock { $0.status } }
     public var error: MediaError? { state.withLock { $0.error } }
@@ -62,13 +62,15 @@ public final class AssetReader: @unchecked Sendable {
     /// The last error the demuxer logged before the input ended, if any (`partial file`).
     var lastDemuxError: String? { state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError } }
 
-    public func add(_ output: AssetReaderTrackOutput) {
+    public func add(_ output: AssetReaderOutput) {
         precondition(
-            asset.tracks.contains { $0.index == output.track.index },
-            "the output's track belongs to another asset"
+            output.tracks.allSatisfy { track in asset.tracks.contains { $0.index == track.index } },
+            "the output's tracks belong to another asset"
         )
         state.withLock { state in
             precondition(state.status == .unknown, "outputs are added before reading starts")
+            let used = Set(state.outputs.flatMap(\.tracks).map(\.index))
+            precondition(output.tracks.allSatisfy { !used.contains($0.index) }, "a track is read by one output")
             state.outputs.append(output)
         }
         output.reader = self
@@ -83,21 +85,22 @@ public final class AssetReader: @unchecked Sendable {
         let input = asset.input
 
         for index in 0..<input.streamCount {
-            let used = outputs.contains { $0.track.index == index }
+            let used = outputs.contains { $0.tracks.contains { $0.index == index } }
             input.stream(index).pointee.discard = used ? AVDISCARD_DEFAULT : AVDISCARD_ALL
         }
-        let copiedVideo = outputs.first { $0.settings == nil && $0.track.mediaType == .video }
-        let reference = copiedVideo ?? outputs.first { $0.track.mediaType == .video } ?? outputs[0]
+        let copiedVideo = outputs.first(where: \.copiesVideo)?.tracks[0]
+        let reference =
+            copiedVideo ?? outputs.lazy.flatMap(\.tracks).first { $0.mediaType == .video } ?? outputs[0].tracks[0]
         // A range from 0 needs no seek: the demuxer is at the first packet.
         if range.start > 0 {
             // Decoded audio needs the packets just before the start to warm its decoder up (AAC's
             // overlapping transform, MP3's bit reservoir, Opus's pre-roll): seeking
             // `audioPreroll` earlier gives them, and the samples before the start are dropped
             // anyway. Not when video is copied: that starts at the keyframe at or before START.
-            let decodesAudio = outputs.contains { $0.track.mediaType == .audio && $0.settings != nil }
+            let decodesAudio = outputs.contains(where: \.decodesAudio)
             let preroll = copiedVideo == nil && decodesAudio ? Self.audioPreroll : 0
             let target = max(asset.startTime, window.start - preroll)
-            let keyframe = try asset.seek(to: target, reference: reference.track.index) { [self] in
+            let keyframe = try asset.seek(to: target, reference: reference.index) { [self] in
                 terminalError ?? MediaError.cancelled()
             }
             if copiedVideo != nil, let keyframe {
@@ -107,39 +110,11 @@ public final class AssetReader: @unchecked Sendable {
         }
 
         // Decoders are created here, before the threads, so a bad stream fails the start.
-        var pipelines: [TrackPipeline] = []
-        for output in outputs {
-            let stream = input.stream(output.track.index)
-            let sink: SampleSink = { [unowned output] in output.deliver($0) }
-            switch output.settings {
-            case nil:
-                pipelines.append(CopyPipeline(stream: stream, window: window, sink: sink))
-            case .video(let size):
-                let decoder = try makeDecoder(stream, track: output.track)
-                pipelines.append(
-                    VideoDecodePipeline(
-                        decoder: decoder,
-                        stream: stream,
-                        output: size,
-                        rotation: output.track.rotation ?? 0,
-                        window: window,
-                        sink: sink
-                    )
-                )
-            case .audio(let sampleRate, let channels):
-                let decoder = try makeDecoder(stream, track: output.track)
-                pipelines.append(
-                    AudioDecodePipeline(
-                        decoder: decoder,
-                        stream: stream,
-                        sampleRate: sampleRate,
-                        channels: channels,
-                        window: window,
-                        sink: sink
-                    )
-                )
-            }
+        let context = PipelineContext(input: input, window: window) { [self] track throws(MediaError) in
+            try makeDecoder(input.stream(track.index), track: track)
         }
+        var pipelines: [TrackPipeline] = []
+        for output in outputs { pipelines.append(try output.makePipeline(context)) }
 
         state.withLock {
             $0.status = .reading
@@ -149,7 +124,8 @@ public final class AssetReader: @unchecked Sendable {
         for (output, pipeline) in zip(outputs, pipelines) {
             output.setStatus(.reading)
             let box = UncheckedBox(pipeline)
-            threads.spawn("jobctl.read.\(output.track.mediaType).\(output.track.index)") { [self] in
+            let name = "\(output.tracks[0].mediaType).\(output.tracks.map { "\($0.index)" }.joined(separator: "+"))"
+            threads.spawn("jobctl.read.\(name)") { [self] in
                 output.run(box.value, reader: self)
             }
         }
@@ -214,17 +190,19 @@ public final class AssetReader: @unchecked Sendable {
     /// Which output each stream's packets go to, where each stream's range ends, and how to
     /// place its packets on the export's timeline.
     private struct Routes: Sendable {
-        var byStream: [Int: (output: AssetReaderTrackOutput, end: Int64?, timeBase: AVRational)] = [:]
+        var byStream: [Int: (output: AssetReaderOutput, end: Int64?, timeBase: AVRational)] = [:]
         /// The window's start (absolute µs): time 0 of the timeline.
         let origin: Int64
 
-        init(input: InputFile, outputs: [AssetReaderTrackOutput], end: Int64?, origin: Int64) {
+        init(input: InputFile, outputs: [AssetReaderOutput], end: Int64?, origin: Int64) {
             self.origin = origin
             for output in outputs {
-                let timeBase = input.stream(output.track.index).pointee.time_base
-                byStream[output.track.index] = (
-                    output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) }, timeBase
-                )
+                for track in output.tracks {
+                    let timeBase = input.stream(track.index).pointee.time_base
+                    byStream[track.index] = (
+                        output, end.map { av_rescale_q_rnd($0, microsecondBase, timeBase, AV_ROUND_UP) }, timeBase
+                    )
+                }
             }
         }
 
@@ -278,8 +256,12 @@ public final class AssetReader: @unchecked Sendable {
                 // Packets come in decode order: nothing after this one is shown before the end.
                 av_packet_unref(scratch.pointer)
                 open.remove(index)
-                // A parked track's queue stays open: the others may still release it.
-                if !timeline.isParked(index) { route.output.packets.close() }
+                // A parked track's queue stays open: the others may still release it. An output
+                // of several tracks (a mix) is closed when the last of them ends.
+                let finished = route.output.tracks.allSatisfy {
+                    !open.contains($0.index) && !timeline.isParked($0.index)
+                }
+                if finished { route.output.packets.close() }
                 continue
             }
             let packet = Packet.moving(from: scratch.pointer)
@@ -299,8 +281,11 @@ public final class AssetReader: @unchecked Sendable {
                     return
                 }
             }
-            for (stream, item) in routed where !routes.byStream[stream]!.output.packets.push(item) {
-                open.remove(stream)  // the output needs no more
+            for (stream, item) in routed {
+                let output = routes.byStream[stream]!.output
+                if !output.packets.push(item) {
+                    for track in output.tracks { open.remove(track.index) }  // the output needs no more
+                }
             }
         }
         guard terminalError == nil else { return }

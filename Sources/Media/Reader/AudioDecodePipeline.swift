@@ -14,7 +14,7 @@ final class AudioDecodePipeline: TrackPipeline {
     private var resamplerInput: (rate: Int32, format: Int32, channels: Int32) = (0, -1, 0)
     private var nextSample: Int64?
     private var started = false
-    private var emitted: Int64 = 0
+    private var clock: AudioSampleClock
     private var reachedEnd = false
 
     init(
@@ -29,6 +29,7 @@ final class AudioDecodePipeline: TrackPipeline {
         timeBase = stream.pointee.time_base
         self.window = window
         outputRate = Int32(sampleRate)
+        clock = AudioSampleClock(rate: outputRate)
         av_channel_layout_default(&outputLayout, Int32(channels))
         self.sink = sink
     }
@@ -149,28 +150,33 @@ final class AudioDecodePipeline: TrackPipeline {
         }
     }
 
-    private func emit(_ frame: Frame) throws(MediaError) {
-        let count = Int64(frame.sampleCount)
-        let pts = emitted
-        frame.pts = pts
-        emitted += count
-        guard
-            sink(
-                SampleBuffer(
-                    payload: .audio(frame),
-                    pts: pts,
-                    duration: count,
-                    timeBase: AVRational(num: 1, den: outputRate)
-                )
-            )
-        else {
-            throw MediaError.cancelled()
-        }
-    }
+    private func emit(_ frame: Frame) throws(MediaError) { try clock.emit(frame, to: sink) }
 
     private func wrap<T>(_ body: () throws -> T) throws(MediaError) -> T {
         do { return try body() } catch {
             throw MediaError(.decodeFailed, "track \(decoding.trackIndex): converting audio failed", detail: "\(error)")
         }
+    }
+}
+
+/// Numbers audio frames from sample 0 and hands them to a sink as samples.
+struct AudioSampleClock {
+    let rate: Int32
+    private(set) var emitted: Int64 = 0
+
+    init(rate: Int32) { self.rate = rate }
+
+    mutating func emit(_ frame: Frame, to sink: SampleSink) throws(MediaError) {
+        let count = Int64(frame.sampleCount)
+        let pts = emitted
+        frame.pts = pts
+        emitted += count
+        let sample = SampleBuffer(
+            payload: .audio(frame),
+            pts: pts,
+            duration: count,
+            timeBase: AVRational(num: 1, den: rate)
+        )
+        guard sink(sample) else { throw MediaError.cancelled() }
     }
 }

@@ -13,6 +13,8 @@ public struct WaveformOptions: Sendable, Hashable, Codable {
     public var bits = 16
     /// One min/max pair per channel per point instead of the channels averaged.
     public var splitChannels = false
+    /// The audio track to read (its index in the file); `nil`: every audio track, mixed.
+    public var track: Int?
     /// Which files to write (at least one): JSON (`peaks.json`), binary (`peaks.dat`), PNG.
     public var json = true
     public var dat = false
@@ -53,36 +55,44 @@ public struct WaveformResult: Sendable, Hashable, Codable {
     public var duration: Double
 }
 
-/// Reads an audio track sample by sample and reduces it to min/max peaks per pixel column
-/// while streaming (the seeds' audio-sample reader): an `AssetReader` delivers the track decoded
-/// at its own rate and channels, trimmed to the range to the sample; each sample becomes
-/// 16 bits; `PeakAccumulator` keeps only the points.
+/// Reads audio sample by sample and reduces it to min/max peaks per pixel column while
+/// streaming (the seeds' audio-sample reader): an `AssetReader` delivers the audio decoded at its
+/// own rate and channels, trimmed to the range to the sample; each sample becomes 16 bits;
+/// `PeakAccumulator` keeps only the points.
 ///
-/// Reads the default audio track (else the first). Several audio tracks are not mixed yet.
+/// With one audio track, that track; with several, all of them mixed
+/// (`AssetReaderAudioMixOutput`) at the highest sample rate and channel count among them;
+/// `options.track` picks one instead.
 public final class WaveformReader: @unchecked Sendable {
     public let asset: Asset
     public let options: WaveformOptions
     public let timeRange: TimeRange
+    /// The tracks read (several: mixed).
+    public let tracks: [AssetTrack]
+    public let sampleRate: Int
+    public let channels: Int
     private let reader: AssetReader
-    private let output: AssetReaderTrackOutput
+    private let output: AssetReaderOutput
     private let expected: Int64?
     private let read = Atomic<Int64>(0)
 
-    /// `input_unsupported` without an audio track or with more channels than 24.
+    /// `input_unsupported` without an audio track, with more channels than 24, or when
+    /// `options.track` is not a decodable audio track.
     public init(asset: Asset, options: WaveformOptions, timeRange: TimeRange) throws(MediaError) {
-        let audio = asset.audioTracks.filter(\.isDecodable)
-        guard let track = audio.first(where: \.isDefault) ?? audio.first else {
-            throw MediaError(.inputUnsupported, "\(asset.displayName) has no audio track to draw a waveform of")
+        tracks = try Self.tracks(of: asset, options: options)
+        for track in tracks {
+            guard let rate = track.sampleRate, rate > 0, let count = track.channels, count > 0 else {
+                throw MediaError(.inputUnsupported, "track \(track.index) does not say its sample rate and channels")
+            }
+            guard count <= WaveformOptions.maximumChannels else {
+                throw MediaError(
+                    .inputUnsupported,
+                    "track \(track.index) has \(count) channels; waveforms support up to \(WaveformOptions.maximumChannels)"
+                )
+            }
         }
-        guard let sampleRate = track.sampleRate, sampleRate > 0, let channels = track.channels, channels > 0 else {
-            throw MediaError(.inputUnsupported, "track \(track.index) does not say its sample rate and channels")
-        }
-        guard channels <= WaveformOptions.maximumChannels else {
-            throw MediaError(
-                .inputUnsupported,
-                "track \(track.index) has \(channels) channels; waveforms support up to \(WaveformOptions.maximumChannels)"
-            )
-        }
+        sampleRate = tracks.compactMap(\.sampleRate).max()!
+        channels = tracks.compactMap(\.channels).max()!
         guard options.samplesPerPixel(sampleRate: sampleRate) >= 2 else {
             throw MediaError(
                 .inputUnsupported,
@@ -93,26 +103,48 @@ public final class WaveformReader: @unchecked Sendable {
         self.options = options
         self.timeRange = timeRange
         reader = try AssetReader(asset: asset, timeRange: timeRange)
-        output = AssetReaderTrackOutput(track: track, settings: .audio(sampleRate: sampleRate, channels: channels))
+        if tracks.count == 1 {
+            output = AssetReaderTrackOutput(
+                track: tracks[0],
+                settings: .audio(sampleRate: sampleRate, channels: channels)
+            )
+        } else {
+            output = AssetReaderAudioMixOutput(audioTracks: tracks, sampleRate: sampleRate, channels: channels)
+        }
         reader.add(output)
         expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
             .expectedDuration
     }
 
-    public var track: AssetTrack { output.track }
+    private static func tracks(of asset: Asset, options: WaveformOptions) throws(MediaError) -> [AssetTrack] {
+        let audio = asset.audioTracks.filter(\.isDecodable)
+        if let index = options.track {
+            guard let track = audio.first(where: { $0.index == index }) else {
+                let choices = audio.map { "\($0.index)" }.joined(separator: ", ")
+                throw MediaError(
+                    .inputUnsupported,
+                    "track \(index) of \(asset.displayName) is not an audio track that can be decoded"
+                        + (choices.isEmpty ? "" : " (audio tracks: \(choices))")
+                )
+            }
+            return [track]
+        }
+        guard !audio.isEmpty else {
+            throw MediaError(.inputUnsupported, "\(asset.displayName) has no audio track to draw a waveform of")
+        }
+        return audio
+    }
 
     /// 0…1, by samples read against the range's length.
     public var progress: Double {
-        guard let expected, expected > 0, let rate = track.sampleRate else { return 0 }
-        return min(1, Double(read.load(ordering: .relaxed)) / (Double(expected) / 1e6 * Double(rate)))
+        guard let expected, expected > 0 else { return 0 }
+        return min(1, Double(read.load(ordering: .relaxed)) / (Double(expected) / 1e6 * Double(sampleRate)))
     }
 
     public func cancel() { reader.cancelReading() }
 
     /// Reads the whole range and returns its peaks. Blocks.
     public func readPeaks() throws(MediaError) -> WaveformData {
-        let sampleRate = track.sampleRate!
-        let channels = track.channels!
         var peaks = PeakAccumulator(
             channels: channels,
             split: options.splitChannels,
