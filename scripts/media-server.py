@@ -8,7 +8,8 @@ line in --log.
 Prints "listening PORT" once ready. Behaviours for tests: --fail-put-first N (answer 500 to the
 first N PUTs), --put-status CODE (answer every PUT with CODE), --redirect-get URL (answer every
 GET with 302 to URL), --tls-cert PEM (https with that certificate and key), --put-rate BYTES
-(read PUT bodies at most this fast, like a slow link). A PUT is stored only when its whole body
+(read PUT bodies at most this fast, like a slow link), --get-rate BYTES (send GET bodies at
+most this fast). A PUT is stored only when its whole body
 arrived, written to a temporary name first and renamed, so a file in --uploads is always a
 complete upload. Each PUT is logged twice: "PUT-START" when its headers arrive, "PUT" when it
 ends, both with the Jobctl-Attempt header the worker sends.
@@ -37,6 +38,7 @@ def main():
     parser.add_argument("--redirect-get")
     parser.add_argument("--tls-cert", help="serve https with this certificate (PEM, key included)")
     parser.add_argument("--put-rate", type=int, default=0, help="read PUT bodies at most this many bytes per second")
+    parser.add_argument("--get-rate", type=int, default=0, help="send GET bodies at most this many bytes per second")
     args = parser.parse_args()
     lock = threading.Lock()
     state = {"puts": 0}
@@ -111,11 +113,13 @@ def main():
                 left = end - start + 1
                 try:
                     while left > 0:
-                        chunk = source.read(min(left, 65536))
+                        chunk = source.read(min(left, 4096 if args.get_rate else 65536))
                         if not chunk:
                             break
                         self.wfile.write(chunk)
                         left -= len(chunk)
+                        if args.get_rate:
+                            time.sleep(len(chunk) / args.get_rate)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
 

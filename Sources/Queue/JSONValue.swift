@@ -49,4 +49,5 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
     public var doubleValue: Double? { if case .number(let value) = self { value } else { nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
 }

@@ -7,6 +7,15 @@ public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
     case export
     /// Does nothing and completes at once: for measuring the queue itself and for health checks.
     case noop
+    /// Images at given times (`AVAssetImageGenerator`) into a directory.
+    case thumbnails
+    /// A sprite sheet, a WebVTT file and a JSON description for hover previews.
+    case storyboard
+    /// Audio peaks (audiowaveform's JSON and .dat) and a PNG.
+    case waveform
+
+    /// Kinds whose output is a directory of files (a URL template with `{name}` when remote).
+    public var writesFileSet: Bool { self == .thumbnails || self == .storyboard || self == .waveform }
 }
 
 /// A job as `show --json` prints it and a webhook carries it (docs/spec.md §4).

@@ -44,37 +44,38 @@ struct Attempts: Sendable {
             // From the claim to the last report: opening a remote input and uploading an output
             // can take a while, and the lease must hold (and cancellation reach us) throughout.
             group.addTask { await monitor(execution, logger: logger) }
-            var pending: PendingOutput?
-            var outputFile: String?
-            var exported: ExportResult?
+            var finished: FinishedRun?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
-                let export = try await ExportJob.prepare(
-                    claimed.job,
-                    lease: claimed.lease,
-                    options: options,
-                    sender: sender
-                )
-                execution.attach(export)
+                let prepared = try await Self.prepare(claimed, options: options, sender: sender)
+                execution.attach(prepared)
                 let started = ContinuousClock.now
-                let finished = try await export.session.exportDeferringCommit()
-                WorkerMetrics.encoded(mediaSeconds: finished.result.duration, in: .now - started)
-                exported = finished.result
-                outputFile = finished.output.temporaryPath
-                pending = finished.takeOutput()
-                outcome = .finished(export.uploadURL == nil ? .rename : .upload)
+                let run = try await prepared.run()
+                if let seconds = run.mediaSeconds { WorkerMetrics.encoded(mediaSeconds: seconds, in: .now - started) }
+                finished = run
+                outcome = .finished(prepared.uploadURL == nil ? .rename : .upload)
             } catch {
                 outcome = Self.outcome(of: error)
             }
-            let attempt = Attempt(
-                execution: execution,
-                pending: pending,
-                outputFile: outputFile,
-                result: exported,
-                logger: logger
-            )
+            let attempt = Attempt(execution: execution, held: finished?.held, finished: finished, logger: logger)
             await carryOut(execution.handle { $0.exportEnded(outcome) }, for: attempt)
             group.cancelAll()
+        }
+    }
+
+    /// Opens the job's input and builds its work, by kind.
+    static func prepare(
+        _ claimed: ClaimedJob,
+        options: WorkerOptions,
+        sender: HTTPSender
+    ) async throws
+        -> any PreparedJob
+    {
+        switch claimed.job.kind {
+        case .export, .noop:
+            try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
+        case .thumbnails, .storyboard, .waveform:
+            try await FileSetJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
         }
     }
 
@@ -115,12 +116,12 @@ struct Attempts: Sendable {
                 if ContinuousClock.now >= nextHeartbeat {
                     nextHeartbeat = .now + options.heartbeatInterval
                     nextCancellationCheck = .now + options.cancellationCheckInterval
-                    let export = execution.export
+                    let prepared = execution.prepared
                     let sent = ContinuousClock.now
                     let state = try await store.heartbeat(
                         lease,
-                        progress: export?.session.progress ?? 0,
-                        tracks: export?.tracks ?? [],
+                        progress: prepared?.progress ?? 0,
+                        tracks: prepared?.tracks ?? [],
                         extendBy: options.lease
                     )
                     guard execution.isListening else { return }
@@ -147,12 +148,17 @@ struct Attempts: Sendable {
     private struct Attempt: ~Copyable {
         let execution: Execution
         /// Taken exactly once: committed, uploaded then discarded, or discarded.
-        var pending: PendingOutput?
-        /// Where the finished file waits (what an upload sends).
-        let outputFile: String?
-        var result: ExportResult?
+        var held: (any HeldOutput)?
+        let finished: FinishedRun?
         let logger: Logger
         var uploadTries = 0
+        /// Bytes of each file uploaded so far, by name (a retry resumes after them).
+        var uploaded: [String: Int64] = [:]
+
+        mutating func takeHeld() -> (any HeldOutput)? {
+            defer { held = nil }
+            return held
+        }
     }
 
     private func carryOut(_ first: AttemptStateMachine.Action, for attempt: consuming Attempt) async {
@@ -183,7 +189,7 @@ struct Attempts: Sendable {
                 }
             case .rename:
                 do {
-                    try attempt.pending.take()?.commit()
+                    try attempt.takeHeld()?.commit()
                     action = execution.handle { $0.renamed(.success(())) }
                 } catch {
                     let failure: JobError
@@ -195,7 +201,7 @@ struct Attempts: Sendable {
                     action = execution.handle { $0.renamed(.failure(failure)) }
                 }
             case .upload:
-                let outcome = await upload(attempt, tries: attempt.uploadTries)
+                let outcome = await upload(&attempt, tries: attempt.uploadTries)
                 if case .retry = outcome { attempt.uploadTries += 1 }
                 action = execution.handle { $0.uploadEnded(outcome) }
             case .waitToRetryUpload(let delay):
@@ -205,11 +211,11 @@ struct Attempts: Sendable {
                 }
                 action = execution.handle { $0.retryDelayElapsed() }
             case .report(let report, let discardOutput):
-                if discardOutput { attempt.pending.take()?.discard() }
+                if discardOutput { attempt.takeHeld()?.discard() }
                 let accepted = await self.report(report, attempt)
                 action = execution.handle { $0.reported(accepted: accepted) }
             case .end(let outcome, let discardOutput):
-                if discardOutput { attempt.pending.take()?.discard() }
+                if discardOutput { attempt.takeHeld()?.discard() }
                 WorkerMetrics.attemptEnded(outcome, after: .now - execution.claimedAt)
                 return
             }
@@ -233,7 +239,7 @@ struct Attempts: Sendable {
     private func fence(_ execution: Execution, logger: Logger) async -> AttemptStateMachine.FenceAnswer {
         let sent = ContinuousClock.now
         do {
-            let tracks = execution.export?.tracks ?? []
+            let tracks = execution.prepared?.tracks ?? []
             switch try await store.heartbeat(
                 execution.claimed.lease,
                 progress: 1,
@@ -260,43 +266,61 @@ struct Attempts: Sendable {
         }
     }
 
-    /// One PUT of the finished output, on a thread of its own that stops sending within a second
-    /// of the attempt being stopped — cancelled, the lease found lost, or the lease's local
-    /// deadline passed without a renewal (a worker frozen mid-upload).
-    private func upload(_ attempt: borrowing Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
+    /// PUTs the finished outputs (one file, or each file of a set in turn), each on a thread of
+    /// its own that stops sending within a second of the attempt being stopped — cancelled, the
+    /// lease found lost, or the lease's local deadline passed without a renewal (a worker frozen
+    /// mid-upload). A retry resumes with the first file not uploaded yet.
+    private func upload(_ attempt: inout Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
         let execution = attempt.execution
-        guard let file = attempt.outputFile, let export = execution.export, let url = export.uploadURL else {
+        guard let uploads = attempt.held?.uploads, !uploads.isEmpty, let url = execution.prepared?.uploadURL else {
             return .failed(JobError(code: "internal", message: "an upload without an output"))
         }
         if tries == 0 {
             attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"])
         }
         let (sender, lease) = (sender, execution.claimed.lease)
-        let contentType = RemoteMedia.contentType(of: export.session.format)
-        let response: HTTPResponse
-        do {
-            response = try await onDedicatedThread("jobctl.upload") {
-                RemoteMedia.put(file, to: url, contentType: contentType, attempt: lease, sender: sender) {
-                    execution.shouldStopTransfer
+        for file in uploads where attempt.uploaded[file.name] == nil {
+            if execution.shouldStopTransfer { return .stopped }
+            let response: HTTPResponse
+            do {
+                response = try await onDedicatedThread("jobctl.upload") {
+                    RemoteMedia.put(
+                        file.path,
+                        to: file.url,
+                        contentType: file.contentType,
+                        attempt: lease,
+                        sender: sender
+                    ) {
+                        execution.shouldStopTransfer
+                    }
                 }
+            } catch {
+                return .failed(JobError(code: "internal", message: "could not start the upload: \(error)"))
             }
-        } catch {
-            return .failed(JobError(code: "internal", message: "could not start the upload: \(error)"))
-        }
-        switch RemoteMedia.outcome(of: response, url: url, tries: tries, retryDelays: options.uploadRetryDelays) {
-        case .uploaded(let bytes):
-            return .uploaded(bytes: bytes)
-        case .failed(let failure):
-            return .failed(failure.error)
-        case .stopped:
-            if execution.stopReason == .leaseLost {
-                attempt.logger.warning("Lease lost during the upload: transfer stopped")
+            switch RemoteMedia.outcome(
+                of: response,
+                url: file.url,
+                tries: tries,
+                retryDelays: options.uploadRetryDelays
+            ) {
+            case .uploaded(let bytes):
+                attempt.uploaded[file.name] = bytes
+            case .failed(let failure):
+                return .failed(failure.error)
+            case .stopped:
+                if execution.stopReason == .leaseLost {
+                    attempt.logger.warning("Lease lost during the upload: transfer stopped")
+                }
+                return .stopped
+            case .retry(let delay, let what):
+                attempt.logger.warning(
+                    "Upload failed; retrying",
+                    metadata: ["error": "\(what)", "retry.in": "\(delay)"]
+                )
+                return .retry(after: delay)
             }
-            return .stopped
-        case .retry(let delay, let what):
-            attempt.logger.warning("Upload failed; retrying", metadata: ["error": "\(what)", "retry.in": "\(delay)"])
-            return .retry(after: delay)
         }
+        return .uploaded(bytes: attempt.uploaded.values.reduce(0, +))
     }
 
     /// Makes the one store call that ends the attempt; `nil` when the store could not be reached
@@ -307,22 +331,16 @@ struct Attempts: Sendable {
         do {
             switch report {
             case .complete(let uploadedBytes):
-                guard var result = attempt.result else { preconditionFailure("completed without a result") }
-                if let uploadedBytes, let url = execution.export?.uploadURL {
-                    result.bytes = uploadedBytes
-                    result.output = MediaLocation.displayed(url)
-                    WorkerMetrics.uploaded(bytes: uploadedBytes)
-                }
+                guard let finished = attempt.finished else { preconditionFailure("completed without a result") }
+                if let uploadedBytes { WorkerMetrics.uploaded(bytes: uploadedBytes) }
+                let result = finished.result(uploadedBytes == nil ? nil : attempt.uploaded)
                 let accepted = try await store.complete(
                     lease,
-                    result: ExportJob.json(result),
-                    tracks: execution.export?.tracks ?? []
+                    result: result,
+                    tracks: execution.prepared?.tracks ?? []
                 )
                 if accepted {
-                    logger.info(
-                        "Job completed",
-                        metadata: ["job.output": "\(result.output)", "job.bytes": "\(result.bytes)"]
-                    )
+                    logger.info("Job completed", metadata: ["job.output": "\(execution.claimed.job.displayOutput)"])
                 } else {
                     logger.warning("Lease lost while completing; the next attempt will replace the output")
                 }

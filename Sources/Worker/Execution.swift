@@ -2,15 +2,16 @@ import Foundation
 import Queue
 import Synchronization
 
-/// One running attempt: its state machine (under a lock: events come from the export, the lease
-/// monitor, the claim loop and the upload thread), its export once prepared, and its lease's
-/// local deadline. Actions the state machine returns are carried out by the caller, outside the
-/// lock; the only one carried out here is cancelling the export, which any event may ask for.
+/// One running attempt: its state machine (under a lock: events come from the work, the lease
+/// monitor, the claim loop and the upload thread), its prepared job (an export, thumbnails…),
+/// and its lease's local deadline. Actions the state machine returns are carried out by the
+/// caller, outside the lock; the only one carried out here is cancelling the work, which any
+/// event may ask for.
 final class Execution: Sendable {
     let claimed: ClaimedJob
     let claimedAt = ContinuousClock.now
     let lease: Duration
-    private let state: Mutex<(machine: AttemptStateMachine, export: ExportJob?)>
+    private let state: Mutex<(machine: AttemptStateMachine, prepared: (any PreparedJob)?)>
     /// When the lease may have expired, by this host's clock: a renewal's request time plus the
     /// lease, less a margin. The store decides expiry by its own clock, which starts counting
     /// after the request was sent, so this errs early.
@@ -28,9 +29,9 @@ final class Execution: Sendable {
     /// Feeds the state machine one event; cancels the export when it says so and returns the
     /// other actions for the caller to carry out.
     func handle(_ event: (inout AttemptStateMachine) -> AttemptStateMachine.Action) -> AttemptStateMachine.Action {
-        let (action, export) = state.withLock { state in (event(&state.machine), state.export) }
+        let (action, prepared) = state.withLock { state in (event(&state.machine), state.prepared) }
         if action == .cancelExport {
-            export?.session.cancel()
+            prepared?.cancel()
             return .none
         }
         return action
@@ -58,17 +59,17 @@ final class Execution: Sendable {
     }
 
     var stopReason: AttemptStateMachine.StopReason? { state.withLock { $0.machine.stopReason } }
-    var export: ExportJob? { state.withLock { $0.export } }
+    var prepared: (any PreparedJob)? { state.withLock { $0.prepared } }
     /// Whether the lease monitor should keep renewing: until the outcome is being reported.
     var isListening: Bool { state.withLock { $0.machine.isListening } }
 
-    /// The export is prepared; an attempt stopped meanwhile cancels it at once.
-    func attach(_ export: ExportJob) {
+    /// The job is prepared; an attempt stopped meanwhile cancels it at once.
+    func attach(_ prepared: any PreparedJob) {
         let stopped = state.withLock { state -> Bool in
-            state.export = export
+            state.prepared = prepared
             return state.machine.stopReason != nil
         }
-        if stopped { export.session.cancel() }
+        if stopped { prepared.cancel() }
     }
 }
 

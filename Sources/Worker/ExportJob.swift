@@ -5,7 +5,7 @@ import Queue
 import SafeHTTP
 
 /// An `export` job made ready to run: its asset opened and its session configured.
-struct ExportJob: Sendable {
+struct ExportJob: PreparedJob {
     let session: ExportSession
     /// Where the finished file is PUT, for an `http(s)` output (the session then writes to a
     /// staging file of the worker's).
@@ -16,13 +16,7 @@ struct ExportJob: Sendable {
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob
     {
         let preset = try decodePreset(job)
-        let range =
-            job.range.map {
-                TimeRange(
-                    start: Int64(($0.start * 1_000_000).rounded()),
-                    duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }
-                )
-            } ?? .all
+        let range = job.timeRange
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
             guard let format = ContainerFormat(rawValue: name) else {
                 throw MediaError(.presetIncompatible, "unknown format '\(name)'")
@@ -42,21 +36,7 @@ struct ExportJob: Sendable {
         }
         var outputPath = job.output
         if uploadURL != nil {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: options.stagingDirectory,
-                    withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700]
-                )
-            } catch {
-                throw JobFailure(
-                    error: JobError(
-                        code: "output_unwritable",
-                        message:
-                            "the staging directory \(options.stagingDirectory) cannot be created (\(error.localizedDescription))"
-                    )
-                )
-            }
+            try RemoteMedia.createStagingDirectory(options.stagingDirectory)
             outputPath = RemoteMedia.stagingPath(
                 for: job.output,
                 jobID: job.id,
@@ -103,6 +83,29 @@ struct ExportJob: Sendable {
         }
     }
 
+    var progress: Double { session.progress }
+
+    func cancel() { session.cancel() }
+
+    func run() async throws -> FinishedRun {
+        let finished = try await session.exportDeferringCommit()
+        let result = finished.result
+        let uploadURL = self.uploadURL
+        let held = HeldExport(
+            finished.takeOutput(),
+            uploadURL: uploadURL,
+            contentType: RemoteMedia.contentType(of: session.format)
+        )
+        return FinishedRun(held: held, mediaSeconds: result.duration) { uploaded in
+            var result = result
+            if let uploaded, let url = uploadURL {
+                result.bytes = uploaded.values.reduce(0, +)
+                result.output = MediaLocation.displayed(url)
+            }
+            return ExportJob.json(result)
+        }
+    }
+
     /// Progress and per-track counters for the job table.
     var tracks: [JobTrack] {
         session.tracks.map { track in
@@ -120,5 +123,17 @@ struct ExportJob: Sendable {
 
     static func json(_ result: ExportResult) -> JSONValue {
         (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(result))) ?? .null
+    }
+}
+
+extension Job {
+    /// The job's range as the media module takes it (microseconds); `.all` without one.
+    var timeRange: TimeRange {
+        range.map {
+            TimeRange(
+                start: Int64(($0.start * 1_000_000).rounded()),
+                duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }
+            )
+        } ?? .all
     }
 }

@@ -177,6 +177,24 @@ enum RemoteMedia {
         return (directory as NSString).appendingPathComponent("\(jobID).\(ext)")
     }
 
+    /// Creates the worker's staging directory (owner only) if missing.
+    static func createStagingDirectory(_ path: String) throws(JobFailure) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        } catch {
+            throw JobFailure(
+                error: JobError(
+                    code: "output_unwritable",
+                    message: "the staging directory \(path) cannot be created (\(error.localizedDescription))"
+                )
+            )
+        }
+    }
+
     static func contentType(of format: ContainerFormat) -> String {
         switch format {
         case .mp4: return "video/mp4"

@@ -5,7 +5,8 @@ import Queue
 /// Removes what dead workers left in the staging directory.
 ///
 /// A worker killed mid-export or mid-upload (SIGKILL, a lost host, the OOM killer) leaves
-/// `JOBID.EXT` or `.JOBID.EXT.JOBID-ATTEMPT.jobctl.tmp` behind. The job's next attempt removes
+/// `JOBID.EXT` or `.JOBID.EXT.JOBID-ATTEMPT.jobctl.tmp` behind (a set of files, such as
+/// thumbnails: `.NAME.JOBID-ATTEMPT.jobctl.tmp`). The job's next attempt removes
 /// them if it runs on the same host, but in a fleet it usually runs elsewhere. So every worker
 /// sweeps its staging directory when it starts and every hour: a file is removed when its job
 /// has ended (or no longer exists) and nothing has written to it for `minimumAge`. Files of
@@ -18,6 +19,12 @@ struct StagingSweep {
 
     /// The job a staging file belongs to, from its name; `nil` for anything else.
     static func jobID(ofStagingFile name: String) -> JobID? {
+        if name.hasPrefix("."), name.hasSuffix(".jobctl.tmp"),
+            let tag = name.dropLast(".jobctl.tmp".count).split(separator: ".").last, tag.count > 37,
+            tag.dropFirst(36).first == "-", UUID(uuidString: String(tag.prefix(36))) != nil
+        {
+            return JobID(String(tag.prefix(36)))
+        }
         let bare = name.hasPrefix(".") ? name.dropFirst() : Substring(name)
         let candidate = String(bare.prefix(36))
         guard candidate.count == 36, bare.dropFirst(36).first == ".", UUID(uuidString: candidate) != nil else {

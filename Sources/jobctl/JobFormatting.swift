@@ -44,13 +44,41 @@ enum JobFormatting {
             lines.append("  error     \(error.code): \(error.message)" + (error.retryable ? " (retryable)" : ""))
         }
         if let result = job.result {
-            let bytes = result["bytes"]?.doubleValue.map { Terminal.bytes(Int64($0)) } ?? "?"
-            let duration = result["duration"]?.doubleValue.map { String(format: "%.3f s", $0) } ?? "?"
-            lines.append("  result    \(result["output"]?.stringValue ?? job.displayOutput): \(duration), \(bytes)")
+            lines += resultLines(result, job: job)
         }
         if let webhook = job.webhook { lines.append("  webhook   \(MediaLocation.displayed(webhook))") }
         for (key, value) in job.metadata.sorted(by: { $0.key < $1.key }) { lines.append("  meta      \(key)=\(value)") }
         return lines.joined(separator: "\n")
+    }
+
+    /// An export's file, or a set's files (each image with its requested and actual time).
+    private static func resultLines(_ result: JSONValue, job: Job) -> [String] {
+        let output = result["output"]?.stringValue ?? job.displayOutput
+        guard let files = result["files"]?.arrayValue else {
+            let bytes = result["bytes"]?.doubleValue.map { Terminal.bytes(Int64($0)) } ?? "?"
+            let duration = result["duration"]?.doubleValue.map { String(format: "%.3f s", $0) } ?? "?"
+            return ["  result    \(output): \(duration), \(bytes)"]
+        }
+        let total = files.compactMap { $0["bytes"]?.doubleValue }.reduce(0, +)
+        var lines = ["  result    \(output): \(files.count) file(s), \(Terminal.bytes(Int64(total)))"]
+        var times: [String: String] = [:]
+        for image in result["images"]?.arrayValue ?? [] {
+            guard let name = image["name"]?.stringValue, let requested = image["requestedTime"]?.doubleValue,
+                let actual = image["actualTime"]?.doubleValue
+            else { continue }
+            times[name] = ", requested \(Terminal.seconds(requested)), frame at \(Terminal.seconds(actual))"
+        }
+        for file in files {
+            let name = file["name"]?.stringValue ?? "?"
+            let bytes = file["bytes"]?.doubleValue.map { Terminal.bytes(Int64($0)) } ?? "?"
+            lines.append("  file      \(file["location"]?.stringValue ?? name): \(bytes)\(times[name] ?? "")")
+        }
+        if let waveform = result["waveform"], let length = waveform["length"]?.doubleValue,
+            let spp = waveform["samplesPerPixel"]?.doubleValue, let rate = waveform["sampleRate"]?.doubleValue
+        {
+            lines.append("  waveform  \(Int(length)) points of \(Int(spp)) samples at \(Int(rate)) Hz")
+        }
+        return lines
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {

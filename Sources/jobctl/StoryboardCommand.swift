@@ -17,9 +17,6 @@ struct StoryboardArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Tiles per row of the sprite (default 10).", valueName: "n"))
     var columns: Int?
 
-    @Option(name: .customLong("format"), help: "The sprite's image format: jpg, png or webp.")
-    var format: ImageFormat = .jpeg
-
     func validate() throws {
         if let tiles, tiles < 1 || tiles > StoryboardOptions.maximumTiles {
             throw ValidationError("--tiles is between 1 and \(StoryboardOptions.maximumTiles)")
@@ -27,7 +24,7 @@ struct StoryboardArguments: ParsableArguments {
         if let columns, columns < 1 || columns > 100 { throw ValidationError("--columns is between 1 and 100") }
     }
 
-    var options: StoryboardOptions {
+    func options(format: ImageFormat) -> StoryboardOptions {
         var options = StoryboardOptions()
         options.tiles = tiles
         if let tileSize { options.tileSize = tileSize.size }
@@ -56,6 +53,9 @@ struct StoryboardCommand: AsyncParsableCommand {
 
     @Argument(help: "The input: a media file, or an http(s) URL.")
     var input: String
+
+    @Option(help: "The sprite's image format: jpg, png or webp.")
+    var format: ImageFormat = .jpeg
 
     @OptionGroup var storyboard: StoryboardArguments
 
@@ -86,9 +86,8 @@ struct StoryboardCommand: AsyncParsableCommand {
             let asset = try Asset(location: input, limits: limits.limits())
             let session = try StoryboardSession(
                 asset: asset,
-                options: storyboard.options,
-                timeRange: timeRange,
-                directory: output
+                options: storyboard.options(format: format),
+                timeRange: timeRange
             )
             let result = try await runInterruptibly(
                 showingProgress: !json,
@@ -96,7 +95,9 @@ struct StoryboardCommand: AsyncParsableCommand {
                 progress: { session.progress },
                 cancel: { session.cancel() }
             ) {
-                try await onDedicatedThread("jobctl.storyboard") { () throws(MediaError) in try session.run() }
+                try await onDedicatedThread("jobctl.storyboard") { () throws(MediaError) in
+                    try session.run(directory: output)
+                }
             }
             if json {
                 try Terminal.printJSON(result)

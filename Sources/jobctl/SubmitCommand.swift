@@ -9,14 +9,21 @@ import Webhooks
 struct SubmitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "submit",
-        abstract: "Queue an export job; prints its id.",
+        abstract: "Queue a job (an export, thumbnails, a storyboard or a waveform); prints its id.",
         discussion: """
             Checks everything that can be checked without reading media (the preset exists, the \
             range parses, the URLs are allowed) and inserts the job. A worker (`jobctl worker`) \
-            runs it. The input is not opened here: a missing or unreadable input fails the job \
-            with its error code.
+            runs it. A missing or unreadable input fails the job with its error code. \
+            Thumbnails, storyboards and waveforms of a local input are refused here when it has \
+            no video (or no audio) track.
 
-            The output defaults to INPUT's directory, named NAME.PRESET.EXT. Relative paths are \
+            --kind thumbnails | storyboard | waveform take the options of `jobctl thumbnails`, \
+            `jobctl storyboard` and `jobctl waveform` (below) and write a set of files into the \
+            output directory (default: beside the input, NAME.KIND/), all at once. A remote \
+            output for them is a URL template: {name} becomes each file's name \
+            ('https://bucket.example/thumbs/{name}?sig=...').
+
+            An export's output defaults to INPUT's directory, named NAME.PRESET.EXT. Relative paths are \
             made absolute, so workers started elsewhere find them.
 
             INPUT may be an http(s) URL (read by the worker with Range requests) and --output an \
@@ -30,16 +37,22 @@ struct SubmitCommand: AsyncParsableCommand {
               jobctl submit b.mov --preset low --wait --timeout 10m
               jobctl submit https://media.example/in/talk.mov --preset 1280x720 \\
                   --output 'https://bucket.example/out/talk.mp4?X-Signature=...'
+              jobctl submit talk.mov --kind thumbnails --at 1s,50%,end --size 320x -o thumbs/
+              jobctl submit talk.mov --kind storyboard --tiles 50
+              jobctl submit talk.mov --kind waveform --files json,png --pixels-per-second 20
             """
     )
 
     @Argument(help: "The input: a media file, or an http(s) URL.")
     var input: String
 
-    @Option(help: "The preset (see `jobctl presets`).")
-    var preset: String
+    @Option(help: "What to make: export (default), thumbnails, storyboard or waveform.")
+    var kind: JobKind = .export
 
-    @Option(help: ArgumentHelp("The part of the input to export, e.g. 1s+3s, 1:00-1:30, 90.", valueName: "range"))
+    @Option(help: "The preset (see `jobctl presets`); exports only, required for them.")
+    var preset: String?
+
+    @Option(help: ArgumentHelp("The part of the input to use, e.g. 1s+3s, 1:00-1:30, 90.", valueName: "range"))
     var range: String?
 
     @Option(
@@ -51,8 +64,13 @@ struct SubmitCommand: AsyncParsableCommand {
     )
     var output: String?
 
-    @Option(help: "The container: mp4, mov or m4a (default: from the output's extension, else the preset's).")
-    var format: ContainerFormat?
+    @Option(
+        help: ArgumentHelp(
+            "Exports: the container, mp4, mov or m4a (default: from the output's extension, else the preset's). Thumbnails and storyboards: the image format, jpg (default), png or webp.",
+            valueName: "format"
+        )
+    )
+    var format: String?
 
     @Option(help: ArgumentHelp("A URL that receives the job's outcome (signed POST).", valueName: "url"))
     var webhook: String?
@@ -89,12 +107,25 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --wait: give up after this long (e.g. 10m).", valueName: "duration"))
     var timeout: DurationArgument?
 
+    @OptionGroup(title: "Thumbnails (--kind thumbnails)") var thumbnails: ThumbnailArguments
+    @OptionGroup(title: "Storyboard (--kind storyboard)") var storyboard: StoryboardArguments
+    @OptionGroup(title: "Waveform (--kind waveform)") var waveform: WaveformArguments
+
+    @Option(
+        help: ArgumentHelp(
+            "Waveform files to write: json (peaks.json), dat (peaks.dat), png (waveform.png); default json.",
+            valueName: "list"
+        )
+    )
+    var files: String?
+
     @OptionGroup var presets: PresetOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         try RangeArgument.validate(range)
+        try validateKind()
         guard maxAttempts >= 1 && maxAttempts <= 100 else {
             throw ValidationError("--max-attempts is between 1 and 100")
         }
@@ -123,19 +154,17 @@ struct SubmitCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let preset = try presets.catalog().preset(named: preset)
             let timeRange = try range.map { try TimeRange(parsing: $0) }
             let input = SubmitCommand.absolute(self.input)
-            let output = SubmitCommand.absolute(
-                self.output ?? SubmitCommand.defaultOutput(for: input, preset: preset, format: format)
-            )
-            let settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(preset))
+            let work = try await work(input: input)
+            let output = SubmitCommand.absolute(self.output ?? work.defaultOutput)
             let request = JobRequest(
+                kind: kind,
                 input: input,
                 output: output,
-                preset: preset.name,
-                presetSettings: settings,
-                format: format?.rawValue,
+                preset: work.preset,
+                presetSettings: work.settings,
+                format: work.format,
                 range: timeRange.map {
                     Job.Range(start: Double($0.start) / 1e6, duration: $0.duration.map { Double($0) / 1e6 })
                 },
@@ -172,8 +201,14 @@ struct SubmitCommand: AsyncParsableCommand {
                 )
             }
             // What this host can see now (the worker checks again): never a device, a FIFO, a
-            // link or the input itself at the output path.
-            if !MediaLocation.isRemote(output) { try OutputDestination.check(output, input: input) }
+            // link or the input itself at the output path; a directory for a set of files.
+            if !MediaLocation.isRemote(output) {
+                if kind.writesFileSet {
+                    try SubmitCommand.checkDirectory(output)
+                } else {
+                    try OutputDestination.check(output, input: input)
+                }
+            }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
                 if !created {
@@ -198,6 +233,12 @@ struct SubmitCommand: AsyncParsableCommand {
 
     /// `/in/talk.mov` + `low` → `/in/talk.low.mp4`.
     static func defaultOutput(for input: String, preset: Preset, format: ContainerFormat?) -> String {
+        besideInput(input, suffix: "\(preset.name).\((format ?? preset.format).fileExtension)")
+    }
+
+    /// `NAME.SUFFIX` in the input's directory (the current directory for a URL), NAME being
+    /// the input's name without its extension.
+    static func besideInput(_ input: String, suffix: String) -> String {
         let name =
             URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil }
             ?? (input as NSString).lastPathComponent
@@ -205,7 +246,6 @@ struct SubmitCommand: AsyncParsableCommand {
         let directory =
             input.contains("://")
             ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
-        let ext = (format ?? preset.format).fileExtension
-        return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(preset.name).\(ext)")
+        return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(suffix)")
     }
 }

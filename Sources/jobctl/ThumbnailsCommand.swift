@@ -38,9 +38,6 @@ struct ThumbnailArguments: ParsableArguments {
     )
     var size: MaximumSize?
 
-    @Option(help: "The image format: jpg, png or webp.")
-    var format: ImageFormat = .jpeg
-
     func validate() throws {
         if let at {
             do { _ = try ImageTime.parseList(at) } catch { throw ValidationError(error.description) }
@@ -52,7 +49,7 @@ struct ThumbnailArguments: ParsableArguments {
         if exact && tolerance != nil { throw ValidationError("--exact and --tolerance are alternatives: give one") }
     }
 
-    var options: ThumbnailOptions {
+    func options(format: ImageFormat) -> ThumbnailOptions {
         var options = ThumbnailOptions()
         options.times = (try? at.map { try ImageTime.parseList($0) }) ?? []
         options.every = every?.microseconds
@@ -95,6 +92,9 @@ struct ThumbnailsCommand: AsyncParsableCommand {
     @Argument(help: "The input: a media file, or an http(s) URL.")
     var input: String
 
+    @Option(help: "The image format: jpg, png or webp.")
+    var format: ImageFormat = .jpeg
+
     @OptionGroup var images: ThumbnailArguments
 
     @Option(help: ArgumentHelp("Only this part of the input (percentages and `end` are of it).", valueName: "range"))
@@ -129,9 +129,8 @@ struct ThumbnailsCommand: AsyncParsableCommand {
             let asset = try Asset(location: input, limits: limits.limits())
             let session = try ThumbnailSession(
                 asset: asset,
-                options: images.options,
-                timeRange: timeRange,
-                directory: output
+                options: images.options(format: format),
+                timeRange: timeRange
             )
             let written = try await runInterruptibly(
                 showingProgress: !json,
@@ -139,7 +138,9 @@ struct ThumbnailsCommand: AsyncParsableCommand {
                 progress: { session.progress },
                 cancel: { session.cancel() }
             ) {
-                try await onDedicatedThread("jobctl.thumbnails") { () throws(MediaError) in try session.run() }
+                try await onDedicatedThread("jobctl.thumbnails") { () throws(MediaError) in
+                    try session.run(directory: output)
+                }
             }
             if json {
                 try Terminal.printJSON(Report(directory: output, images: written))

@@ -33,9 +33,11 @@ struct RemoteMediaTests {
             )
         }
 
-        func submit(_ input: String, _ arguments: [String]) async throws -> JobID {
+        /// Submits an export with `preset` (`nil` for the other kinds, which take none).
+        func submit(_ input: String, _ arguments: [String], preset: String? = "low") async throws -> JobID {
             let result = try await Jobctl.run(
-                ["submit", input, "--db", db, "--allow-private-webhooks", "--preset", "low"] + arguments
+                ["submit", input, "--db", db, "--allow-private-webhooks"] + (preset.map { ["--preset", $0] } ?? [])
+                    + arguments
             )
             try #require(result.status == 0, "submit failed: \(result.stderr)")
             return JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))

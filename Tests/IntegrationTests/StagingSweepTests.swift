@@ -37,6 +37,8 @@ struct StagingSweepTests {
         let files: [(name: String, date: Date)] = [
             ("\(ended).mp4", old),
             (".\(ended).mp4.\(ended)-2.jobctl.tmp", old),
+            (".thumb-001.jpg.\(ended)-1.jobctl.tmp", old),  // a set of files (thumbnails) being uploaded
+            (".thumb-001.jpg.\(running)-1.jobctl.tmp", old),
             ("\(JobID.make()).mov", old),
             ("\(running).mp4", old),
             ("\(endedRecently).mp4", Date()),
@@ -55,7 +57,10 @@ struct StagingSweepTests {
         let exit = try await worker.waitForExit(timeout: .seconds(60))
         #expect(exit?.status == 0, "\(worker.log)")
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: staging))
-        #expect(left == ["\(running).mp4", "\(endedRecently).mp4", "notes.txt"], "\(worker.log)")
+        #expect(
+            left == ["\(running).mp4", ".thumb-001.jpg.\(running)-1.jobctl.tmp", "\(endedRecently).mp4", "notes.txt"],
+            "\(worker.log)"
+        )
         #expect(worker.log.contains("Removed leftover staging files of ended jobs"))
         #expect(try await store.job(running)?.status == .reading, "the running job is untouched")
     }

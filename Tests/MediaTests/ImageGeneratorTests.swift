@@ -173,6 +173,18 @@ struct ImageGeneratorTests {
         #expect(images.map(\.actualTime) == [1_000_000, 1_480_000, 1_960_000])
     }
 
+    /// With the default tolerance, a range still bounds the images: the keyframe before the
+    /// range (at 0.8 s for a range from 1.1 s) is not taken; the frame shown at its start is.
+    @Test func rangeBoundsTheDefaultTolerance() async throws {
+        let path = try await Fixtures.shared.path(.greyRamp)
+        let (images, _) = try Self.generate(path, at: [1.1, 1.5, 2.2]) {
+            $0.timeRange = try! TimeRange(parsing: "1.1s+2s")
+        }
+        // 1.1 s: the frame at 1.08 s is on screen at the range's start; 1.5 s: the keyframe at
+        // 1.2 s; 2.2 s: the keyframe at 2.0 s.
+        #expect(images.map(\.actualTime) == [1_080_000, 1_200_000, 2_000_000])
+    }
+
     /// Sizes: the displayed size (rotation and pixel aspect applied), fitted inside the maximum
     /// with 0 leaving an axis free, never upscaled.
     @Test func sizesApplyRotationAspectAndMaximum() async throws {
@@ -276,10 +288,9 @@ struct ImageGeneratorTests {
             let session = try StoryboardSession(
                 asset: try Asset(location: path),
                 options: options,
-                timeRange: .all,
-                directory: directory.path
+                timeRange: .all
             )
-            let result = try session.run()
+            let result = try session.run(directory: directory.path)
             #expect(result.files.map(\.name) == ["storyboard.jpg", "storyboard.vtt", "storyboard.json"])
             let sprite = try #require(try await FFProbe.probe(directory.file("storyboard.jpg")).video)
             let board = result.description

@@ -6,7 +6,9 @@ import CFFmpeg
 /// A frame is acceptable for time `t` when the interval it is displayed in — from its own
 /// timestamp to the next frame's — meets `[t - toleranceBefore, t + toleranceAfter]`. With zero
 /// tolerances that is exactly the frame displayed at `t`; with the default (infinite) ones, the
-/// first frame decoded after a seek (a keyframe) is taken at once.
+/// first frame decoded after a seek (a keyframe) is taken at once. With a `start` (a range's),
+/// no frame is taken that is gone from the screen by then: a keyframe before a range is not an
+/// image of it, whatever the tolerance.
 ///
 /// It seeks only when the next time is far ahead: when the container's index shows a keyframe
 /// between the last decoded frame and that time, or, without an index, when the time is more
@@ -31,6 +33,8 @@ final class FrameLocator {
     private let toleranceAfter: Int64
     /// Exclusive end of what may be returned (µs, absolute); `nil`: the end of the input.
     private let end: Int64?
+    /// The earliest instant a returned frame must still be shown at (µs, absolute).
+    private let start: Int64
     private let defaultDuration: Int64
 
     /// The last decoded frame and its time (µs): displayed until the next one.
@@ -56,6 +60,7 @@ final class FrameLocator {
         track: AssetTrack,
         toleranceBefore: Int64,
         toleranceAfter: Int64,
+        start: Int64 = .min,
         end: Int64?
     ) throws(MediaError) {
         self.asset = asset
@@ -76,6 +81,7 @@ final class FrameLocator {
         self.toleranceBefore = max(0, toleranceBefore)
         self.toleranceAfter = max(0, toleranceAfter)
         self.end = end
+        self.start = start
         let rate = stream.pointee.avg_frame_rate.isValid ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
         defaultDuration = rate.isValid ? max(1, av_rescale_q(1, av_inv_q(rate), microsecondBase)) : 40_000
         reorder = Int64(stream.pointee.codecpar.pointee.video_delay + 1) * defaultDuration
@@ -169,7 +175,7 @@ final class FrameLocator {
                 held = (current, time)
                 return false
             }
-            let earliest = target.time.subtractingClamped(toleranceBefore)
+            let earliest = max(target.time.subtractingClamped(toleranceBefore), start)
             let latest = target.time.addingClamped(toleranceAfter)
             if let held, held.time <= latest, time > earliest {
                 try deliver(target, held.frame, held.time)

@@ -140,6 +140,7 @@ public final class ImageGenerator: @unchecked Sendable {
             track: track,
             toleranceBefore: toleranceBefore,
             toleranceAfter: toleranceAfter,
+            start: asset.startTime + range.start,
             end: range.end.map { asset.startTime + $0 }
         )
         let converter = PictureConverter(

@@ -56,23 +56,31 @@ public struct StoryboardResult: Sendable, Hashable, Codable {
 public final class StoryboardSession: @unchecked Sendable {
     public let generator: ImageGenerator
     public let options: StoryboardOptions
-    public let directory: String
     private let steps = StepProgress()
 
-    public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange, directory: String) throws(MediaError) {
+    public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange) throws(MediaError) {
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
         generator.maximumSize = options.tileSize
         self.options = options
-        self.directory = directory
     }
 
     public var progress: Double { steps.fraction }
 
     public func cancel() { generator.cancelAllImageGeneration() }
 
-    public func run() throws(MediaError) -> StoryboardResult {
+    /// Writes the storyboard's files into `directory`, all or none.
+    public func run(directory: String) throws(MediaError) -> StoryboardResult {
+        let files = try StagedFiles(directory: directory)
+        var result = try run(into: files)
+        result.files = try files.commit()
+        return result
+    }
+
+    /// Writes the storyboard's files into `files` (staged: the caller commits or discards
+    /// them); the result's `files` is empty until then.
+    public func run(into files: StagedFiles) throws(MediaError) -> StoryboardResult {
         let asset = generator.asset
         let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         guard let duration = range.expectedDuration, duration > 0 else {
@@ -124,14 +132,13 @@ public final class StoryboardSession: @unchecked Sendable {
             duration: Double(duration) / 1e6,
             tiles: tiles
         )
-        let files = try StagedFiles(directory: directory)
         try files.write(spriteName, sprite)
         try files.write("storyboard.vtt", Array(Self.webVTT(description, ends: duration).utf8))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let json = try? encoder.encode(description) else { fatalError("a storyboard description always encodes") }
         try files.write("storyboard.json", Array(json) + [0x0A])
-        return StoryboardResult(files: try files.commit(), description: description, columns: columns, rows: rows)
+        return StoryboardResult(files: [], description: description, columns: columns, rows: rows)
     }
 
     static func clampedTiles(_ count: Int) -> Int { min(max(1, count), StoryboardOptions.maximumTiles) }

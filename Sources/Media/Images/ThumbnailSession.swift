@@ -72,12 +72,11 @@ public struct ImageFile: Sendable, Hashable, Codable {
 public final class ThumbnailSession: @unchecked Sendable {
     public let generator: ImageGenerator
     public let options: ThumbnailOptions
-    public let directory: String
     private let steps = StepProgress()
 
     /// `input_unsupported` without a video track; `encode_failed` if this FFmpeg lacks the
     /// format's encoder.
-    public init(asset: Asset, options: ThumbnailOptions, timeRange: TimeRange, directory: String) throws(MediaError) {
+    public init(asset: Asset, options: ThumbnailOptions, timeRange: TimeRange) throws(MediaError) {
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
@@ -86,7 +85,6 @@ public final class ThumbnailSession: @unchecked Sendable {
         generator.toleranceAfter = options.toleranceAfter ?? .max
         generator.format = options.format
         self.options = options
-        self.directory = directory
     }
 
     /// 0…1: images done of those asked for.
@@ -94,13 +92,21 @@ public final class ThumbnailSession: @unchecked Sendable {
 
     public func cancel() { generator.cancelAllImageGeneration() }
 
-    /// Generates and writes every image; throws the first failure (nothing is left behind then).
-    public func run() throws(MediaError) -> [ImageFile] {
+    /// Generates every image and writes them into `directory`, all or none; throws the first
+    /// failure (nothing is left behind then).
+    public func run(directory: String) throws(MediaError) -> [ImageFile] {
+        let files = try StagedFiles(directory: directory)
+        let images = try run(into: files)
+        _ = try files.commit()
+        return images
+    }
+
+    /// Generates every image into `files` (staged: the caller commits or discards them).
+    public func run(into files: StagedFiles) throws(MediaError) -> [ImageFile] {
         let asset = generator.asset
         let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let times = options.resolvedTimes(start: range.start, end: range.end ?? asset.duration)
         steps.start(total: times.count)
-        let files = try StagedFiles(directory: directory)
         let digits = max(3, String(times.count).count)
         var images: [ImageFile] = []
         var failure: MediaError?
@@ -136,7 +142,6 @@ public final class ThumbnailSession: @unchecked Sendable {
             files.discard()
             throw failure
         }
-        _ = try files.commit()
         return images
     }
 }

@@ -171,6 +171,29 @@ public final class WaveformReader: @unchecked Sendable {
         )
     }
 
+    /// Reads the peaks and stages `peaks.json`, `peaks.dat` and `waveform.png` (those
+    /// `options` asks for) into `files`; the result's `files` is empty until the caller commits.
+    public func run(into files: StagedFiles) throws(MediaError) -> WaveformResult {
+        let data = try readPeaks()
+        if options.json { try files.write(WaveformOutputs.jsonName, data.json(bits: options.bits)) }
+        if options.dat { try files.write(WaveformOutputs.datName, data.dat(bits: options.bits)) }
+        if let picture = options.png {
+            try files.write(WaveformOutputs.pngName, try WaveformRenderer.png(data, picture))
+        }
+        return result(data, files: [])
+    }
+
+    private func result(_ data: WaveformData, files: [WrittenFile]) -> WaveformResult {
+        WaveformResult(
+            files: files,
+            sampleRate: data.sampleRate,
+            samplesPerPixel: data.samplesPerPixel,
+            channels: data.channels,
+            length: data.length,
+            duration: Double(read.load(ordering: .relaxed)) / Double(data.sampleRate)
+        )
+    }
+
     /// Reads the peaks and writes the files of `outputs` (paths), all or none.
     public func run(writing outputs: WaveformOutputs) throws(MediaError) -> WaveformResult {
         let data = try readPeaks()
@@ -187,14 +210,7 @@ public final class WaveformReader: @unchecked Sendable {
         if let path = outputs.png { try write(path, try WaveformRenderer.png(data, outputs.picture)) }
         var files: [WrittenFile] = []
         for directory in staged.keys.sorted() { files += try staged[directory]!.commit() }
-        return WaveformResult(
-            files: files,
-            sampleRate: data.sampleRate,
-            samplesPerPixel: data.samplesPerPixel,
-            channels: data.channels,
-            length: data.length,
-            duration: Double(read.load(ordering: .relaxed)) / Double(data.sampleRate)
-        )
+        return result(data, files: files)
     }
 }
 
@@ -211,12 +227,8 @@ public struct WaveformOutputs: Sendable, Hashable {
         self.png = png
     }
 
-    /// `peaks.json`, `peaks.dat`, `waveform.png` in `directory`, as `options` asks.
-    public init(directory: String, options: WaveformOptions) {
-        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
-        json = options.json ? path("peaks.json") : nil
-        dat = options.dat ? path("peaks.dat") : nil
-        png = options.png != nil ? path("waveform.png") : nil
-        picture = options.png ?? WaveformPicture()
-    }
+    /// The names of a waveform job's files in its output directory.
+    public static let jsonName = "peaks.json"
+    public static let datName = "peaks.dat"
+    public static let pngName = "waveform.png"
 }

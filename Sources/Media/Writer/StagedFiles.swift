@@ -19,14 +19,25 @@ public struct WrittenFile: Sendable, Hashable, Codable {
 /// regular file (the same rule as an export's output).
 public final class StagedFiles {
     public let directory: String
-    private var staged: [(name: String, temporary: String, bytes: Int64)] = []
+    private var files: [StagedFile] = []
     private var finished = false
-    private let tag = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private let tag: String
+
+    /// A file written and not yet shown under its name.
+    public struct StagedFile: Sendable, Hashable {
+        public var name: String
+        /// Where it waits: `.NAME.TAG.jobctl.tmp` in the directory.
+        public var temporaryPath: String
+        public var bytes: Int64
+    }
 
     /// Creates `directory` (and its parents) if missing. `output_forbidden` if it is something
-    /// other than a directory; `output_unwritable` if it cannot be created.
-    public init(directory: String) throws(MediaError) {
+    /// other than a directory; `output_unwritable` if it cannot be created. `tag` names the
+    /// temporaries (a job's `JOBID-ATTEMPT`, so a later attempt finds what a killed one left);
+    /// random by default.
+    public init(directory: String, tag: String? = nil) throws(MediaError) {
         self.directory = directory
+        self.tag = tag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
         var info = stat()
         if lstat(directory, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFDIR else {
@@ -50,6 +61,22 @@ public final class StagedFiles {
 
     deinit { removeTemporaries() }
 
+    /// What is staged so far, in the order written.
+    public var staged: [StagedFile] { files }
+
+    /// The temporary name `name` is staged under with `tag`.
+    public static func temporaryName(of name: String, tag: String) -> String { ".\(name).\(tag).jobctl.tmp" }
+
+    /// Removes the temporaries in `directory` whose tag starts with `tagPrefix` (what earlier,
+    /// killed attempts of a job left).
+    public static func removeLeftovers(in directory: String, tagPrefix: String) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries where entry.hasPrefix(".") && entry.hasSuffix(".jobctl.tmp") {
+            let tag = entry.dropLast(".jobctl.tmp".count).split(separator: ".").last ?? ""
+            if tag.hasPrefix(tagPrefix) { unlink((directory as NSString).appendingPathComponent(entry)) }
+        }
+    }
+
     /// The final path of `name`.
     public func path(of name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
@@ -57,10 +84,10 @@ public final class StagedFiles {
     public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
         precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
         try OutputDestination.checkKind(path(of: name))
-        let temporary = (directory as NSString).appendingPathComponent(".\(name).\(tag).jobctl.tmp")
+        let temporary = (directory as NSString).appendingPathComponent(Self.temporaryName(of: name, tag: tag))
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard descriptor >= 0 else { throw unwritable(name, errno) }
-        staged.append((name, temporary, Int64(bytes.count)))
+        files.append(StagedFile(name: name, temporaryPath: temporary, bytes: Int64(bytes.count)))
         defer { close(descriptor) }
         var offset = 0
         while offset < bytes.count {
@@ -76,20 +103,20 @@ public final class StagedFiles {
     /// may have appeared there meanwhile).
     public func commit() throws(MediaError) -> [WrittenFile] {
         precondition(!finished)
-        for file in staged { try OutputDestination.checkKind(path(of: file.name)) }
-        var files: [WrittenFile] = []
-        for file in staged {
-            guard rename(file.temporary, path(of: file.name)) == 0 else { throw unwritable(file.name, errno) }
-            files.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
+        for file in files { try OutputDestination.checkKind(path(of: file.name)) }
+        var written: [WrittenFile] = []
+        for file in files {
+            guard rename(file.temporaryPath, path(of: file.name)) == 0 else { throw unwritable(file.name, errno) }
+            written.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
         }
-        staged.removeAll()
+        files.removeAll()
         finished = true
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if descriptor >= 0 {
             fsync(descriptor)
             close(descriptor)
         }
-        return files
+        return written
     }
 
     /// Removes what was staged.
@@ -99,8 +126,8 @@ public final class StagedFiles {
     }
 
     private func removeTemporaries() {
-        for file in staged { unlink(file.temporary) }
-        staged.removeAll()
+        for file in files { unlink(file.temporaryPath) }
+        files.removeAll()
     }
 
     private func unwritable(_ name: String, _ code: Int32) -> MediaError {

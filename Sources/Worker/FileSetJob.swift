@@ -1,0 +1,200 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+import SafeHTTP
+
+/// A `thumbnails`, `storyboard` or `waveform` job made ready to run: its asset opened and its
+/// session built from the options stored with the job (`presetSettings`). Its outputs are a set
+/// of files written into the output directory as hidden temporaries (or into the staging
+/// directory when they are uploaded) and shown all at once.
+///
+/// A remote output is a URL template: `{name}` is replaced by each file's name
+/// (`https://bucket.example/thumbs/{name}?sig=…` → `…/thumbs/thumb-001.jpg?sig=…`).
+struct FileSetJob: PreparedJob {
+    enum Work: Sendable {
+        case thumbnails(ThumbnailSession)
+        case storyboard(StoryboardSession)
+        case waveform(WaveformReader)
+    }
+
+    let job: Job
+    let work: Work
+    let uploadURL: String?
+    /// Where the files are staged: the output directory, or the staging directory.
+    let directory: String
+    let tag: String
+
+    var progress: Double {
+        switch work {
+        case .thumbnails(let session): session.progress
+        case .storyboard(let session): session.progress
+        case .waveform(let reader): reader.progress
+        }
+    }
+
+    var tracks: [JobTrack] { [] }
+
+    func cancel() {
+        switch work {
+        case .thumbnails(let session): session.cancel()
+        case .storyboard(let session): session.cancel()
+        case .waveform(let reader): reader.cancel()
+        }
+    }
+
+    static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> FileSetJob
+    {
+        let range = job.timeRange
+        let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
+        try confinement.checkInput(job.input)
+        try confinement.checkOutput(job.output)
+        let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
+        let directory: String
+        if uploadURL != nil {
+            try RemoteMedia.createStagingDirectory(options.stagingDirectory)
+            directory = options.stagingDirectory
+        } else {
+            directory = job.output
+        }
+        StagedFiles.removeLeftovers(in: directory, tagPrefix: "\(job.id)-")
+        let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
+            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
+            return try Asset(location: job.input, limits: options.limits)
+        }
+        let work: Work
+        switch job.kind {
+        case .thumbnails:
+            work = .thumbnails(try ThumbnailSession(asset: asset, options: try decode(job), timeRange: range))
+        case .storyboard:
+            work = .storyboard(try StoryboardSession(asset: asset, options: try decode(job), timeRange: range))
+        case .waveform:
+            work = .waveform(try WaveformReader(asset: asset, options: try decode(job), timeRange: range))
+        case .export, .noop:
+            preconditionFailure("\(job.kind) is not a file-set job")
+        }
+        return FileSetJob(
+            job: job,
+            work: work,
+            uploadURL: uploadURL,
+            directory: directory,
+            tag: "\(job.id)-\(lease.attempt)"
+        )
+    }
+
+    /// The kind's options as they were when the job was submitted.
+    private static func decode<Options: Decodable>(_ job: Job) throws(MediaError) -> Options {
+        do {
+            return try JSONDecoder().decode(Options.self, from: JSONEncoder().encode(job.presetSettings))
+        } catch {
+            throw MediaError(.presetUnknown, "the job's \(job.kind) options could not be read (\(error))")
+        }
+    }
+
+    func run() async throws -> FinishedRun {
+        let (directory, tag, work, uploadURL) = (directory, tag, work, uploadURL)
+        let staged = try await withTaskCancellationHandler {
+            try await onDedicatedThread("jobctl.\(job.kind)") { () throws -> Staged in
+                let files = try StagedFiles(directory: directory, tag: tag)
+                let details: JSONValue
+                switch work {
+                case .thumbnails(let session): details = Self.json(["images": try session.run(into: files)])
+                case .storyboard(let session):
+                    let result = try session.run(into: files)
+                    details = Self.json(
+                        [
+                            "storyboard": Storyboard(
+                                description: result.description,
+                                columns: result.columns,
+                                rows: result.rows
+                            )
+                        ]
+                    )
+                case .waveform(let reader):
+                    let result = try reader.run(into: files)
+                    details = Self.json(
+                        [
+                            "waveform": Waveform(
+                                sampleRate: result.sampleRate,
+                                samplesPerPixel: result.samplesPerPixel,
+                                channels: result.channels,
+                                bits: reader.options.bits,
+                                length: result.length,
+                                duration: result.duration
+                            )
+                        ]
+                    )
+                }
+                return Staged(held: HeldFiles(files, uploadTemplate: uploadURL), details: details)
+            }
+        } onCancel: {
+            cancel()
+        }
+        let (output, local, details) = (job.displayOutput, job.output, staged.details)
+        return FinishedRun(held: staged.held, mediaSeconds: nil) { [files = staged.held.staged] uploaded in
+            let listed = files.map { file in
+                ResultFile(
+                    name: file.name,
+                    bytes: uploaded?[file.name] ?? file.bytes,
+                    location: uploadURL.map { MediaLocation.displayed(Self.url(of: file.name, in: $0)) }
+                        ?? (local as NSString).appendingPathComponent(file.name)
+                )
+            }
+            var result: [String: JSONValue] = ["output": .string(output), "files": Self.json(listed)]
+            if case .object(let fields) = details { result.merge(fields) { $1 } }
+            return .object(result)
+        }
+    }
+
+    // MARK: The result
+
+    /// What the work thread hands back: the staged files, and the kind's part of the result.
+    private struct Staged: Sendable {
+        let held: HeldFiles
+        let details: JSONValue
+    }
+
+    struct ResultFile: Encodable {
+        var name: String
+        var bytes: Int64
+        /// The file's path, or its URL without the query (the signature).
+        var location: String
+    }
+
+    struct Storyboard: Encodable {
+        var description: StoryboardDescription
+        var columns: Int
+        var rows: Int
+    }
+
+    struct Waveform: Encodable {
+        var sampleRate: Int
+        var samplesPerPixel: Int
+        var channels: Int
+        var bits: Int
+        var length: Int
+        var duration: Double
+    }
+
+    private static func json(_ value: some Encodable) -> JSONValue {
+        (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))) ?? .null
+    }
+
+    // MARK: Uploads
+
+    /// The template with `{name}` replaced by `name` (our names need no escaping).
+    static func url(of name: String, in template: String) -> String {
+        template.replacingOccurrences(of: "{name}", with: name)
+    }
+
+    static func contentType(of name: String) -> String {
+        switch (name as NSString).pathExtension.lowercased() {
+        case "jpg", "jpeg": "image/jpeg"
+        case "png": "image/png"
+        case "webp": "image/webp"
+        case "vtt": "text/vtt"
+        case "json": "application/json"
+        default: "application/octet-stream"
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Media
+import Queue
+import Synchronization
+
+/// A claimed job made ready to run: an export (`ExportJob`), or thumbnails, a storyboard or a
+/// waveform (`FileSetJob`). The attempt runs it, then shows its outputs — renamed into place or
+/// uploaded — only once the fence says this worker still holds the job.
+protocol PreparedJob: Sendable {
+    /// 0…1, for the job table.
+    var progress: Double { get }
+    /// Per-track counters for the job table (empty for kinds without tracks).
+    var tracks: [JobTrack] { get }
+    /// Where the outputs go when they are uploaded (the job's output URL); `nil` for a local
+    /// output, which is renamed into place instead.
+    var uploadURL: String? { get }
+    /// Stops the running work soon; `run()` then throws a cancellation.
+    func cancel()
+    /// Does the work, holding its outputs back (hidden temporaries).
+    func run() async throws -> FinishedRun
+}
+
+/// What a run produced: outputs held back, and the result the job will report.
+struct FinishedRun: Sendable {
+    let held: any HeldOutput
+    /// Seconds of media processed (the worker's throughput metric); `nil` when not measured.
+    let mediaSeconds: Double?
+    /// The job's `result`, given the bytes uploaded per file name (`nil`: committed locally).
+    let result: @Sendable (_ uploaded: [String: Int64]?) -> JSONValue
+}
+
+/// Finished outputs not yet visible: renamed into place (`commit()`), or uploaded from where
+/// they wait then `discard()`ed. Dropped without either, they are deleted.
+protocol HeldOutput: AnyObject, Sendable {
+    /// Each file with where it is PUT for a remote output.
+    var uploads: [HeldUpload] { get }
+    func commit() throws
+    func discard()
+}
+
+struct HeldUpload: Sendable, Hashable {
+    /// The file's name in the result (`""` for an export's one file).
+    let name: String
+    let path: String
+    let url: String
+    let contentType: String
+}
+
+/// An export's one finished file.
+final class HeldExport: HeldOutput {
+    private let pending: Mutex<PendingOutput?>
+    let uploads: [HeldUpload]
+
+    init(_ pending: consuming PendingOutput, uploadURL: String?, contentType: String) {
+        uploads =
+            uploadURL.map { [HeldUpload(name: "", path: pending.temporaryPath, url: $0, contentType: contentType)] }
+            ?? []
+        self.pending = Mutex(pending)
+    }
+
+    func commit() throws {
+        let output = pending.withLock { $0.take() }
+        try output?.commit()
+    }
+
+    func discard() {
+        let output = pending.withLock { $0.take() }
+        output?.discard()
+    }
+}
+
+/// A set of files staged in a directory (the output directory, or the staging directory before
+/// an upload).
+final class HeldFiles: HeldOutput, @unchecked Sendable {
+    // Used by one attempt at a time, from one task: the attempt's steps run in sequence.
+    private let files: StagedFiles
+    let staged: [StagedFiles.StagedFile]
+    let uploads: [HeldUpload]
+
+    init(_ files: StagedFiles, uploadTemplate: String?) {
+        self.files = files
+        staged = files.staged
+        uploads =
+            uploadTemplate.map { template in
+                files.staged.map {
+                    HeldUpload(
+                        name: $0.name,
+                        path: $0.temporaryPath,
+                        url: FileSetJob.url(of: $0.name, in: template),
+                        contentType: FileSetJob.contentType(of: $0.name)
+                    )
+                }
+            } ?? []
+    }
+
+    func commit() throws { _ = try files.commit() }
+    func discard() { files.discard() }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import MediaTestKit
+import Queue
+import QueueSQLite
+import Testing
+
+/// Thumbnails, storyboards and waveforms as jobs: submitted with the CLI, run by real worker
+/// processes, their files checked with ffprobe and by parsing them, their results in the job
+/// JSON, `show` and the signed webhook; uploads to a URL template; bad inputs refused at submit;
+/// a cancel mid-run; a worker killed before its rename.
+@Suite("Thumbnail, storyboard and waveform jobs", .serialized, .timeLimit(.minutes(6)))
+struct FileSetJobTests {
+    typealias Setup = RemoteMediaTests.Setup
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    @Test func threeKindsRunByAWorkerWithTheirResultsInTheWebhook() async throws {
+        let setup = try await Setup("file-sets")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+        let input = try await Fixtures.shared.path(.basic)
+        let thumbs = setup.directory.file("thumbs")
+        let board = setup.directory.file("board")
+        let peaks = setup.directory.file("peaks")
+        let thumbnails = try await setup.submit(
+            input,
+            [
+                "--kind", "thumbnails", "--at", "1s,50%,end", "--exact", "--size", "160x", "--range", "0.5s+3s", "-o",
+                thumbs, "--webhook", receiver.url(),
+            ],
+            preset: nil
+        )
+        let storyboard = try await setup.submit(
+            input,
+            ["--kind", "storyboard", "--tiles", "8", "--columns", "4", "--tile-size", "80x", "-o", board],
+            preset: nil
+        )
+        let waveform = try await setup.submit(
+            input,
+            ["--kind", "waveform", "--files", "json,dat,png", "--pixels-per-second", "10", "-o", peaks],
+            preset: nil
+        )
+        let worker = try JobctlProcess(
+            ["worker", "--db", setup.db, "--once", "--allow-private-webhooks", "--webhook-retry-scale", "0.01"],
+            log: setup.directory.file("worker.log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret]
+        )
+        #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
+        for id in [thumbnails, storyboard, waveform] {
+            let job = try await setup.job(id)
+            #expect(job.status == .completed, "\(job.kind): \(job.error?.message ?? "")")
+        }
+
+        // Thumbnails: three exact frames of the range, 160 wide, each requested/actual time.
+        #expect(setup.directoryContents(thumbs) == ["thumb-001.jpg", "thumb-002.jpg", "thumb-003.jpg"])
+        for name in ["thumb-001.jpg", "thumb-002.jpg", "thumb-003.jpg"] {
+            let probe = try await FFProbe.probe(thumbs + "/" + name)
+            #expect(probe.video?.codec_name == "mjpeg" && probe.video?.width == 160 && probe.video?.height == 120)
+        }
+        let thumbJob = try await setup.job(thumbnails)
+        let images = try #require(thumbJob.result?["images"]?.arrayValue)
+        #expect(images.compactMap { $0["requestedTime"]?.doubleValue } == [1, 2, 3.5])
+        // Exact: the frame shown at each time (25 fps: 1.0 s, 2.0 s; 3.5 s is the range's end,
+        // clamped to its last frame, 3.48 s).
+        let actual = images.compactMap { $0["actualTime"]?.doubleValue }
+        #expect(zip(actual, [1, 2, 3.48]).allSatisfy { abs($0 - $1) < 0.001 }, "\(actual)")
+        let files = try #require(thumbJob.result?["files"]?.arrayValue)
+        #expect(
+            files.compactMap { $0["location"]?.stringValue }
+                == ["001", "002", "003"].map { "\(thumbs)/thumb-\($0).jpg" }
+        )
+
+        // Storyboard: a 4x2 sprite of 80x60 tiles, cues contiguous over the 4 s.
+        #expect(setup.directoryContents(board) == ["storyboard.jpg", "storyboard.json", "storyboard.vtt"])
+        let sprite = try await FFProbe.probe(board + "/storyboard.jpg")
+        #expect(sprite.video?.width == 320 && sprite.video?.height == 120)
+        let vtt = try String(contentsOfFile: board + "/storyboard.vtt", encoding: .utf8)
+        #expect(vtt.hasPrefix("WEBVTT") && vtt.components(separatedBy: "#xywh=").count == 9)
+        #expect(vtt.contains("00:00:00.000 --> 00:00:00.500") && vtt.contains("--> 00:00:04.000"))
+        let boardJob = try await setup.job(storyboard)
+        #expect(boardJob.result?["storyboard"]?["description"]?["tile_width"]?.doubleValue == 80)
+
+        // Waveform: the three files; the JSON is audiowaveform's, 10 points per second.
+        #expect(setup.directoryContents(peaks) == ["peaks.dat", "peaks.json", "waveform.png"])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: peaks + "/peaks.json")))
+                as? [String: Any]
+        )
+        #expect(json["version"] as? Int == 2 && json["samples_per_pixel"] as? Int == 4800 && json["bits"] as? Int == 16)
+        #expect((json["data"] as? [Int])?.count == 2 * (json["length"] as? Int ?? -1))
+        #expect(try await FFProbe.probe(peaks + "/waveform.png").video?.width == 1800)
+        #expect((try await setup.job(waveform)).result?["waveform"]?["samplesPerPixel"]?.doubleValue == 4800)
+
+        // `show` lists the files with the images' times; the webhook carries the same result.
+        let show = try await Jobctl.run(["show", thumbnails.rawValue, "--db", setup.db])
+        #expect(show.stdoutText.contains("thumb-002.jpg") && show.stdoutText.contains("requested 2.000 s"))
+        let record = try #require(receiver.records().first { $0["jobId"] as? String == thumbnails.rawValue })
+        #expect(record["valid"] as? Bool == true && record["type"] as? String == "job.completed")
+        let body = try #require(record["body"] as? String)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        let result = try #require((payload["data"] as? [String: Any])?["result"] as? [String: Any])
+        #expect((result["images"] as? [[String: Any]])?.count == 3 && (result["files"] as? [Any])?.count == 3)
+    }
+
+    @Test func aSetIsUploadedToATemplateOneFileAtATime() async throws {
+        let setup = try await Setup("file-set-upload", ["--fail-put-first", "1"])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let template = setup.server.url("/boards/talk/{name}") + "?sig=s3cr3t"
+        let id = try await setup.submit(
+            setup.server.url("/talk.mp4"),
+            ["--kind", "storyboard", "--tiles", "4", "-o", template],
+            preset: nil
+        )
+        let log = try await setup.runWorker()
+        let job = try await setup.job(id)
+        #expect(job.status == .completed && job.attempt == 1, "\(job.error?.message ?? "")")
+        let puts = setup.requests("PUT")
+        // The first PUT failed (500) and was retried; then each file once.
+        #expect(puts.map { $0["status"] as? Int } == [500, 200, 200, 200], "\(puts)")
+        #expect(
+            Set(puts.compactMap { $0["contentType"] as? String }) == ["image/jpeg", "text/vtt", "application/json"]
+        )
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: setup.uploads + "/boards/talk"))?.sorted()
+        #expect(stored == ["storyboard.jpg", "storyboard.json", "storyboard.vtt"])
+        #expect(try await FFProbe.probe(setup.uploads + "/boards/talk/storyboard.jpg").video?.codec_name == "mjpeg")
+        let locations = job.result?["files"]?.arrayValue?.compactMap { $0["location"]?.stringValue } ?? []
+        #expect(locations.first == setup.server.url("/boards/talk/storyboard.jpg"), "\(locations)")
+        let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db, "--json"])
+        #expect(!show.stdoutText.contains("s3cr3t") && !log.contains("s3cr3t"), "a signature leaked")
+        #expect(setup.stagingLeftovers().isEmpty, "staging: \(setup.stagingLeftovers())")
+    }
+
+    @Test func badInputsAreRefusedAtSubmit() async throws {
+        let directory = try TemporaryDirectory("file-set-refusals")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        func submit(_ input: String, _ arguments: [String]) async throws -> ProcessResult {
+            try await Jobctl.run(["submit", input, "--db", db] + arguments)
+        }
+        let audioOnly = try await Fixtures.shared.path(.audioOnly)
+        let videoOnly = try await Fixtures.shared.path(.videoOnly)
+        let noVideo = try await submit(audioOnly, ["--kind", "thumbnails", "-o", directory.file("t")])
+        #expect(noVideo.status == 1 && noVideo.stderr.contains("input_unsupported"), "\(noVideo.stderr)")
+        let noStoryboard = try await submit(audioOnly, ["--kind", "storyboard", "-o", directory.file("s")])
+        #expect(noStoryboard.stderr.contains("input_unsupported"), "\(noStoryboard.stderr)")
+        let noAudio = try await submit(videoOnly, ["--kind", "waveform", "-o", directory.file("w")])
+        #expect(noAudio.status == 1 && noAudio.stderr.contains("no audio track"), "\(noAudio.stderr)")
+        FileManager.default.createFile(atPath: directory.file("a-file"), contents: Data("x".utf8))
+        let notADirectory = try await submit(videoOnly, ["--kind", "thumbnails", "-o", directory.file("a-file")])
+        #expect(notADirectory.stderr.contains("output_forbidden"), "\(notADirectory.stderr)")
+        let noTemplate = try await submit(
+            videoOnly,
+            ["--kind", "thumbnails", "-o", "https://bucket.example/thumbs/", "--allow-private-webhooks"]
+        )
+        #expect(noTemplate.status == 64 && noTemplate.stderr.contains("{name}"), "\(noTemplate.stderr)")
+        let wrongOption = try await submit(videoOnly, ["--kind", "waveform", "--at", "1s"])
+        #expect(wrongOption.status == 64 && wrongOption.stderr.contains("--at is for --kind thumbnails"))
+        let presetForImages = try await submit(videoOnly, ["--kind", "storyboard", "--preset", "low"])
+        #expect(presetForImages.status == 64, "\(presetForImages.stderr)")
+        let store = try SQLiteJobStore(path: db)
+        #expect(try await store.jobs(status: nil, limit: 10).isEmpty, "a refused job was queued")
+    }
+
+    /// The output directory turned into a file after submit: the job fails `output_forbidden`,
+    /// not retried, and nothing is left beside it.
+    @Test func anOutputThatIsNoLongerADirectoryFailsTheJob() async throws {
+        let setup = try await Setup("file-set-forbidden")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let output = setup.directory.file("out")
+        let id = try await setup.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--kind", "thumbnails", "--count", "2", "-o", output],
+            preset: nil
+        )
+        FileManager.default.createFile(atPath: output, contents: Data("mine".utf8))
+        _ = try await setup.runWorker()
+        let job = try await setup.job(id)
+        #expect(job.status == .failed && job.error?.code == "output_forbidden" && job.attempt == 1)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "mine")
+        #expect(!setup.directory.contents().contains { $0.hasSuffix(".jobctl.tmp") })
+    }
+
+    /// A storyboard reading a slow remote input is cancelled mid-run: the job is `cancelled`
+    /// within 2 s and no file appears.
+    @Test func aCancelStopsAStoryboardWithinTwoSeconds() async throws {
+        let setup = try await Setup("file-set-cancel", ["--get-rate", "300000"])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        try FileManager.default.copyItem(
+            atPath: try await Fixtures.shared.path(.long),
+            toPath: setup.directory.file("media/long.mp4")
+        )
+        let output = setup.directory.file("board")
+        let id = try await setup.submit(
+            setup.server.url("/long.mp4"),
+            ["--kind", "storyboard", "--tiles", "100", "-o", output],
+            preset: nil
+        )
+        let worker = try JobctlProcess(
+            ["worker", "--db", setup.db, "--allow-private-webhooks", "--staging-dir", setup.staging],
+            log: setup.directory.file("worker.log")
+        )
+        defer { worker.signal(SIGKILL) }
+        try #require(
+            try await eventually(within: .seconds(60)) { try await setup.job(id).progress > 0 },
+            "the storyboard never started: \(worker.log)"
+        )
+        let asked = ContinuousClock.now
+        #expect(try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db]).status == 0)
+        let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
+        let took = ContinuousClock.now - asked
+        #expect(cancelled && took < .seconds(2), "cancelled: \(cancelled) after \(took); \(worker.log)")
+        #expect(setup.directoryContents(output).isEmpty, "left: \(setup.directoryContents(output))")
+    }
+
+    /// A worker killed (SIGKILL) just before showing its thumbnails leaves only hidden
+    /// temporaries; the next attempt removes them and writes the set.
+    @Test func aKilledWorkersTemporariesAreRemovedByTheNextAttempt() async throws {
+        let setup = try await Setup("file-set-killed")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let output = setup.directory.file("thumbs")
+        let id = try await setup.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--kind", "thumbnails", "--count", "3", "-o", output],
+            preset: nil
+        )
+        let a = try FencingTests.worker(setup, "A", failpoints: "before-rename", once: true)
+        try #require(
+            try await eventually(within: .seconds(60)) { FencingTests.isStopped(a.pid) },
+            "A never reached its rename: \(a.log)"
+        )
+        let hidden = setup.directoryContents(output)
+        #expect(
+            hidden.count == 3 && hidden.allSatisfy { $0.hasPrefix(".") && $0.hasSuffix("\(id)-1.jobctl.tmp") },
+            "\(hidden)"
+        )
+        a.signal(SIGKILL)
+        let job = try await FencingTests.takeOver(setup, id, name: "B")
+        #expect(job.status == .completed && job.attempt == 2, "\(job.error?.message ?? "")")
+        #expect(setup.directoryContents(output) == ["thumb-001.jpg", "thumb-002.jpg", "thumb-003.jpg"])
+    }
+}
+
+extension RemoteMediaTests.Setup {
+    /// Every name in `directory`, hidden ones included, sorted.
+    func directoryContents(_ directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+}
