@@ -32,7 +32,7 @@ release: deps
 # webhook to a fresh job database, run a worker until the queue is empty, and show the
 # finished job, its output, and the webhook the receiver got.
 demo: build
-	@mkdir -p $(DEMO) && rm -f $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4 $(DEMO)/webhooks.jsonl
+	@mkdir -p $(DEMO) && rm -rf $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4 $(DEMO)/webhooks.jsonl $(DEMO)/thumbs
 	@echo "== jobctl sample $(DEMO)/talk.mp4"
 	@$(JOBCTL) sample $(DEMO)/talk.mp4
 	@export JOBCTL_WEBHOOK_SECRET=$$($(JOBCTL) webhooks secret); \
@@ -50,7 +50,11 @@ demo: build
 	echo "== jobctl probe $(DEMO)/clip.mp4" && \
 	$(JOBCTL) probe $(DEMO)/clip.mp4 && \
 	echo "== the webhook the receiver got ($(DEMO)/webhooks.jsonl)" && \
-	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); b=json.loads(r["body"]); print("POST", r["path"], "webhook-id", r["id"], "signature", "valid" if r["valid"] else "INVALID"); d=b["data"]; print(json.dumps({"type": b["type"], "timestamp": b["timestamp"], "data": {"id": d["id"], "status": d["status"], "output": d["output"], "result": {k: d["result"][k] for k in ("bytes", "duration", "actualRange")}, "…": "the whole job JSON"}}, indent=2))' $(DEMO)/webhooks.jsonl
+	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); b=json.loads(r["body"]); print("POST", r["path"], "webhook-id", r["id"], "signature", "valid" if r["valid"] else "INVALID"); d=b["data"]; print(json.dumps({"type": b["type"], "timestamp": b["timestamp"], "data": {"id": d["id"], "status": d["status"], "output": d["output"], "result": {k: d["result"][k] for k in ("bytes", "duration", "actualRange")}, "…": "the whole job JSON"}}, indent=2))' $(DEMO)/webhooks.jsonl && \
+	echo "== jobctl thumbnails $(DEMO)/talk.mp4 --at 1s,50%,end --exact --size 320x -o $(DEMO)/thumbs" && \
+	$(JOBCTL) thumbnails $(DEMO)/talk.mp4 --at 1s,50%,end --exact --size 320x -o $(DEMO)/thumbs && \
+	echo "== jobctl waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png" && \
+	$(JOBCTL) waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in three phases:
 # test-unit (in process, seconds: the state machines, the conformance suites on the in-memory
