@@ -50,6 +50,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case playlist  // an HLS playlist pointing at a local file
     // Limits (docs/spec.md §7): small files that claim a lot.
     case lateAudio  // Matroska: 2 s of video, its audio starting 1 hour later
+    // Matroska, two FLAC tracks: 36 s mono 22.05 kHz, and 1 s mono 16 kHz starting at 35 s
+    // (a late track that a mix must not wait 35 s of buffered audio for).
+    case lateSecondTrack
     case hugeDeclaredDuration  // the same with the audio 10,000,000 s later
     case timestampJump  // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)
     case hugePicture  // 8192x8192, two frames, about 200 KB
@@ -69,7 +72,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
 
     public var fileExtension: String {
         switch self {
-        case .tenBitMatroska, .subtitleOnly: "mkv"
+        case .tenBitMatroska, .subtitleOnly, .lateSecondTrack: "mkv"
         case .audioOnly: "flac"
         case .aacPlain: "m4a"
         case .transportStream, .greyRampTS, .corrupted: "ts"
@@ -190,6 +193,18 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .audioOnly:
             return .ffmpeg(Self.tone(44100) + seconds + ["-ac", "2", "-c:a", "flac", "OUT"])
+        case .lateSecondTrack:
+            return .ffmpeg(
+                ["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=22050:duration=36"]
+                    + ["-itsoffset", "35", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=16000:duration=1"]
+                    + ["-map", "0:a", "-map", "1:a", "-c:a", "flac", "OUT"]
+            )
+        case .lateSecondTrack:
+            return .ffmpeg(
+                ["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=22050:duration=36"]
+                    + ["-itsoffset", "35", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=16000:duration=1"]
+                    + ["-map", "0:a", "-map", "1:a", "-c:a", "flac", "OUT"]
+            )
         case .aacPlain:
             return .ffmpeg(
                 Self.tone() + Self.tone(frequency: 660) + seconds

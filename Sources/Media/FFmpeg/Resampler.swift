@@ -106,6 +106,11 @@ final class AudioFifo {
         }
     }
 
+    /// Discards the oldest `count` samples.
+    func drain(_ count: Int32) {
+        if count > 0 { av_audio_fifo_drain(fifo, count) }
+    }
+
     func read(into frame: Frame, count: Int32) throws {
         let read = try frame.withPlanes { planes in
             try planes.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 8) {

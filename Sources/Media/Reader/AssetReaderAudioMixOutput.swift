@@ -7,9 +7,12 @@ import CFFmpeg
 /// add up, and whoever makes integers of them (an encoder, a waveform) clips.
 ///
 /// The tracks come through the demuxer in file order, so they are mixed as they arrive; each
-/// waits in a small FIFO for the others. A file that stores its tracks more than
-/// `maximumSkew` apart (one track's packets after all of another's) fails with
-/// `input_unsupported` instead of buffering it whole.
+/// waits in a small FIFO for the others. A track that has not started yet is taken as silent
+/// up to where the container says it starts, or up to `interleaveSlack` before the furthest
+/// packet of the others (files interleave their tracks by time), so a track that starts late
+/// is not waited for. A file that stores its tracks further apart than that — one track's
+/// packets long after another's of the same time — fails with `input_unsupported` rather than
+/// buffer a track whole or mix a wrong sum.
 public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Sendable {
     public let sampleRate: Int
     public let channels: Int
@@ -18,6 +21,9 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
 
     /// How far apart (in seconds of audio) the tracks may be stored in the file.
     static let maximumSkew = 30
+    /// How far behind the others a track's packets may come in the file (seconds; FFmpeg's
+    /// muxers interleave within 10 s).
+    static let interleaveSlack = 10
 
     public init(audioTracks: [AssetTrack], sampleRate: Int, channels: Int, volumes: [Int: Float] = [:]) {
         precondition(audioTracks.allSatisfy { $0.mediaType == .audio }, "a mix reads audio tracks")
@@ -33,12 +39,31 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
         let mix = AudioMixPipeline(
             sampleRate: Int32(sampleRate),
             channels: Int32(channels),
-            maximumSkew: Int32(Self.maximumSkew * sampleRate)
+            maximumSkew: Int32(Self.maximumSkew * sampleRate),
+            interleaveSlack: Int64(Self.interleaveSlack * sampleRate),
+            windowStart: context.window.start
         ) { [unowned self] in deliver($0) }
         for track in tracks {
+            // Where the track says it starts, in output samples from the window's start: until
+            // then it is silent, and the mix need not wait for its packets.
+            let stream = context.stream(track)
+            let firstPTS = stream.pointee.start_time
+            let declaredStart =
+                firstPTS == noPTS
+                ? 0
+                : max(
+                    0,
+                    av_rescale_q(
+                        av_rescale_q(firstPTS, stream.pointee.time_base, microsecondBase) - context.window.start,
+                        microsecondBase,
+                        AVRational(num: 1, den: Int32(sampleRate))
+                    )
+                )
             try mix.addTrack(
                 index: track.index,
-                volume: volumes[track.index] ?? 1
+                timeBase: stream.pointee.time_base,
+                volume: volumes[track.index] ?? 1,
+                declaredStart: declaredStart
             ) { sink throws(MediaError) in
                 AudioDecodePipeline(
                     decoder: try context.makeDecoder(track),
@@ -59,16 +84,35 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
 final class AudioMixPipeline: TrackPipeline {
     private final class Input {
         let index: Int
+        let timeBase: AVRational
         let volume: Float
         let fifo: AudioFifo
+        /// Where the container says the track starts (output samples from the window's start).
+        let declaredStart: Int64
         var pipeline: AudioDecodePipeline!
+        /// Samples have arrived (the first are the pipeline's own leading silence).
+        var started = false
+        /// Samples mixed as silence for it before it started: dropped from the leading silence
+        /// its pipeline emits when it does.
+        var silenceAhead: Int64 = 0
+        /// All the samples mixed as silence for it before it started.
+        var silenceMixed: Int64 = 0
         /// No more samples will come (its range ended, or the input did).
         var ended = false
 
-        init(index: Int, volume: Float, channels: Int32) {
+        init(index: Int, timeBase: AVRational, volume: Float, channels: Int32, declaredStart: Int64) {
             self.index = index
+            self.timeBase = timeBase
             self.volume = volume
+            self.declaredStart = declaredStart
             fifo = AudioFifo(format: AV_SAMPLE_FMT_FLTP, channels: channels)
+        }
+
+        /// Samples that can be mixed now: what waits in the FIFO, or, before it starts, the
+        /// silence up to where it says it starts or where the file shows it has not (`silentUntil`).
+        func available(at position: Int64, silentUntil: Int64) -> Int64 {
+            if started || ended { return Int64(fifo.count) }
+            return max(0, max(declaredStart, silentUntil) - position)
         }
     }
 
@@ -77,30 +121,61 @@ final class AudioMixPipeline: TrackPipeline {
     private var clock: AudioSampleClock
     private let sink: SampleSink
     private let maximumSkew: Int32
+    private let interleaveSlack: Int64
+    /// The window's start (µs, absolute): sample 0.
+    private let windowStart: Int64
+    /// The furthest packet seen of any track (output samples from the window's start).
+    private var frontier: Int64 = 0
     private var fifoFailure = false
     static let chunk: Int32 = 4096
 
-    init(sampleRate: Int32, channels: Int32, maximumSkew: Int32, sink: @escaping SampleSink) {
+    init(
+        sampleRate: Int32,
+        channels: Int32,
+        maximumSkew: Int32,
+        interleaveSlack: Int64,
+        windowStart: Int64,
+        sink: @escaping SampleSink
+    ) {
         av_channel_layout_default(&layout, channels)
         clock = AudioSampleClock(rate: sampleRate)
         self.maximumSkew = maximumSkew
+        self.interleaveSlack = interleaveSlack
+        self.windowStart = windowStart
         self.sink = sink
     }
+
+    /// Where a track that has shown no packet yet is known to be silent until.
+    private var silentUntil: Int64 { frontier - interleaveSlack }
 
     deinit { av_channel_layout_uninit(&layout) }
 
     /// Adds a track; `make` builds its decode pipeline around the sink that fills its FIFO.
     func addTrack(
         index: Int,
+        timeBase: AVRational,
         volume: Float,
+        declaredStart: Int64,
         make: (@escaping SampleSink) throws(MediaError) -> AudioDecodePipeline
     ) throws(MediaError) {
-        let input = Input(index: index, volume: volume, channels: layout.nb_channels)
+        let input = Input(
+            index: index,
+            timeBase: timeBase,
+            volume: volume,
+            channels: layout.nb_channels,
+            declaredStart: declaredStart
+        )
         input.pipeline = try make { [unowned self, unowned input] sample in
             guard case .audio(let frame) = sample.payload else { return true }
             do { try input.fifo.write(frame) } catch {
                 fifoFailure = true
                 return false
+            }
+            input.started = true
+            if input.silenceAhead > 0 {
+                let dropped = min(input.silenceAhead, Int64(input.fifo.count))
+                input.fifo.drain(Int32(dropped))
+                input.silenceAhead -= dropped
             }
             return true
         }
@@ -109,10 +184,26 @@ final class AudioMixPipeline: TrackPipeline {
 
     func consume(_ packet: Packet) throws(MediaError) -> Bool {
         if let input = inputs.first(where: { $0.index == packet.streamIndex }), !input.ended {
+            let timestamp = packet.pts != noPTS ? packet.pts : packet.decodeTimestamp
+            if timestamp != noPTS {
+                let time = av_rescale_q(timestamp, input.timeBase, microsecondBase) - windowStart
+                frontier = max(frontier, av_rescale_q(time, microsecondBase, AVRational(num: 1, den: clock.rate)))
+            }
             if try !feed(input, packet) { try end(input) }
+            try checkLateStart(input)
             try mix()
         }
         return inputs.contains { !$0.ended }
+    }
+
+    /// A track taken as silent that turns out to have started earlier: its packets came later
+    /// in the file than the slack allows, and the sum already emitted is wrong.
+    private func checkLateStart(_ input: Input) throws(MediaError) {
+        guard let leading = input.pipeline.leadingSilence, leading < input.silenceMixed else { return }
+        throw MediaError(
+            .inputUnsupported,
+            "audio track \(input.index) is stored more than \(AssetReaderAudioMixOutput.interleaveSlack) s after the other tracks of the same time in the file; it cannot be mixed while reading (read one track instead)"
+        )
     }
 
     func finish() throws(MediaError) {
@@ -136,21 +227,24 @@ final class AudioMixPipeline: TrackPipeline {
     private func mix() throws(MediaError) {
         while true {
             let running = inputs.filter { !$0.ended }
+            let (position, silentUntil) = (clock.emitted, silentUntil)
             let available =
                 running.isEmpty
-                ? (inputs.map(\.fifo.count).max() ?? 0)
-                : running.map(\.fifo.count).min()!
+                ? Int64(inputs.map(\.fifo.count).max() ?? 0)
+                : running.map { $0.available(at: position, silentUntil: silentUntil) }.min()!
             guard available > 0 else {
                 try checkSkew(running)
                 return
             }
-            try emitSum(of: min(available, Self.chunk))
+            try emitSum(of: Int32(min(available, Int64(Self.chunk))))
         }
     }
 
+    /// One track's packets far behind the others' in the file: fail rather than buffer it all.
     private func checkSkew(_ running: [Input]) throws(MediaError) {
+        let (position, silentUntil) = (clock.emitted, silentUntil)
         guard let ahead = running.max(by: { $0.fifo.count < $1.fifo.count }), ahead.fifo.count > maximumSkew,
-            let behind = running.first(where: { $0.fifo.count == 0 })
+            let behind = running.first(where: { $0.available(at: position, silentUntil: silentUntil) == 0 })
         else { return }
         throw MediaError(
             .inputUnsupported,
@@ -172,6 +266,11 @@ final class AudioMixPipeline: TrackPipeline {
             _ = av_samples_set_silence(planes, 0, count, Int32(channels), AV_SAMPLE_FMT_FLTP)
         }
         for input in inputs {
+            if !input.started && !input.ended {
+                input.silenceAhead += Int64(count)  // mixed as silence: it has not started
+                input.silenceMixed += Int64(count)
+                continue
+            }
             let taken = min(count, input.fifo.count)
             guard taken > 0 else { continue }
             do { try input.fifo.read(into: part, count: taken) } catch {

@@ -15,6 +15,8 @@ final class AudioDecodePipeline: TrackPipeline {
     private var nextSample: Int64?
     private var started = false
     private var clock: AudioSampleClock
+    /// The silence emitted before the track's first sample (output samples), once known.
+    private(set) var leadingSilence: Int64?
     private var reachedEnd = false
 
     init(
@@ -77,7 +79,9 @@ final class AudioDecodePipeline: TrackPipeline {
         if !started {
             // A track that starts after the window starts with silence, so it starts at 0 in sync.
             started = true
-            try emitSilence(av_rescale_q(from - start, sampleBase, AVRational(num: 1, den: outputRate)))
+            let silence = av_rescale_q(from - start, sampleBase, AVRational(num: 1, den: outputRate))
+            leadingSilence = silence
+            try emitSilence(silence)
         }
         let converter = try resampler(for: frame)
         let converted = try wrap { try converter.convert(frame, offset: Int32(from - first), count: Int32(to - from)) }
