@@ -131,8 +131,9 @@ extension SubmitCommand {
     }
 
     /// Opens a local input that exists and lets `check` refuse it: no video track for images,
-    /// no audio for a waveform (`input_unsupported`), a missing image encoder. Anything else —
-    /// a missing or unreadable file — is left for the job to report, as for exports.
+    /// no audio for a waveform (`input_unsupported`), a missing image encoder, a waveform too
+    /// large (`limit_exceeded`). Anything else — a missing or unreadable file — is left for the
+    /// job to report, as for exports.
     private func checkLocalInput(_ input: String, _ check: (Asset, TimeRange) throws(MediaError) -> Void) throws {
         guard !MediaLocation.isRemote(input) else { return }
         let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
@@ -140,7 +141,7 @@ extension SubmitCommand {
         let timeRange = try RangeArgument.timeRange(range)
         do throws(MediaError) {
             try check(asset, timeRange)
-        } catch  where error.code == .inputUnsupported || error.code == .encodeFailed {
+        } catch  where [.inputUnsupported, .encodeFailed, .limitExceeded].contains(error.code) {
             throw error
         } catch {
             return

@@ -73,6 +73,20 @@ struct ImageCommandTests {
                 "--pixels-per-second", "10",
             ])
             #expect(both.status == 64, "\(both.stderr)")
+            // Sizes that would cost gigabytes are refused before any work: a 25600-pixel-wide
+            // sprite; 2 samples per pixel over an hour of (declared) audio.
+            let wideSprite = try await Jobctl.run([
+                "storyboard", videoOnly, "--tiles", "200", "--columns", "100", "-o", directory.file("s"),
+            ])
+            #expect(wideSprite.status == 1 && wideSprite.stderr.contains("limit_exceeded"), "\(wideSprite.stderr)")
+            let lateAudio = try await Fixtures.shared.path(.lateAudio)
+            let hugeWaveform = try await Jobctl.run([
+                "waveform", lateAudio, "--samples-per-pixel", "2", "-o", directory.file("h.json"),
+            ])
+            #expect(
+                hugeWaveform.status == 1 && hugeWaveform.stderr.contains("limit_exceeded"),
+                "\(hugeWaveform.stderr)"
+            )
             let missing = try await Jobctl.run(["thumbnails", directory.file("missing.mov"), "-o", directory.file("m")])
             #expect(missing.status == 1 && missing.stderr.contains("input_not_found"), "\(missing.stderr)")
             #expect(

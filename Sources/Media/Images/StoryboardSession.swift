@@ -95,13 +95,22 @@ public final class StoryboardSession: @unchecked Sendable {
         // Tiles have even sides: they are placed on a 4:2:0 sheet.
         let image = generator.imageSize
         let tile = PictureSize(width: max(2, image.width & ~1), height: max(2, image.height & ~1))
+        let (sheetWidth, sheetHeight) = (tile.width * columns, tile.height * rows)
+        guard sheetWidth <= Self.maximumSide, sheetHeight <= Self.maximumSide,
+            sheetWidth * sheetHeight <= Self.maximumPixels
+        else {
+            throw MediaError(
+                .limitExceeded,
+                "a \(sheetWidth)x\(sheetHeight) sprite is too large (at most \(Self.maximumSide) pixels a side and \(Self.maximumPixels / 1_000_000) megapixels): use fewer --tiles or --columns, or a smaller --tile-size"
+            )
+        }
         let starts = (0..<count).map { range.start + duration * Int64($0) / Int64(count) }
         let span = duration / Int64(count)
         generator.toleranceBefore = .max
         generator.toleranceAfter = span / 2
         steps.start(total: count)
 
-        let sheet = try Self.blankSheet(width: tile.width * columns, height: tile.height * rows)
+        let sheet = try Self.blankSheet(width: sheetWidth, height: sheetHeight)
         var failure: MediaError?
         try generator.generatePictures(at: starts, pixelFormat: AV_PIX_FMT_YUV420P, size: tile) { request, _, picture in
             Self.place(
@@ -140,6 +149,10 @@ public final class StoryboardSession: @unchecked Sendable {
         try files.write("storyboard.json", Array(json) + [0x0A])
         return StoryboardResult(files: [], description: description, columns: columns, rows: rows)
     }
+
+    /// The largest sprite: WebP's limit a side, and 64 megapixels (96 MB while it is drawn).
+    static let maximumSide = 16383
+    static let maximumPixels = 64_000_000
 
     static func clampedTiles(_ count: Int) -> Int { min(max(1, count), StoryboardOptions.maximumTiles) }
 

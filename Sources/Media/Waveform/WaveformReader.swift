@@ -23,6 +23,9 @@ public struct WaveformOptions: Sendable, Hashable, Codable {
     public init() {}
 
     public static let defaultSamplesPerPixel = 256
+    /// The most values a waveform may hold (64 MB of 16-bit values; a JSON file of ~200 MB):
+    /// 2 samples per pixel over hours of audio would otherwise grow without bound.
+    public static let maximumValues = 1 << 25
     /// audiowaveform's limit.
     public static let maximumChannels = 24
 
@@ -102,6 +105,16 @@ public final class WaveformReader: @unchecked Sendable {
         self.asset = asset
         self.options = options
         self.timeRange = timeRange
+        expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+            .expectedDuration
+        if let expected {
+            let samples = Double(expected) / 1e6 * Double(sampleRate)
+            try Self.checkSize(
+                columns: Int(samples) / options.samplesPerPixel(sampleRate: sampleRate) + 1,
+                options,
+                channels
+            )
+        }
         reader = try AssetReader(asset: asset, timeRange: timeRange)
         if tracks.count == 1 {
             output = AssetReaderTrackOutput(
@@ -112,8 +125,16 @@ public final class WaveformReader: @unchecked Sendable {
             output = AssetReaderAudioMixOutput(audioTracks: tracks, sampleRate: sampleRate, channels: channels)
         }
         reader.add(output)
-        expected = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
-            .expectedDuration
+    }
+
+    /// `limit_exceeded` when `columns` points would hold more than `maximumValues` values.
+    private static func checkSize(columns: Int, _ options: WaveformOptions, _ channels: Int) throws(MediaError) {
+        let values = 2 * columns * (options.splitChannels ? channels : 1)
+        guard values > WaveformOptions.maximumValues else { return }
+        throw MediaError(
+            .limitExceeded,
+            "this waveform would hold \(values) values (at most \(WaveformOptions.maximumValues)): use more samples per pixel (or fewer pixels per second), a shorter --range, or no --split-channels"
+        )
     }
 
     private static func tracks(of asset: Asset, options: WaveformOptions) throws(MediaError) -> [AssetTrack] {
@@ -160,6 +181,14 @@ public final class WaveformReader: @unchecked Sendable {
             let count = Int(frame.sampleCount)
             frame.withPlanes { planes in peaks.add(planes: UnsafePointer(planes), frames: count) }
             read.add(Int64(count), ordering: .relaxed)
+            // A declared duration can understate the audio: the limit holds while reading too.
+            if peaks.data.count > WaveformOptions.maximumValues {
+                try Self.checkSize(
+                    columns: peaks.data.count / 2 / (options.splitChannels ? channels : 1),
+                    options,
+                    channels
+                )
+            }
         }
         if let error = reader.terminalError { throw error }
         peaks.finish()

@@ -22,6 +22,8 @@ public final class StagedFiles {
     private var files: [StagedFile] = []
     private var finished = false
     private let tag: String
+    /// Directories this created (deepest last): removed again if nothing is committed.
+    private var created: [String] = []
 
     /// A file written and not yet shown under its name.
     public struct StagedFile: Sendable, Hashable {
@@ -31,10 +33,10 @@ public final class StagedFiles {
         public var bytes: Int64
     }
 
-    /// Creates `directory` (and its parents) if missing. `output_forbidden` if it is something
-    /// other than a directory; `output_unwritable` if it cannot be created. `tag` names the
-    /// temporaries (a job's `JOBID-ATTEMPT`, so a later attempt finds what a killed one left);
-    /// random by default.
+    /// Creates `directory` (and its parents) if missing — removed again should nothing be
+    /// committed. `output_forbidden` if it is something other than a directory;
+    /// `output_unwritable` if it cannot be created. `tag` names the temporaries (a job's
+    /// `JOBID-ATTEMPT`, so a later attempt finds what a killed one left); random by default.
     public init(directory: String, tag: String? = nil) throws(MediaError) {
         self.directory = directory
         self.tag = tag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -47,8 +49,15 @@ public final class StagedFiles {
                 )
             }
         } else {
+            var missing: [String] = []
+            var path = (directory as NSString).standardizingPath
+            while !path.isEmpty && path != "/" && lstat(path, &info) != 0 {
+                missing.insert(path, at: 0)
+                path = (path as NSString).deletingLastPathComponent
+            }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                created = missing
             } catch {
                 throw MediaError(
                     .outputUnwritable,
@@ -96,13 +105,19 @@ public final class StagedFiles {
             guard count > 0 else { throw unwritable(name, errno) }
             offset += count
         }
-        guard fsync(descriptor) == 0 else { throw unwritable(name, errno) }
     }
 
-    /// Moves every staged file to its name. Checks each destination again first (something
-    /// may have appeared there meanwhile).
+    /// Moves every staged file to its name, each flushed to disk first (here rather than as it
+    /// is written: a cancel is not held up by a slow disk). Checks each destination again
+    /// first (something may have appeared there meanwhile).
     public func commit() throws(MediaError) -> [WrittenFile] {
         precondition(!finished)
+        for file in files {
+            let descriptor = open(file.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else { throw unwritable(file.name, errno) }
+            defer { close(descriptor) }
+            guard fsync(descriptor) == 0 else { throw unwritable(file.name, errno) }
+        }
         for file in files { try OutputDestination.checkKind(path(of: file.name)) }
         var written: [WrittenFile] = []
         for file in files {
@@ -110,6 +125,7 @@ public final class StagedFiles {
             written.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
         }
         files.removeAll()
+        created.removeAll()
         finished = true
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if descriptor >= 0 {
@@ -128,6 +144,9 @@ public final class StagedFiles {
     private func removeTemporaries() {
         for file in files { unlink(file.temporaryPath) }
         files.removeAll()
+        // Only if still empty: something else may have been put there meanwhile.
+        for directory in created.reversed() { rmdir(directory) }
+        created.removeAll()
     }
 
     private func unwritable(_ name: String, _ code: Int32) -> MediaError {
