@@ -71,7 +71,7 @@ struct FileSetJob: PreparedJob {
         case .waveform:
             work = .waveform(try WaveformReader(asset: asset, options: try decode(job), timeRange: range))
         case .export, .noop:
-            preconditionFailure("\(job.kind) is not a file-set job")
+            throw MediaError(.internalError, "a \(job.kind) job was given to the file-set runner")
         }
         return FileSetJob(
             job: job,
