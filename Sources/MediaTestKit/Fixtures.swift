@@ -53,6 +53,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     // Matroska, two FLAC tracks: 36 s mono 22.05 kHz, and 1 s mono 16 kHz starting at 35 s
     // (a late track that a mix must not wait 35 s of buffered audio for).
     case lateSecondTrack
+    // Matroska, two FLAC tracks: 40 s mono 22.05 kHz, and 3 s mono 16 kHz from 0 (a track that
+    // ends 37 s before the other: the mix must not wait for it either).
+    case shortSecondTrack
     case hugeDeclaredDuration  // the same with the audio 10,000,000 s later
     case timestampJump  // Matroska video: after frame 50, timestamps jump by 1 hour (150 frames)
     case hugePicture  // 8192x8192, two frames, about 200 KB
@@ -72,7 +75,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
 
     public var fileExtension: String {
         switch self {
-        case .tenBitMatroska, .subtitleOnly, .lateSecondTrack: "mkv"
+        case .tenBitMatroska, .subtitleOnly, .lateSecondTrack, .shortSecondTrack: "mkv"
         case .audioOnly: "flac"
         case .aacPlain: "m4a"
         case .transportStream, .greyRampTS, .corrupted: "ts"
@@ -199,10 +202,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
                     + ["-itsoffset", "35", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=16000:duration=1"]
                     + ["-map", "0:a", "-map", "1:a", "-c:a", "flac", "OUT"]
             )
-        case .lateSecondTrack:
+        case .shortSecondTrack:
             return .ffmpeg(
-                ["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=22050:duration=36"]
-                    + ["-itsoffset", "35", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=16000:duration=1"]
+                ["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=22050:duration=40"]
+                    + ["-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=16000:duration=3"]
                     + ["-map", "0:a", "-map", "1:a", "-c:a", "flac", "OUT"]
             )
         case .aacPlain:

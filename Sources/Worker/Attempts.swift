@@ -49,6 +49,8 @@ struct Attempts: Sendable {
             do {
                 let prepared = try await Self.prepare(claimed, options: options, sender: sender)
                 execution.attach(prepared)
+                // Stopped while it was being prepared: `attach` cancelled it; do not start it.
+                if execution.stopReason != nil { throw MediaError.cancelled() }
                 let started = ContinuousClock.now
                 let run = try await prepared.run()
                 if let seconds = run.mediaSeconds { WorkerMetrics.encoded(mediaSeconds: seconds, in: .now - started) }
@@ -269,7 +271,8 @@ struct Attempts: Sendable {
     /// PUTs the finished outputs (one file, or each file of a set in turn), each on a thread of
     /// its own that stops sending within a second of the attempt being stopped — cancelled, the
     /// lease found lost, or the lease's local deadline passed without a renewal (a worker frozen
-    /// mid-upload). A retry resumes with the first file not uploaded yet.
+    /// mid-upload). A retry resumes with the first file not uploaded yet; each file has the
+    /// whole retry budget.
     private func upload(_ attempt: inout Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
         let execution = attempt.execution
         guard let uploads = attempt.held?.uploads, !uploads.isEmpty, let url = execution.prepared?.uploadURL else {
@@ -279,6 +282,7 @@ struct Attempts: Sendable {
             attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"])
         }
         let (sender, lease) = (sender, execution.claimed.lease)
+        var tries = tries  // retries of the file being sent: each file has the whole budget
         for file in uploads where attempt.uploaded[file.name] == nil {
             if execution.shouldStopTransfer { return .stopped }
             let response: HTTPResponse
@@ -305,6 +309,8 @@ struct Attempts: Sendable {
             ) {
             case .uploaded(let bytes):
                 attempt.uploaded[file.name] = bytes
+                attempt.uploadTries = 0
+                tries = 0
             case .failed(let failure):
                 return .failed(failure.error)
             case .stopped:

@@ -24,6 +24,8 @@ struct FileSetJob: PreparedJob {
     /// Where the files are staged: the output directory, or the staging directory.
     let directory: String
     let tag: String
+    /// Checked again once the directory is open (it may have been swapped for a link).
+    let confinement: PathConfinement
 
     var progress: Double {
         switch work {
@@ -78,7 +80,8 @@ struct FileSetJob: PreparedJob {
             work: work,
             uploadURL: uploadURL,
             directory: directory,
-            tag: "\(job.id)-\(lease.attempt)"
+            tag: "\(job.id)-\(lease.attempt)",
+            confinement: uploadURL == nil ? confinement : PathConfinement(inputRoot: nil, outputRoot: nil)
         )
     }
 
@@ -92,10 +95,11 @@ struct FileSetJob: PreparedJob {
     }
 
     func run() async throws -> FinishedRun {
-        let (directory, tag, work, uploadURL) = (directory, tag, work, uploadURL)
+        let (directory, tag, work, uploadURL, confinement) = (directory, tag, work, uploadURL, confinement)
         let staged = try await withTaskCancellationHandler {
             try await onDedicatedThread("jobctl.\(job.kind)") { () throws -> Staged in
                 let files = try StagedFiles(directory: directory, tag: tag)
+                try confinement.checkOpenedOutputDirectory(files.resolvedDirectory, shownAs: directory)
                 let details: JSONValue
                 switch work {
                 case .thumbnails(let session): details = Self.json(["images": try session.run(into: files)])

@@ -52,6 +52,21 @@ struct PathConfinement: Sendable {
         }
     }
 
+    /// `output_forbidden` when a directory opened for a job's files (its real path, through
+    /// the descriptor) is not under the root: it was swapped for a link after the first check.
+    func checkOpenedOutputDirectory(_ real: String?, shownAs path: String) throws(JobFailure) {
+        guard let root = outputRoot else { return }
+        guard let real, real == root || Self.isInside(real, root) else {
+            throw JobFailure(
+                error: JobError(
+                    code: "output_forbidden",
+                    message: "\(path) is outside this worker's --output-root",
+                    retryable: false
+                )
+            )
+        }
+    }
+
     static func resolved(_ path: String) -> String { OutputDestination.resolved(path) }
 
     private static func isInside(_ path: String, _ root: String) -> Bool {

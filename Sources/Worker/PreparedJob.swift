@@ -72,17 +72,17 @@ final class HeldExport: HeldOutput {
 /// A set of files staged in a directory (the output directory, or the staging directory before
 /// an upload).
 final class HeldFiles: HeldOutput, @unchecked Sendable {
-    // Used by one attempt at a time, from one task: the attempt's steps run in sequence.
-    private let files: StagedFiles
+    // Taken once, under the lock: committed or discarded, never both.
+    private let files: Mutex<StagedFiles?>
     let staged: [StagedFiles.StagedFile]
     let uploads: [HeldUpload]
 
-    init(_ files: StagedFiles, uploadTemplate: String?) {
-        self.files = files
-        staged = files.staged
+    init(_ files: sending StagedFiles, uploadTemplate: String?) {
+        let staged = files.staged
+        self.staged = staged
         uploads =
             uploadTemplate.map { template in
-                files.staged.map {
+                staged.map {
                     HeldUpload(
                         name: $0.name,
                         path: $0.temporaryPath,
@@ -91,8 +91,16 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
                     )
                 }
             } ?? []
+        self.files = Mutex(files)
     }
 
-    func commit() throws { _ = try files.commit() }
-    func discard() { files.discard() }
+    func commit() throws {
+        let taken = files.withLock { $0.take() }
+        _ = try taken?.commit()
+    }
+
+    func discard() {
+        let taken = files.withLock { $0.take() }
+        taken?.discard()
+    }
 }

@@ -34,7 +34,10 @@ extension SubmitCommand {
             ("--samples-per-pixel", .waveform, waveform.samplesPerPixel != nil),
             ("--pixels-per-second", .waveform, waveform.pixelsPerSecond != nil),
             ("--split-channels", .waveform, waveform.splitChannels), ("--track", .waveform, waveform.track != nil),
-            ("--files", .waveform, files != nil), ("--preset", .export, preset != nil),
+            ("--bits", .waveform, waveform.bits != nil), ("--width", .waveform, waveform.width != nil),
+            ("--height", .waveform, waveform.height != nil), ("--color", .waveform, waveform.color != nil),
+            ("--background", .waveform, waveform.background != nil), ("--files", .waveform, files != nil),
+            ("--preset", .export, preset != nil),
         ]
     }
 
@@ -59,14 +62,27 @@ extension SubmitCommand {
         case .noop:
             break
         }
-        if let output, MediaLocation.isRemote(output) {
-            let template = output.contains("{name}")
-            if kind.writesFileSet && !template {
+        if kind == .waveform, !(files ?? "json").lowercased().contains("png"),
+            waveform.width != nil || waveform.height != nil || waveform.color != nil || waveform.background != nil
+        {
+            throw ValidationError("--width, --height, --color and --background are for the PNG: add png to --files")
+        }
+        if let output {
+            // {name} goes in a remote URL's path (the query is the signature, shown nowhere).
+            let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
+            let inPath = MediaLocation.isRemote(output) && path.contains("{name}")
+            if output.contains("{name}") && !(kind.writesFileSet && inPath) {
+                throw ValidationError(
+                    kind.writesFileSet
+                        ? "{name} belongs in the path of a remote --output, e.g. 'https://bucket.example/out/{name}?sig=...'"
+                        : "{name} in --output is for thumbnails, storyboard and waveform jobs"
+                )
+            }
+            if kind.writesFileSet && MediaLocation.isRemote(output) && !inPath {
                 throw ValidationError(
                     "a \(kind) job writes several files: a remote --output is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
                 )
             }
-            if !kind.writesFileSet && template { throw ValidationError("{name} in --output is for several files") }
         }
     }
 
@@ -131,9 +147,9 @@ extension SubmitCommand {
     }
 
     /// Opens a local input that exists and lets `check` refuse it: no video track for images,
-    /// no audio for a waveform (`input_unsupported`), a missing image encoder, a waveform too
-    /// large (`limit_exceeded`). Anything else — a missing or unreadable file — is left for the
-    /// job to report, as for exports.
+    /// no audio for a waveform (`input_unsupported`), a sprite or a waveform too large
+    /// (`limit_exceeded`). Anything else — a missing or unreadable file, or an image encoder
+    /// this host's FFmpeg lacks (the workers' may have it) — is left for the job to report.
     private func checkLocalInput(_ input: String, _ check: (Asset, TimeRange) throws(MediaError) -> Void) throws {
         guard !MediaLocation.isRemote(input) else { return }
         let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
@@ -141,7 +157,7 @@ extension SubmitCommand {
         let timeRange = try RangeArgument.timeRange(range)
         do throws(MediaError) {
             try check(asset, timeRange)
-        } catch  where [.inputUnsupported, .encodeFailed, .limitExceeded].contains(error.code) {
+        } catch  where [.inputUnsupported, .limitExceeded, .presetUnknown].contains(error.code) {
             throw error
         } catch {
             return

@@ -17,8 +17,8 @@ struct WaveformArguments: ParsableArguments {
     )
     var pixelsPerSecond: Int?
 
-    @Option(help: "8 or 16 bits per value.")
-    var bits = 16
+    @Option(help: "8 or 16 bits per value (default 16).")
+    var bits: Int?
 
     @Flag(name: .customLong("split-channels"), help: "One min/max pair per channel instead of the channels averaged.")
     var splitChannels = false
@@ -31,17 +31,17 @@ struct WaveformArguments: ParsableArguments {
     )
     var track: Int?
 
-    @Option(help: ArgumentHelp("The PNG's width in pixels.", valueName: "pixels"))
-    var width = 1800
+    @Option(help: ArgumentHelp("The PNG's width in pixels (default 1800).", valueName: "pixels"))
+    var width: Int?
 
-    @Option(help: ArgumentHelp("The PNG's height in pixels.", valueName: "pixels"))
-    var height = 280
+    @Option(help: ArgumentHelp("The PNG's height in pixels (default 280).", valueName: "pixels"))
+    var height: Int?
 
-    @Option(help: ArgumentHelp("The PNG's waveform colour, RRGGBB.", valueName: "hex"))
-    var color = "3A6EA5"
+    @Option(help: ArgumentHelp("The PNG's waveform colour, RRGGBB (default 3A6EA5).", valueName: "hex"))
+    var color: String?
 
-    @Option(help: ArgumentHelp("The PNG's background colour, RRGGBB.", valueName: "hex"))
-    var background = "FFFFFF"
+    @Option(help: ArgumentHelp("The PNG's background colour, RRGGBB (default FFFFFF).", valueName: "hex"))
+    var background: String?
 
     func validate() throws {
         if samplesPerPixel != nil && pixelsPerSecond != nil {
@@ -50,11 +50,12 @@ struct WaveformArguments: ParsableArguments {
         if let samplesPerPixel, samplesPerPixel < 2 { throw ValidationError("--samples-per-pixel is at least 2") }
         if let pixelsPerSecond, pixelsPerSecond < 1 { throw ValidationError("--pixels-per-second is at least 1") }
         if let track, track < 0 { throw ValidationError("--track is a stream index (0 or more)") }
-        guard bits == 8 || bits == 16 else { throw ValidationError("--bits is 8 or 16") }
-        guard (1...16384).contains(width), (1...16384).contains(height) else {
+        if let bits, bits != 8 && bits != 16 { throw ValidationError("--bits is 8 or 16") }
+        for size in [width, height].compactMap({ $0 }) where !(1...16384).contains(size) {
             throw ValidationError("--width and --height are between 1 and 16384")
         }
         for (name, value) in [("--color", color), ("--background", background)] {
+            guard let value else { continue }
             let hex = value.hasPrefix("#") ? String(value.dropFirst()) : value
             guard hex.count == 6, UInt32(hex, radix: 16) != nil else {
                 throw ValidationError("\(name) is a colour as RRGGBB, e.g. 3A6EA5")
@@ -66,7 +67,7 @@ struct WaveformArguments: ParsableArguments {
         var options = WaveformOptions()
         options.samplesPerPixel = samplesPerPixel
         options.pixelsPerSecond = pixelsPerSecond
-        options.bits = bits
+        options.bits = bits ?? 16
         options.splitChannels = splitChannels
         options.track = track
         return options
@@ -74,10 +75,10 @@ struct WaveformArguments: ParsableArguments {
 
     var picture: WaveformPicture {
         var picture = WaveformPicture()
-        picture.width = width
-        picture.height = height
-        picture.color = color
-        picture.background = background
+        if let width { picture.width = width }
+        if let height { picture.height = height }
+        if let color { picture.color = color }
+        if let background { picture.background = background }
         return picture
     }
 }

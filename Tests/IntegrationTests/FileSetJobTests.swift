@@ -148,10 +148,26 @@ struct FileSetJobTests {
         let noVideo = try await submit(audioOnly, ["--kind", "thumbnails", "-o", directory.file("t")])
         #expect(noVideo.status == 1 && noVideo.stderr.contains("input_unsupported"), "\(noVideo.stderr)")
         let noStoryboard = try await submit(audioOnly, ["--kind", "storyboard", "-o", directory.file("s")])
-        #expect(noStoryboard.stderr.contains("input_unsupported"), "\(noStoryboard.stderr)")
+        #expect(noStoryboard.status == 1 && noStoryboard.stderr.contains("input_unsupported"), "\(noStoryboard.stderr)")
+        let wideSprite = try await submit(videoOnly, ["--kind", "storyboard", "--tiles", "200", "--columns", "100"])
+        #expect(wideSprite.status == 1 && wideSprite.stderr.contains("limit_exceeded"), "\(wideSprite.stderr)")
+        for (output, message) in [
+            ("https://bucket.example/thumbs/x.jpg?key={name}", "{name} belongs in the path"),
+            (directory.file("{name}"), "{name} belongs in the path"),
+        ] {
+            let refused = try await submit(
+                videoOnly,
+                ["--kind", "thumbnails", "-o", output, "--allow-private-webhooks"]
+            )
+            #expect(refused.status == 64 && refused.stderr.contains(message), "\(output): \(refused.stderr)")
+        }
+        let pngOptionWithoutPNG = try await submit(audioOnly, ["--kind", "waveform", "--width", "900"])
+        #expect(pngOptionWithoutPNG.status == 64 && pngOptionWithoutPNG.stderr.contains("add png to --files"))
+        let bitsForImages = try await submit(videoOnly, ["--kind", "thumbnails", "--bits", "8"])
+        #expect(bitsForImages.status == 64 && bitsForImages.stderr.contains("--bits is for --kind waveform"))
         let noAudio = try await submit(videoOnly, ["--kind", "waveform", "-o", directory.file("w")])
         #expect(noAudio.status == 1 && noAudio.stderr.contains("no audio track"), "\(noAudio.stderr)")
-        FileManager.default.createFile(atPath: directory.file("a-file"), contents: Data("x".utf8))
+        try #require(FileManager.default.createFile(atPath: directory.file("a-file"), contents: Data("x".utf8)))
         let notADirectory = try await submit(videoOnly, ["--kind", "thumbnails", "-o", directory.file("a-file")])
         #expect(notADirectory.stderr.contains("output_forbidden"), "\(notADirectory.stderr)")
         let noTemplate = try await submit(
@@ -181,7 +197,7 @@ struct FileSetJobTests {
             ["--kind", "thumbnails", "--count", "2", "-o", output],
             preset: nil
         )
-        FileManager.default.createFile(atPath: output, contents: Data("mine".utf8))
+        try #require(FileManager.default.createFile(atPath: output, contents: Data("mine".utf8)))
         _ = try await setup.runWorker()
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.error?.code == "output_forbidden" && job.attempt == 1)
@@ -197,20 +213,8 @@ struct FileSetJobTests {
             setup.directory.remove()
             setup.server.stop()
         }
-        try FileManager.default.copyItem(
-            atPath: try await Fixtures.shared.path(.long),
-            toPath: setup.directory.file("media/long.mp4")
-        )
         let output = setup.directory.file("board")
-        let id = try await setup.submit(
-            setup.server.url("/long.mp4"),
-            ["--kind", "storyboard", "--tiles", "100", "-o", output],
-            preset: nil
-        )
-        let worker = try JobctlProcess(
-            ["worker", "--db", setup.db, "--allow-private-webhooks", "--staging-dir", setup.staging],
-            log: setup.directory.file("worker.log")
-        )
+        let (id, worker) = try await Self.runSlowly(setup, ["--kind", "storyboard", "--tiles", "100", "-o", output])
         defer { worker.signal(SIGKILL) }
         try #require(
             try await eventually(within: .seconds(60)) { try await setup.job(id).progress > 0 },
@@ -221,7 +225,51 @@ struct FileSetJobTests {
         let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
         let took = ContinuousClock.now - asked
         #expect(cancelled && took < .seconds(2), "cancelled: \(cancelled) after \(took); \(worker.log)")
-        #expect(setup.directoryContents(output).isEmpty, "left: \(setup.directoryContents(output))")
+        // The directory the run created is gone again with everything in it.
+        #expect(!FileManager.default.fileExists(atPath: output), "left: \(setup.directoryContents(output))")
+    }
+
+    /// Cancelled while it is still being prepared (its remote input opening slowly): the job
+    /// ends `cancelled` and the worker lives on (a reader cancelled before it started used to
+    /// trap).
+    @Test func aCancelWhilePreparingLeavesTheWorkerRunning() async throws {
+        let setup = try await Setup("file-set-cancel-early", ["--get-rate", "20000"])
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let (id, worker) = try await Self.runSlowly(
+            setup,
+            ["--kind", "waveform", "-o", setup.directory.file("peaks")]
+        )
+        defer { worker.signal(SIGKILL) }
+        try #require(
+            try await eventually(within: .seconds(60)) { try await setup.job(id).status == .reading },
+            "never claimed: \(worker.log)"
+        )
+        #expect(try await setup.job(id).progress == 0, "it was meant to be cancelled while opening")
+        #expect(try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db]).status == 0)
+        let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
+        #expect(cancelled, "\(worker.log)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(worker.exited == nil, "the worker died: \(worker.log)")
+        worker.signal(SIGTERM)
+        #expect(try await worker.waitForExit(timeout: .seconds(30))?.status == 0, "\(worker.log)")
+    }
+
+    /// Submits a job of the 20 s `long` clip read through the (slow) media server, and starts a
+    /// worker for it.
+    static func runSlowly(_ setup: Setup, _ arguments: [String]) async throws -> (JobID, JobctlProcess) {
+        try FileManager.default.copyItem(
+            atPath: try await Fixtures.shared.path(.long),
+            toPath: setup.directory.file("media/long.mp4")
+        )
+        let id = try await setup.submit(setup.server.url("/long.mp4"), arguments, preset: nil)
+        let worker = try JobctlProcess(
+            ["worker", "--db", setup.db, "--allow-private-webhooks", "--staging-dir", setup.staging],
+            log: setup.directory.file("worker.log")
+        )
+        return (id, worker)
     }
 
     /// A worker killed (SIGKILL) just before showing its thumbnails leaves only hidden
@@ -240,7 +288,7 @@ struct FileSetJobTests {
         )
         let a = try FencingTests.worker(setup, "A", failpoints: "before-rename", once: true)
         try #require(
-            try await eventually(within: .seconds(60)) { FencingTests.isStopped(a.pid) },
+            await eventually(within: .seconds(60)) { FencingTests.isStopped(a.pid) },
             "A never reached its rename: \(a.log)"
         )
         let hidden = setup.directoryContents(output)

@@ -61,7 +61,7 @@ struct ImageCommandTests {
             #expect(noVideo.status == 1 && noVideo.stderr.contains("input_unsupported"), "\(noVideo.stderr)")
             let noAudio = try await Jobctl.run(["waveform", videoOnly, "-o", directory.file("p.json")])
             #expect(noAudio.status == 1 && noAudio.stderr.contains("input_unsupported"), "\(noAudio.stderr)")
-            FileManager.default.createFile(atPath: directory.file("a-file"), contents: Data("keep".utf8))
+            try #require(FileManager.default.createFile(atPath: directory.file("a-file"), contents: Data("keep".utf8)))
             let notADirectory = try await Jobctl.run(["storyboard", videoOnly, "-o", directory.file("a-file")])
             #expect(notADirectory.status == 1 && notADirectory.stderr.contains("output_forbidden"))
             #expect(try String(contentsOfFile: directory.file("a-file"), encoding: .utf8) == "keep")

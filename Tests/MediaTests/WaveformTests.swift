@@ -110,6 +110,8 @@ struct WaveformTests {
         Case(fixture: .multiAudio, track: 2),
         // A second track starting 35 s in: mixed without waiting for it (or buffering 35 s).
         Case(fixture: .lateSecondTrack, split: true),
+        // A second track that ends 37 s before the first: mixed as silence from there.
+        Case(fixture: .shortSecondTrack),
     ]
 
     @Test(arguments: cases)
@@ -214,7 +216,7 @@ struct WaveformTests {
 }
 
 extension WaveformTests {
-    /// `--track` naming a video track, or no track at all, is refused with the audio tracks listed.
+    /// `--track` naming a video track is refused, with the audio tracks listed.
     @Test func trackMustBeAudio() async throws {
         let path = try await Fixtures.shared.path(.multiAudio)
         var options = WaveformOptions()
@@ -225,6 +227,22 @@ extension WaveformTests {
         } catch {
             #expect(error.code == .inputUnsupported)
             #expect(error.message.contains("audio tracks: 1, 2"), "\(error.message)")
+        }
+    }
+}
+
+extension WaveformTests {
+    /// Cancelled before it started reading (a job cancelled while it was being set up): the
+    /// read throws the cancellation instead of trapping.
+    @Test func cancelledBeforeReadingThrows() async throws {
+        let path = try await Fixtures.shared.path(.basic)
+        let reader = try WaveformReader(asset: try Asset(location: path), options: WaveformOptions(), timeRange: .all)
+        reader.cancel()
+        do {
+            _ = try reader.readPeaks()
+            Issue.record("a cancelled reader read")
+        } catch {
+            #expect(error.isCancellation, "\(error)")
         }
     }
 }

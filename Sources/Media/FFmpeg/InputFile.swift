@@ -132,12 +132,15 @@ final class InputFile {
     func seekToBeginning(startTime: Int64) throws {
         if isHeaderless && context.pointee.pb != nil {
             try check(avformat_seek_file(context, -1, 0, 0, 0, AVSEEK_FLAG_BYTE), "avformat_seek_file(byte 0)")
-        } else if av_seek_frame(context, -1, startTime - 1_000_000, 0) < 0 {
-            // Forward from a second before the start: the first packets, including those before
-            // the start time (an MP4's AAC priming packet, before its edit list's 0). A backward
-            // seek to the start lands on the packet at 0 and drops them, and a decoder started
+        } else {
+            // Aiming a second before the start (never after it) reaches the packets before the
+            // start time, such as an MP4's AAC priming packet before its edit list's 0: a seek
+            // to the start itself lands on the packet at 0 and drops them, and a decoder started
             // there differs from a full decode for the rest of the track (AAC noise state).
-            try check(avformat_seek_file(context, -1, Int64.min, startTime, startTime, 0), "avformat_seek_file(start)")
+            try check(
+                avformat_seek_file(context, -1, Int64.min, startTime - 1_000_000, startTime, 0),
+                "avformat_seek_file(start)"
+            )
         }
     }
 }

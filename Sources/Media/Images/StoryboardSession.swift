@@ -20,6 +20,19 @@ public struct StoryboardOptions: Sendable, Hashable, Codable {
     public func tileCount(duration: Int64) -> Int {
         tiles ?? (duration < 15 * 60 * 1_000_000 ? 50 : 100)
     }
+
+    /// The checks of the command line's, again for options that came another way (a job row).
+    public func check() throws(MediaError) {
+        if let tiles, !(1...Self.maximumTiles).contains(tiles) {
+            throw MediaError(.presetUnknown, "invalid storyboard options: tiles is between 1 and \(Self.maximumTiles)")
+        }
+        if let columns, !(1...100).contains(columns) {
+            throw MediaError(.presetUnknown, "invalid storyboard options: columns is between 1 and 100")
+        }
+        guard (0...16384).contains(tileSize.width), (0...16384).contains(tileSize.height) else {
+            throw MediaError(.presetUnknown, "invalid storyboard options: a tile side is at most 16384")
+        }
+    }
 }
 
 /// The JSON description of a storyboard, in the shape hosted video services return.
@@ -58,31 +71,28 @@ public final class StoryboardSession: @unchecked Sendable {
     public let options: StoryboardOptions
     private let steps = StepProgress()
 
+    /// The storyboard's shape, decided (and its size checked) before any decoding.
+    private struct Layout {
+        var start: Int64
+        var duration: Int64
+        var count: Int
+        var columns: Int
+        var rows: Int
+        var tile: PictureSize
+    }
+
+    private let layout: Layout
+
+    /// `input_unsupported` without a video track or a known duration, `limit_exceeded` for a
+    /// sprite over the limits, `encode_failed` without the format's encoder.
     public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange) throws(MediaError) {
+        try options.check()
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
         generator.maximumSize = options.tileSize
         self.options = options
-    }
-
-    public var progress: Double { steps.fraction }
-
-    public func cancel() { generator.cancelAllImageGeneration() }
-
-    /// Writes the storyboard's files into `directory`, all or none.
-    public func run(directory: String) throws(MediaError) -> StoryboardResult {
-        let files = try StagedFiles(directory: directory)
-        var result = try run(into: files)
-        result.files = try files.commit()
-        return result
-    }
-
-    /// Writes the storyboard's files into `files` (staged: the caller commits or discards
-    /// them); the result's `files` is empty until then.
-    public func run(into files: StagedFiles) throws(MediaError) -> StoryboardResult {
-        let asset = generator.asset
-        let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         guard let duration = range.expectedDuration, duration > 0 else {
             throw MediaError(
                 .inputUnsupported,
@@ -104,7 +114,29 @@ public final class StoryboardSession: @unchecked Sendable {
                 "a \(sheetWidth)x\(sheetHeight) sprite is too large (at most \(Self.maximumSide) pixels a side and \(Self.maximumPixels / 1_000_000) megapixels): use fewer --tiles or --columns, or a smaller --tile-size"
             )
         }
-        let starts = (0..<count).map { range.start + duration * Int64($0) / Int64(count) }
+        layout = Layout(start: range.start, duration: duration, count: count, columns: columns, rows: rows, tile: tile)
+    }
+
+    public var progress: Double { steps.fraction }
+
+    public func cancel() { generator.cancelAllImageGeneration() }
+
+    /// Writes the storyboard's files into `directory`, all or none.
+    public func run(directory: String) throws(MediaError) -> StoryboardResult {
+        let files = try StagedFiles(directory: directory)
+        var result = try run(into: files)
+        result.files = try files.commit()
+        return result
+    }
+
+    /// Writes the storyboard's files into `files` (staged: the caller commits or discards
+    /// them); the result's `files` is empty until then.
+    public func run(into files: StagedFiles) throws(MediaError) -> StoryboardResult {
+        let (count, columns, rows, tile, duration) = (
+            layout.count, layout.columns, layout.rows, layout.tile, layout.duration
+        )
+        let (sheetWidth, sheetHeight) = (tile.width * columns, tile.height * rows)
+        let starts = (0..<count).map { layout.start + duration * Int64($0) / Int64(count) }
         let span = duration / Int64(count)
         generator.toleranceBefore = .max
         generator.toleranceAfter = span / 2
@@ -129,7 +161,7 @@ public final class StoryboardSession: @unchecked Sendable {
         let sprite = try ImageEncoder.encode(try Self.converted(sheet, to: options.format), as: options.format)
         let tiles = starts.enumerated().map { index, start in
             StoryboardDescription.Tile(
-                start: Double(start - range.start) / 1e6,
+                start: Double(start - layout.start) / 1e6,
                 x: (index % columns) * tile.width,
                 y: (index / columns) * tile.height
             )

@@ -25,6 +25,20 @@ public struct ThumbnailOptions: Sendable, Hashable, Codable {
     /// Zero tolerance both ways: each image is the frame displayed at its time.
     public var isExact: Bool { toleranceBefore == 0 && toleranceAfter == 0 }
 
+    /// The checks of the command line's, again for options that came another way (a job row).
+    public func check() throws(MediaError) {
+        func invalid(_ why: String) -> MediaError { MediaError(.presetUnknown, "invalid thumbnails options: \(why)") }
+        if let count, !(1...Self.maximumCount).contains(count) {
+            throw invalid("count is between 1 and \(Self.maximumCount)")
+        }
+        if let every, every <= 0 { throw invalid("every must be longer than zero") }
+        if times.count > Self.maximumCount { throw invalid("at most \(Self.maximumCount) times") }
+        if (toleranceBefore ?? 0) < 0 || (toleranceAfter ?? 0) < 0 { throw invalid("a tolerance is not negative") }
+        if let maximumSize, !(0...16384).contains(maximumSize.width) || !(0...16384).contains(maximumSize.height) {
+            throw invalid("a side is at most 16384")
+        }
+    }
+
     /// The requested times for a range from `start` to `end` (µs from the asset's start).
     func resolvedTimes(start: Int64, end: Int64?) -> [Int64] {
         var times = times
@@ -77,6 +91,7 @@ public final class ThumbnailSession: @unchecked Sendable {
     /// `input_unsupported` without a video track; `encode_failed` if this FFmpeg lacks the
     /// format's encoder.
     public init(asset: Asset, options: ThumbnailOptions, timeRange: TimeRange) throws(MediaError) {
+        try options.check()
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange

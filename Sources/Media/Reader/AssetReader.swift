@@ -76,9 +76,11 @@ public final class AssetReader: @unchecked Sendable {
         output.reader = self
     }
 
-    /// Resolves the range, seeks, creates the decoders and starts the threads.
+    /// Resolves the range, seeks, creates the decoders and starts the threads. Throws the
+    /// cancellation when `cancelReading()` came first (a job cancelled while it was being set up).
     public func startReading() throws(MediaError) {
         let outputs = self.outputs
+        if status == .cancelled { throw terminalError ?? MediaError.cancelled() }
         precondition(status == .unknown && !outputs.isEmpty)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         var window = ReadWindow(start: asset.startTime + range.start, end: range.end.map { asset.startTime + $0 })

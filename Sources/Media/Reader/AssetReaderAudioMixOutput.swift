@@ -81,24 +81,32 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
 
 /// Decodes several audio tracks (one `AudioDecodePipeline` each, into a FIFO) and emits their
 /// sum as far as every track still running has reached.
+///
+/// Positions are output samples from the window's start. A track whose FIFO is empty is mixed
+/// as silence up to where it is known to be silent: where the container says it starts (before
+/// it has), or `interleaveSlack` behind the furthest packet of any track (files interleave by
+/// time) — so a track that starts late, ends early or pauses is not waited for (what its decoder
+/// and resampler hold is emitted first). Samples that
+/// arrive for positions already mixed must be the silence its pipeline puts before its first
+/// sample, and are dropped; anything else means the file stores that track further behind than
+/// the slack, and the mix fails rather than emit a wrong sum.
 final class AudioMixPipeline: TrackPipeline {
     private final class Input {
         let index: Int
         let timeBase: AVRational
         let volume: Float
         let fifo: AudioFifo
-        /// Where the container says the track starts (output samples from the window's start).
+        /// Where the container says the track starts.
         let declaredStart: Int64
         var pipeline: AudioDecodePipeline!
         /// Samples have arrived (the first are the pipeline's own leading silence).
         var started = false
-        /// Samples mixed as silence for it before it started: dropped from the leading silence
-        /// its pipeline emits when it does.
-        var silenceAhead: Int64 = 0
-        /// All the samples mixed as silence for it before it started.
-        var silenceMixed: Int64 = 0
+        /// Samples dropped because their positions had been mixed as silence already.
+        var dropped: Int64 = 0
         /// No more samples will come (its range ended, or the input did).
         var ended = false
+        /// Its decoder and resampler were emptied since its last packet (it went quiet).
+        var flushed = false
 
         init(index: Int, timeBase: AVRational, volume: Float, channels: Int32, declaredStart: Int64) {
             self.index = index
@@ -108,12 +116,19 @@ final class AudioMixPipeline: TrackPipeline {
             fifo = AudioFifo(format: AV_SAMPLE_FMT_FLTP, channels: channels)
         }
 
-        /// Samples that can be mixed now: what waits in the FIFO, or, before it starts, the
-        /// silence up to where it says it starts or where the file shows it has not (`silentUntil`).
+        /// Samples that can be mixed from `position` now: what waits in the FIFO, else silence
+        /// up to where the track is known to be silent.
         func available(at position: Int64, silentUntil: Int64) -> Int64 {
-            if started || ended { return Int64(fifo.count) }
-            return max(0, max(declaredStart, silentUntil) - position)
+            if fifo.count > 0 { return Int64(fifo.count) }
+            if ended { return 0 }
+            return max(0, max(started ? 0 : declaredStart, silentUntil) - position)
         }
+    }
+
+    /// Why the mix stopped from inside a sink (which cannot throw).
+    private enum SinkFailure {
+        case memory
+        case lateData(track: Int)
     }
 
     private var inputs: [Input] = []
@@ -124,9 +139,9 @@ final class AudioMixPipeline: TrackPipeline {
     private let interleaveSlack: Int64
     /// The window's start (µs, absolute): sample 0.
     private let windowStart: Int64
-    /// The furthest packet seen of any track (output samples from the window's start).
+    /// The furthest packet seen of any track.
     private var frontier: Int64 = 0
-    private var fifoFailure = false
+    private var sinkFailure: SinkFailure?
     static let chunk: Int32 = 4096
 
     init(
@@ -145,10 +160,10 @@ final class AudioMixPipeline: TrackPipeline {
         self.sink = sink
     }
 
-    /// Where a track that has shown no packet yet is known to be silent until.
-    private var silentUntil: Int64 { frontier - interleaveSlack }
-
     deinit { av_channel_layout_uninit(&layout) }
+
+    /// Where a track that shows no sample is known to be silent until.
+    private var silentUntil: Int64 { frontier - interleaveSlack }
 
     /// Adds a track; `make` builds its decode pipeline around the sink that fills its FIFO.
     func addTrack(
@@ -166,20 +181,31 @@ final class AudioMixPipeline: TrackPipeline {
             declaredStart: declaredStart
         )
         input.pipeline = try make { [unowned self, unowned input] sample in
-            guard case .audio(let frame) = sample.payload else { return true }
-            do { try input.fifo.write(frame) } catch {
-                fifoFailure = true
-                return false
-            }
-            input.started = true
-            if input.silenceAhead > 0 {
-                let dropped = min(input.silenceAhead, Int64(input.fifo.count))
-                input.fifo.drain(Int32(dropped))
-                input.silenceAhead -= dropped
-            }
-            return true
+            receive(sample, into: input)
         }
         inputs.append(input)
+    }
+
+    /// Queues a track's samples; drops those whose positions were mixed as silence already
+    /// (allowed only within its leading silence).
+    private func receive(_ sample: SampleBuffer, into input: Input) -> Bool {
+        guard case .audio(let frame) = sample.payload else { return true }
+        let overlap = min(Int64(frame.sampleCount), max(0, clock.emitted - sample.pts))
+        do { try input.fifo.write(frame) } catch {
+            sinkFailure = .memory
+            return false
+        }
+        input.started = true
+        if overlap > 0 {
+            // Only when its FIFO was empty (silence is mixed for it only then): the head is this frame.
+            input.fifo.drain(Int32(overlap))
+            input.dropped += overlap
+            if input.dropped > input.pipeline.leadingSilence ?? 0 {
+                sinkFailure = .lateData(track: input.index)
+                return false
+            }
+        }
+        return true
     }
 
     func consume(_ packet: Packet) throws(MediaError) -> Bool {
@@ -189,21 +215,11 @@ final class AudioMixPipeline: TrackPipeline {
                 let time = av_rescale_q(timestamp, input.timeBase, microsecondBase) - windowStart
                 frontier = max(frontier, av_rescale_q(time, microsecondBase, AVRational(num: 1, den: clock.rate)))
             }
-            if try !feed(input, packet) { try end(input) }
-            try checkLateStart(input)
+            input.flushed = false
+            if try !run({ () throws(MediaError) in try input.pipeline.consume(packet) }) { try end(input) }
             try mix()
         }
         return inputs.contains { !$0.ended }
-    }
-
-    /// A track taken as silent that turns out to have started earlier: its packets came later
-    /// in the file than the slack allows, and the sum already emitted is wrong.
-    private func checkLateStart(_ input: Input) throws(MediaError) {
-        guard let leading = input.pipeline.leadingSilence, leading < input.silenceMixed else { return }
-        throw MediaError(
-            .inputUnsupported,
-            "audio track \(input.index) is stored more than \(AssetReaderAudioMixOutput.interleaveSlack) s after the other tracks of the same time in the file; it cannot be mixed while reading (read one track instead)"
-        )
     }
 
     func finish() throws(MediaError) {
@@ -211,16 +227,26 @@ final class AudioMixPipeline: TrackPipeline {
         try mix()
     }
 
-    /// Feeds `input` the packet; `false` once its range ended.
-    private func feed(_ input: Input, _ packet: Packet) throws(MediaError) -> Bool {
-        do { return try input.pipeline.consume(packet) } catch {
-            throw fifoFailure ? MediaError(.internalError, "out of memory while mixing audio tracks") : error
-        }
-    }
-
     private func end(_ input: Input) throws(MediaError) {
         input.ended = true
-        try input.pipeline.finish()
+        try run { () throws(MediaError) in try input.pipeline.finish() }
+    }
+
+    /// Runs a pipeline step, turning a stop from inside the sink into its error.
+    private func run<T>(_ step: () throws(MediaError) -> T) throws(MediaError) -> T {
+        do { return try step() } catch {
+            switch sinkFailure {
+            case .memory?:
+                throw MediaError(.internalError, "out of memory while mixing audio tracks")
+            case .lateData(let track)?:
+                throw MediaError(
+                    .inputUnsupported,
+                    "audio track \(track) is stored more than \(AssetReaderAudioMixOutput.interleaveSlack) s after the other tracks of the same time in the file; it cannot be mixed while reading (read one track instead)"
+                )
+            case nil:
+                throw error
+            }
+        }
     }
 
     /// Emits the sum of what every running track has (all of what is left once all ended).
@@ -228,6 +254,13 @@ final class AudioMixPipeline: TrackPipeline {
         while true {
             let running = inputs.filter { !$0.ended }
             let (position, silentUntil) = (clock.emitted, silentUntil)
+            // A track gone quiet (ended in the file, or pausing) is about to be mixed as silence:
+            // first get what its decoder and resampler still hold, which belongs before that.
+            for input in running
+            where input.started && !input.flushed && input.fifo.count == 0 && silentUntil > position {
+                input.flushed = true
+                try run { () throws(MediaError) in try input.pipeline.emitHeldSamples() }
+            }
             let available =
                 running.isEmpty
                 ? Int64(inputs.map(\.fifo.count).max() ?? 0)
@@ -266,12 +299,7 @@ final class AudioMixPipeline: TrackPipeline {
             _ = av_samples_set_silence(planes, 0, count, Int32(channels), AV_SAMPLE_FMT_FLTP)
         }
         for input in inputs {
-            if !input.started && !input.ended {
-                input.silenceAhead += Int64(count)  // mixed as silence: it has not started
-                input.silenceMixed += Int64(count)
-                continue
-            }
-            let taken = min(count, input.fifo.count)
+            let taken = min(count, input.fifo.count)  // the rest of a short track is silence
             guard taken > 0 else { continue }
             do { try input.fifo.read(into: part, count: taken) } catch {
                 throw MediaError(.internalError, "mixing audio tracks failed", detail: "\(error)")

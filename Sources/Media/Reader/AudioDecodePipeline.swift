@@ -49,6 +49,17 @@ final class AudioDecodePipeline: TrackPipeline {
         try decoding.checkAnythingDecoded()
     }
 
+    /// Emits what the decoder and the resampler hold back, because the track has gone quiet in
+    /// the file (a mix would otherwise get its last samples only at the very end); decoding
+    /// goes on from the next packet, as after a seek.
+    func emitHeldSamples() throws(MediaError) {
+        guard !reachedEnd else { return }
+        try send(nil)
+        decoding.resume()
+        try flushResampler()
+        resampler = nil
+    }
+
     private func send(_ packet: UnsafeMutablePointer<AVPacket>?) throws(MediaError) {
         try decoding.send(packet) { frame throws(MediaError) in
             try handle(frame)

@@ -106,6 +106,10 @@ final class DecodeLoop {
         }
     }
 
+    /// After draining with `send(nil)`: makes the decoder take packets again (its state is
+    /// reset, as after a seek).
+    func resume() { avcodec_flush_buffers(decoder.context) }
+
     /// `limit_exceeded` when the stream now announces a picture over the decoder's
     /// `max_pixels` (the decoder refused to allocate it: a size change mid-stream).
     func checkPictureSize() throws(MediaError) {

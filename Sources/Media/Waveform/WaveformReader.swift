@@ -29,6 +29,27 @@ public struct WaveformOptions: Sendable, Hashable, Codable {
     /// audiowaveform's limit.
     public static let maximumChannels = 24
 
+    /// The checks of the command line's, again for options that came another way (a job row).
+    public func check() throws(MediaError) {
+        func invalid(_ why: String) -> MediaError { MediaError(.presetUnknown, "invalid waveform options: \(why)") }
+        guard bits == 8 || bits == 16 else { throw invalid("bits is 8 or 16") }
+        if samplesPerPixel != nil && pixelsPerSecond != nil {
+            throw invalid("samples per pixel or pixels per second, not both")
+        }
+        if let samplesPerPixel, samplesPerPixel < 2 { throw invalid("at least 2 samples per pixel") }
+        if let pixelsPerSecond, pixelsPerSecond < 1 { throw invalid("at least 1 pixel per second") }
+        if let track, track < 0 { throw invalid("a track is a stream index") }
+        guard json || dat || png != nil else { throw invalid("no file to write") }
+        if let png {
+            guard (1...16384).contains(png.width), (1...16384).contains(png.height) else {
+                throw invalid("the picture's sides are between 1 and 16384")
+            }
+            for colour in [png.color, png.background] where WaveformRenderer.rgb(colour) == nil {
+                throw invalid("'\(colour)' is not a colour as RRGGBB")
+            }
+        }
+    }
+
     /// Samples per point for a track at `sampleRate`.
     public func samplesPerPixel(sampleRate: Int) -> Int {
         if let pixelsPerSecond, pixelsPerSecond > 0 { return sampleRate / pixelsPerSecond }
@@ -82,6 +103,7 @@ public final class WaveformReader: @unchecked Sendable {
     /// `input_unsupported` without an audio track, with more channels than 24, or when
     /// `options.track` is not a decodable audio track.
     public init(asset: Asset, options: WaveformOptions, timeRange: TimeRange) throws(MediaError) {
+        try options.check()
         tracks = try Self.tracks(of: asset, options: options)
         for track in tracks {
             guard let rate = track.sampleRate, rate > 0, let count = track.channels, count > 0 else {

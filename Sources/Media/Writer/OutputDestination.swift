@@ -28,7 +28,21 @@ public enum OutputDestination {
     public static func checkKind(_ path: String) throws(MediaError) {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }  // nothing there (or not reachable: the writer says why)
-        let kind = info.st_mode & S_IFMT
+        try refuse(info.st_mode & S_IFMT, path) { try? FileManager.default.destinationOfSymbolicLink(atPath: path) }
+    }
+
+    /// `checkKind` for `name` in the directory open as `directory` (`path` is how it is shown).
+    static func checkKind(in directory: Int32, name: String, shownAs path: String) throws(MediaError) {
+        var info = stat()
+        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        try refuse(info.st_mode & S_IFMT, path) {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlinkat(directory, name, &buffer, buffer.count - 1)
+            return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        }
+    }
+
+    private static func refuse(_ kind: mode_t, _ path: String, linkTarget: () -> String?) throws(MediaError) {
         guard kind != S_IFREG else { return }
         let what: String
         switch kind {
@@ -38,7 +52,7 @@ public enum OutputDestination {
         case S_IFSOCK: what = "a socket"
         case S_IFDIR: what = "a directory"
         case S_IFLNK:
-            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map { " to \($0)" } ?? ""
+            let target = linkTarget().map { " to \($0)" } ?? ""
             throw MediaError(
                 .outputForbidden,
                 "\(path) is a symbolic link\(target): jobctl replaces only regular files; name the file itself"

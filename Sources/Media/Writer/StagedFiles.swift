@@ -12,17 +12,25 @@ public struct WrittenFile: Sendable, Hashable, Codable {
 /// Several output files written as a set (thumbnails, a storyboard, a waveform's files): each to
 /// a hidden temporary file in the output directory, all renamed into place only when every one
 /// is written (`commit()`). Discarded — explicitly, by a failure, or by being dropped — the
-/// temporaries are removed and nothing appears under the final names.
+/// temporaries are removed, and the directories this created if they are still empty, so
+/// nothing appears under the final names.
+///
+/// The directory is opened once (`O_DIRECTORY | O_NOFOLLOW`) and every file is created,
+/// checked, renamed and removed relative to that descriptor: swapping the directory for a
+/// symbolic link afterwards cannot send the files elsewhere. `resolvedDirectory` says where it
+/// really is, for a caller that confines outputs to a root.
 ///
 /// Names are ours (`thumb-001.jpg`), never a user's: a name with a `/` or a leading `.` is a
 /// programming error. What already exists under a final name is replaced only if it is a
 /// regular file (the same rule as an export's output).
 public final class StagedFiles {
     public let directory: String
+    private var descriptor: Int32 = -1
     private var files: [StagedFile] = []
     private var finished = false
     private let tag: String
-    /// Directories this created (deepest last): removed again if nothing is committed.
+    /// Directories this created itself (deepest last): removed again, if still empty, when
+    /// nothing is committed.
     private var created: [String] = []
 
     /// A file written and not yet shown under its name.
@@ -33,42 +41,62 @@ public final class StagedFiles {
         public var bytes: Int64
     }
 
-    /// Creates `directory` (and its parents) if missing — removed again should nothing be
-    /// committed. `output_forbidden` if it is something other than a directory;
-    /// `output_unwritable` if it cannot be created. `tag` names the temporaries (a job's
-    /// `JOBID-ATTEMPT`, so a later attempt finds what a killed one left); random by default.
+    /// Creates `directory` (and its parents) if missing, and opens it. `output_forbidden` if it
+    /// is something other than a directory (a symbolic link included); `output_unwritable` if
+    /// it cannot be created. `tag` names the temporaries (a job's `JOBID-ATTEMPT`, so a later
+    /// attempt finds what a killed one left); random by default.
     public init(directory: String, tag: String? = nil) throws(MediaError) {
         self.directory = directory
         self.tag = tag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        try openDirectory()
+    }
+
+    deinit {
+        removeTemporaries()
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Creates what is missing of the directory (recording what this created) and opens it.
+    private func openDirectory() throws(MediaError) {
+        var missing: [String] = []
+        var path = (directory as NSString).standardizingPath
         var info = stat()
-        if lstat(directory, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFDIR else {
-                throw MediaError(
-                    .outputForbidden,
-                    "\(directory) exists and is not a directory: images go into a directory"
-                )
-            }
-        } else {
-            var missing: [String] = []
-            var path = (directory as NSString).standardizingPath
-            while !path.isEmpty && path != "/" && lstat(path, &info) != 0 {
-                missing.insert(path, at: 0)
-                path = (path as NSString).deletingLastPathComponent
-            }
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                created = missing
-            } catch {
+        while !path.isEmpty && path != "/" && path != "." && lstat(path, &info) != 0 {
+            missing.insert(path, at: 0)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        for component in missing {
+            if mkdir(component, 0o755) == 0 {
+                created.append(component)
+            } else if errno != EEXIST {
                 throw MediaError(
                     .outputUnwritable,
-                    "cannot create the output directory \(directory): \(Self.reason(error))",
-                    cause: error
+                    "cannot create the output directory \(directory): \(String(cString: strerror(errno)))"
                 )
             }
         }
+        let opened = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard opened >= 0 else {
+            let code = errno
+            if code == ENOTDIR || code == ELOOP {
+                throw MediaError(
+                    .outputForbidden,
+                    "\(directory) exists and is not a directory (a symbolic link is refused too): the files go into a directory"
+                )
+            }
+            throw MediaError(
+                .outputUnwritable,
+                "cannot open the output directory \(directory): \(String(cString: strerror(code)))"
+            )
+        }
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = opened
     }
 
-    deinit { removeTemporaries() }
+    /// The directory's real path, through its descriptor (where the files really go).
+    public var resolvedDirectory: String? {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"))
+    }
 
     /// What is staged so far, in the order written.
     public var staged: [StagedFile] { files }
@@ -77,12 +105,16 @@ public final class StagedFiles {
     public static func temporaryName(of name: String, tag: String) -> String { ".\(name).\(tag).jobctl.tmp" }
 
     /// Removes the temporaries in `directory` whose tag starts with `tagPrefix` (what earlier,
-    /// killed attempts of a job left).
+    /// killed attempts of a job left). Does not follow a symbolic link at `directory`.
     public static func removeLeftovers(in directory: String, tagPrefix: String) {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd/\(descriptor)")
+        else { return }
         for entry in entries where entry.hasPrefix(".") && entry.hasSuffix(".jobctl.tmp") {
             let tag = entry.dropLast(".jobctl.tmp".count).split(separator: ".").last ?? ""
-            if tag.hasPrefix(tagPrefix) { unlink((directory as NSString).appendingPathComponent(entry)) }
+            if tag.hasPrefix(tagPrefix) { unlinkat(descriptor, entry, 0) }
         }
     }
 
@@ -92,15 +124,27 @@ public final class StagedFiles {
     /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`).
     public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
         precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
-        try OutputDestination.checkKind(path(of: name))
-        let temporary = (directory as NSString).appendingPathComponent(Self.temporaryName(of: name, tag: tag))
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard descriptor >= 0 else { throw unwritable(name, errno) }
-        files.append(StagedFile(name: name, temporaryPath: temporary, bytes: Int64(bytes.count)))
-        defer { close(descriptor) }
+        try OutputDestination.checkKind(in: descriptor, name: name, shownAs: path(of: name))
+        let temporaryName = Self.temporaryName(of: name, tag: tag)
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW
+        var file = openat(descriptor, temporaryName, flags, 0o644)
+        if file < 0 && errno == ENOENT {
+            // The directory went away (another writer's failed set removed it while empty).
+            try openDirectory()
+            file = openat(descriptor, temporaryName, flags, 0o644)
+        }
+        guard file >= 0 else { throw unwritable(name, errno) }
+        defer { close(file) }
+        files.append(
+            StagedFile(
+                name: name,
+                temporaryPath: (directory as NSString).appendingPathComponent(temporaryName),
+                bytes: Int64(bytes.count)
+            )
+        )
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            let count = bytes[offset...].withUnsafeBytes { Glibc.write(file, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { throw unwritable(name, errno) }
             offset += count
@@ -109,29 +153,37 @@ public final class StagedFiles {
 
     /// Moves every staged file to its name, each flushed to disk first (here rather than as it
     /// is written: a cancel is not held up by a slow disk). Checks each destination again
-    /// first (something may have appeared there meanwhile).
+    /// first (something may have appeared there meanwhile). Should a rename fail, the files
+    /// already moved are removed again: the set stays all or none.
     public func commit() throws(MediaError) -> [WrittenFile] {
         precondition(!finished)
         for file in files {
-            let descriptor = open(file.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard descriptor >= 0 else { throw unwritable(file.name, errno) }
-            defer { close(descriptor) }
-            guard fsync(descriptor) == 0 else { throw unwritable(file.name, errno) }
+            let handle = openat(
+                descriptor,
+                Self.temporaryName(of: file.name, tag: tag),
+                O_RDONLY | O_CLOEXEC | O_NOFOLLOW
+            )
+            guard handle >= 0 else { throw unwritable(file.name, errno) }
+            defer { close(handle) }
+            guard fsync(handle) == 0 else { throw unwritable(file.name, errno) }
         }
-        for file in files { try OutputDestination.checkKind(path(of: file.name)) }
+        for file in files {
+            try OutputDestination.checkKind(in: descriptor, name: file.name, shownAs: path(of: file.name))
+        }
         var written: [WrittenFile] = []
         for file in files {
-            guard rename(file.temporaryPath, path(of: file.name)) == 0 else { throw unwritable(file.name, errno) }
+            let temporaryName = Self.temporaryName(of: file.name, tag: tag)
+            guard renameat(descriptor, temporaryName, descriptor, file.name) == 0 else {
+                let failure = unwritable(file.name, errno)
+                for done in written { unlinkat(descriptor, done.name, 0) }
+                throw failure
+            }
             written.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
         }
         files.removeAll()
         created.removeAll()
         finished = true
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
+        fsync(descriptor)
         return written
     }
 
@@ -142,7 +194,7 @@ public final class StagedFiles {
     }
 
     private func removeTemporaries() {
-        for file in files { unlink(file.temporaryPath) }
+        for file in files { unlinkat(descriptor, Self.temporaryName(of: file.name, tag: tag), 0) }
         files.removeAll()
         // Only if still empty: something else may have been put there meanwhile.
         for directory in created.reversed() { rmdir(directory) }
@@ -151,12 +203,5 @@ public final class StagedFiles {
 
     private func unwritable(_ name: String, _ code: Int32) -> MediaError {
         MediaError(.outputUnwritable, "cannot write \(path(of: name)): \(String(cString: strerror(code)))")
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        guard let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError else {
-            return error.localizedDescription
-        }
-        return String(cString: strerror(Int32(underlying.code)))
     }
 }
