@@ -246,3 +246,21 @@ extension WaveformTests {
         }
     }
 }
+
+extension WaveformTests {
+    /// The float → 16-bit conversion matches `lrintf(x * 32768)` clipped (swresample's), ties to
+    /// even, out-of-range and NaN included.
+    @Test func sixteenBitMatchesLrintf() {
+        let values: [Float] = [
+            0, 0.5 / 32768, 1.5 / 32768, -0.5 / 32768, -2.5 / 32768, 1, -1, 2, -2, 0.99999, 1e10, .nan, .infinity,
+            -.infinity,
+        ]
+        for value in values {
+            // lrintf's "cannot represent" result on x86-64 is the most negative long.
+            let scaled = value * 32768
+            let rounded = scaled.isFinite && scaled.magnitude < 0x1p63 ? lrintf(scaled) : Int.min
+            let expected = Int32(min(max(rounded, -32768), 32767))
+            #expect(PeakAccumulator.sixteenBit(value) == expected, "\(value)")
+        }
+    }
+}

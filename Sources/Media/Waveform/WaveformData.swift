@@ -79,25 +79,47 @@ struct PeakAccumulator {
     }
 
     /// Takes `frames` frames of planar float samples (one plane per channel), each converted to
-    /// 16 bits as FFmpeg's resampler converts float to s16.
+    /// 16 bits as FFmpeg's resampler converts float to s16. The hot loop of a waveform: it runs
+    /// column by column with the column's minimum and maximum in locals.
     mutating func add(planes: UnsafePointer<UnsafeMutablePointer<UInt8>?>, frames: Int) {
         // Each plane bound to floats once per frame, not per sample.
         let samples = (0..<channels).map { UnsafeRawPointer(planes[$0]!).assumingMemoryBound(to: Float.self) }
-        for frame in 0..<frames {
+        var frame = 0
+        while frame < frames {
+            let end = frame + min(frames - frame, samplesPerPixel - count)
             if split {
                 for channel in 0..<channels {
-                    let sample = Self.sixteenBit(samples[channel][frame])
-                    if sample < minimum[channel] { minimum[channel] = sample }
-                    if sample > maximum[channel] { maximum[channel] = sample }
+                    let plane = samples[channel]
+                    var (low, high) = (minimum[channel], maximum[channel])
+                    for index in frame..<end {
+                        let sample = Self.sixteenBit(plane[index])
+                        low = Swift.min(low, sample)
+                        high = Swift.max(high, sample)
+                    }
+                    (minimum[channel], maximum[channel]) = (low, high)
                 }
+            } else if channels == 2 {
+                let (left, right) = (samples[0], samples[1])
+                var (low, high) = (minimum[0], maximum[0])
+                for index in frame..<end {
+                    let sample = (Self.sixteenBit(left[index]) + Self.sixteenBit(right[index])) / 2
+                    low = Swift.min(low, sample)
+                    high = Swift.max(high, sample)
+                }
+                (minimum[0], maximum[0]) = (low, high)
             } else {
-                var sum: Int32 = 0
-                for channel in 0..<channels { sum += Self.sixteenBit(samples[channel][frame]) }
-                let sample = sum / Int32(channels)
-                if sample < minimum[0] { minimum[0] = sample }
-                if sample > maximum[0] { maximum[0] = sample }
+                var (low, high) = (minimum[0], maximum[0])
+                for index in frame..<end {
+                    var sum: Int32 = 0
+                    for plane in samples { sum += Self.sixteenBit(plane[index]) }
+                    let sample = sum / Int32(channels)
+                    low = Swift.min(low, sample)
+                    high = Swift.max(high, sample)
+                }
+                (minimum[0], maximum[0]) = (low, high)
             }
-            count += 1
+            count += end - frame
+            frame = end
             if count == samplesPerPixel { emit() }
         }
     }
@@ -117,9 +139,14 @@ struct PeakAccumulator {
         count = 0
     }
 
-    /// Float to 16 bits as swresample converts: `lrintf(x * 32768)`, clipped.
+    /// Float to 16 bits as swresample converts: `lrintf(x * 32768)` (to nearest, ties to even),
+    /// clipped; clipping first gives the same result and keeps the conversion in range. What
+    /// `lrintf` cannot represent (NaN, infinities, beyond 2^63) it makes the most negative
+    /// value, and so does this.
     @inline(__always)
-    private static func sixteenBit(_ value: Float) -> Int32 {
-        Int32(min(max(lrintf(value * 32768), Int(Int16.min)), Int(Int16.max)))
+    static func sixteenBit(_ value: Float) -> Int32 {
+        let scaled = value * 32768
+        guard scaled.isFinite && scaled.magnitude < 0x1p63 else { return Int32(Int16.min) }
+        return Int32(Swift.min(Swift.max(scaled, -32768), 32767).rounded(.toNearestOrEven))
     }
 }
