@@ -28,30 +28,87 @@ public struct WaveformData: Sendable, Hashable {
     /// The JSON format version 2: `{version, channels, sample_rate, samples_per_pixel, bits,
     /// length, data}`.
     public func json(bits: Int) -> [UInt8] {
-        var text = "{\"version\":2,\"channels\":\(channels),\"sample_rate\":\(sampleRate),"
-        text += "\"samples_per_pixel\":\(samplesPerPixel),\"bits\":\(bits),\"length\":\(length),\"data\":["
-        text += values(bits: bits).map(String.init).joined(separator: ",")
-        text += "]}\n"
-        return Array(text.utf8)
+        Self.collect { write throws(MediaError) in try writeJSON(bits: bits, to: write) }
     }
 
     /// The binary format: little-endian `int32 version` (1 for one channel, 2 for more),
     /// `uint32 flags` (bit 0: 8-bit), `int32 sample_rate`, `int32 samples_per_pixel`,
     /// `uint32 length`, then (version 2) `int32 channels`, then the values as int8 or int16.
     public func dat(bits: Int) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(24 + data.count * bits / 8)
-        func append32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        Self.collect { write throws(MediaError) in try writeDat(bits: bits, to: write) }
+    }
+
+    /// A chunk writer: takes each piece of a file in turn.
+    public typealias ChunkWriter = ([UInt8]) throws(MediaError) -> Void
+
+    /// The JSON file, handed to `write` in pieces of about 64 KB (a long waveform's text is
+    /// never whole in memory).
+    public func writeJSON(bits: Int, to write: ChunkWriter) throws(MediaError) {
+        var buffer = Array(
+            ("{\"version\":2,\"channels\":\(channels),\"sample_rate\":\(sampleRate),"
+                + "\"samples_per_pixel\":\(samplesPerPixel),\"bits\":\(bits),\"length\":\(length),\"data\":[").utf8
+        )
+        buffer.reserveCapacity(Self.chunk + 16)
+        for (index, value) in data.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            Self.appendDecimal(bits == 8 ? Int(value) / 256 : Int(value), to: &buffer)
+            if buffer.count >= Self.chunk {
+                try write(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        buffer.append(contentsOf: Array("]}\n".utf8))
+        try write(buffer)
+    }
+
+    /// The `.dat` file, handed to `write` in pieces of about 64 KB.
+    public func writeDat(bits: Int, to write: ChunkWriter) throws(MediaError) {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(Self.chunk + 4)
+        func append32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) } }
         append32(channels > 1 ? 2 : 1)
         append32(bits == 8 ? 1 : 0)
         append32(UInt32(sampleRate))
         append32(UInt32(samplesPerPixel))
         append32(UInt32(length))
         if channels > 1 { append32(UInt32(channels)) }
-        if bits == 8 {
-            for value in data { bytes.append(UInt8(bitPattern: Int8(Int(value) / 256))) }
-        } else {
-            for value in data { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        for value in data {
+            if bits == 8 {
+                buffer.append(UInt8(bitPattern: Int8(Int(value) / 256)))
+            } else {
+                withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+            }
+            if buffer.count >= Self.chunk {
+                try write(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try write(buffer)
+    }
+
+    private static let chunk = 1 << 16
+
+    private static func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0)  // |Int16| has at most 5
+        var count = 0
+        repeat {
+            withUnsafeMutableBytes(of: &digits) { $0[count] = UInt8(ascii: "0") + UInt8(magnitude % 10) }
+            magnitude /= 10
+            count += 1
+        } while magnitude > 0
+        withUnsafeBytes(of: &digits) { bytes in
+            for index in stride(from: count - 1, through: 0, by: -1) { buffer.append(bytes[index]) }
+        }
+    }
+
+    private static func collect(_ produce: (ChunkWriter) throws(MediaError) -> Void) -> [UInt8] {
+        var bytes: [UInt8] = []
+        do throws(MediaError) {
+            try produce { chunk throws(MediaError) in bytes.append(contentsOf: chunk) }
+        } catch {
+            preconditionFailure("collecting in memory cannot fail")
         }
         return bytes
     }

@@ -226,8 +226,16 @@ public final class WaveformReader: @unchecked Sendable {
     /// `options` asks for) into `files`; the result's `files` is empty until the caller commits.
     public func run(into files: StagedFiles) throws(MediaError) -> WaveformResult {
         let data = try readPeaks()
-        if options.json { try files.write(WaveformOutputs.jsonName, data.json(bits: options.bits)) }
-        if options.dat { try files.write(WaveformOutputs.datName, data.dat(bits: options.bits)) }
+        if options.json {
+            try files.write(WaveformOutputs.jsonName) { write throws(MediaError) in
+                try data.writeJSON(bits: options.bits, to: write)
+            }
+        }
+        if options.dat {
+            try files.write(WaveformOutputs.datName) { write throws(MediaError) in
+                try data.writeDat(bits: options.bits, to: write)
+            }
+        }
         if let picture = options.png {
             try files.write(WaveformOutputs.pngName, try WaveformRenderer.png(data, picture))
         }
@@ -249,16 +257,24 @@ public final class WaveformReader: @unchecked Sendable {
     public func run(writing outputs: WaveformOutputs) throws(MediaError) -> WaveformResult {
         let data = try readPeaks()
         var staged: [String: StagedFiles] = [:]
-        func write(_ path: String, _ bytes: [UInt8]) throws(MediaError) {
+        func write(_ path: String, _ produce: (WaveformData.ChunkWriter) throws(MediaError) -> Void) throws(MediaError)
+        {
             let directory =
                 (path as NSString).deletingLastPathComponent.isEmpty
                 ? "." : (path as NSString).deletingLastPathComponent
             if staged[directory] == nil { staged[directory] = try StagedFiles(directory: directory) }
-            try staged[directory]!.write((path as NSString).lastPathComponent, bytes)
+            try staged[directory]!.write((path as NSString).lastPathComponent, producing: produce)
         }
-        if let path = outputs.json { try write(path, data.json(bits: options.bits)) }
-        if let path = outputs.dat { try write(path, data.dat(bits: options.bits)) }
-        if let path = outputs.png { try write(path, try WaveformRenderer.png(data, outputs.picture)) }
+        if let path = outputs.json {
+            try write(path) { chunk throws(MediaError) in try data.writeJSON(bits: options.bits, to: chunk) }
+        }
+        if let path = outputs.dat {
+            try write(path) { chunk throws(MediaError) in try data.writeDat(bits: options.bits, to: chunk) }
+        }
+        if let path = outputs.png {
+            let picture = try WaveformRenderer.png(data, outputs.picture)
+            try write(path) { chunk throws(MediaError) in try chunk(picture) }
+        }
         var files: [WrittenFile] = []
         for directory in staged.keys.sorted() { files += try staged[directory]!.commit() }
         return result(data, files: files)

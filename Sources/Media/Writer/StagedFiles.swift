@@ -123,6 +123,15 @@ public final class StagedFiles {
 
     /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`).
     public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
+        try write(name) { chunk throws(MediaError) in try chunk(bytes) }
+    }
+
+    /// Writes `name` from pieces: `produce` hands each to the writer it is given, so a large
+    /// file need not be whole in memory (staged as `write(_:_:)` is).
+    public func write(
+        _ name: String,
+        producing produce: (_ write: ([UInt8]) throws(MediaError) -> Void) throws(MediaError) -> Void
+    ) throws(MediaError) {
         precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
         try OutputDestination.checkKind(in: descriptor, name: name, shownAs: path(of: name))
         let temporaryName = Self.temporaryName(of: name, tag: tag)
@@ -139,15 +148,19 @@ public final class StagedFiles {
             StagedFile(
                 name: name,
                 temporaryPath: (directory as NSString).appendingPathComponent(temporaryName),
-                bytes: Int64(bytes.count)
+                bytes: 0
             )
         )
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(file, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw unwritable(name, errno) }
-            offset += count
+        let entry = files.count - 1
+        try produce { bytes throws(MediaError) in
+            var offset = 0
+            while offset < bytes.count {
+                let count = bytes[offset...].withUnsafeBytes { Glibc.write(file, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw unwritable(name, errno) }
+                offset += count
+            }
+            files[entry].bytes += Int64(bytes.count)
         }
     }
 
