@@ -94,10 +94,12 @@ lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SOURCES)
 
 
-# Benchmarks (docs/benchmarks.md): jobctl export vs the ffmpeg CLI, release build in its own folder.
+# Benchmarks (docs/benchmarks.md): jobctl export, thumbnails, storyboard and waveform vs the ffmpeg CLI,
+# release build in its own folder.
 bench: test-deps
 	$(SWIFT) build -c release --scratch-path .build-release
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
+	python3 bench/images.py --jobctl .build-release/release/jobctl
 	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
 	JOBCTL_PG_DURABLE=1 scripts/test-postgres.sh run sh -c \
 		'.build-release/release/jobctl bench queue --db "$$JOBCTL_TEST_POSTGRES?sslmode=disable" --concurrency 32 --jobs 10000'

@@ -92,7 +92,8 @@ struct WaveformCommand: AsyncParsableCommand {
             channel count among them; --track N reads one), converts each sample to 16 bits, \
             averages the channels (or keeps them apart with --split-channels), and keeps the \
             minimum and maximum of every --samples-per-pixel samples (default 256; the last, \
-            partial column is kept). Memory does not grow with the input's length.
+            partial column is kept). Only the points are kept in memory (2.6 MB for an hour at the \
+            default scale).
 
             Outputs, written all or none: -o FILE.json (the audiowaveform JSON format, version 2), \
             --dat FILE.dat (its binary format: version 1 for one channel, 2 for more), \
