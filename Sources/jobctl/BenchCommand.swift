@@ -64,6 +64,12 @@ struct QueueBenchCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
+        // The workers it starts would refuse it, and the run would report no job completed.
+        guard WorkerCommand.concurrencyRange.contains(concurrency) else {
+            throw ValidationError(
+                "--concurrency is between 1 and \(WorkerCommand.concurrencyRange.upperBound), as for workers"
+            )
+        }
         if let db, !db.hasPrefix("postgres://") && !db.hasPrefix("postgresql://") {
             throw ValidationError("--db takes a postgres:// URL (SQLite runs use a fresh file each time)")
         }

@@ -99,8 +99,13 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
 
+    /// Jobs one worker process may run at once.
+    static let concurrencyRange = 1...64
+
     func validate() throws {
-        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency is between 1 and 64") }
+        guard Self.concurrencyRange.contains(concurrency) else {
+            throw ValidationError("--concurrency is between 1 and \(Self.concurrencyRange.upperBound)")
+        }
         guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
         if let metricsPort, !(0...65535).contains(metricsPort) {
             throw ValidationError("--metrics-port is between 0 and 65535")

@@ -274,4 +274,11 @@ struct CLITests {
         #expect(result.status == 0)
         #expect(!result.stdoutText.isEmpty)
     }
+
+    /// A concurrency the workers would refuse is refused by the benchmark itself (it used to run
+    /// and report "only 0 of N jobs completed" as an internal error).
+    @Test func benchRefusesAConcurrencyWorkersRefuse() async throws {
+        let result = try await Jobctl.run(["bench", "queue", "--concurrency", "128", "--jobs", "10"])
+        #expect(result.status == 64 && result.stderr.contains("--concurrency is between 1 and 64"), "\(result.stderr)")
+    }
 }
