@@ -305,4 +305,11 @@ public protocol JobStoreChangeNotifying: JobStore {
     /// Yields after changes committed by any process (possibly more often); ends when the
     /// consuming task is cancelled.
     func changes() -> AsyncStream<Void>
+    /// The same, for a consumer that says when it wants them: while `listening` is false the
+    /// store may stop watching (changes then may or may not be reported).
+    func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void>
+}
+
+extension JobStoreChangeNotifying {
+    public func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void> { changes() }
 }

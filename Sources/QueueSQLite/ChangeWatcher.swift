@@ -9,11 +9,20 @@ import JobctlCore
 /// Watches a SQLite database's directory with inotify and calls `onChange` whenever its
 /// write-ahead log (or the file itself) is written: every commit, by any process, appends to
 /// the `-wal` file. Runs on a thread of its own; `stop()` ends it within a second.
+///
+/// Every page any process writes is an event, so with several busy processes the watchers
+/// themselves kept the machine busy (2 cores, 4 worker processes: half the queue's rate). It
+/// reads events only while `listening` (a worker that is idle, or runs jobs that may be
+/// cancelled), and pauses `pause` after each batch so that the kernel merges the next ones.
 final class ChangeWatcher: Sendable {
     private let stopped = AtomicFlag()
 
     /// Starts watching; `nil` when inotify is unavailable (then workers just poll).
-    init?(databasePath: String, onChange: @escaping @Sendable () -> Void) {
+    init?(
+        databasePath: String,
+        listening: @escaping @Sendable () -> Bool = { true },
+        onChange: @escaping @Sendable () -> Void
+    ) {
         let url = URL(fileURLWithPath: databasePath).standardizedFileURL
         let directory = url.deletingLastPathComponent().path
         let names: Set<String> = [url.lastPathComponent, url.lastPathComponent + "-wal"]
@@ -27,16 +36,25 @@ final class ChangeWatcher: Sendable {
             defer { close(descriptor) }
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while !stopped.isSet {
+                // Not wanted now (a busy worker): leave the events unread; the kernel merges them.
+                guard listening() else {
+                    usleep(ChangeWatcher.pause)
+                    continue
+                }
                 var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&waiting, 1, 1000) > 0 else { continue }
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 guard count > 0 else { continue }
                 if ChangeWatcher.mentions(names, in: buffer, count: count) { onChange() }
+                usleep(ChangeWatcher.pause)  // identical unread events coalesce meanwhile
             }
         }
         thread.name = "jobctl.sqlite.watch"
         thread.start()
     }
+
+    /// The pause after each batch of events (µs): what it adds to pickup latency at most.
+    static let pause: useconds_t = 2000
 
     func stop() { stopped.set() }
 

@@ -49,9 +49,11 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     // MARK: Notifications
 
-    public func changes() -> AsyncStream<Void> {
+    public func changes() -> AsyncStream<Void> { changes(listening: { true }) }
+
+    public func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let watcher = ChangeWatcher(databasePath: path) { continuation.yield() }
+        let watcher = ChangeWatcher(databasePath: path, listening: listening) { continuation.yield() }
         if watcher == nil { continuation.finish() }
         continuation.onTermination = { _ in watcher?.stop() }
         return stream

@@ -77,9 +77,9 @@ public final class WebhookDispatcher: Service {
             concurrency: options.concurrency,
             drain: .claimDue(for: options.drainDue ?? .zero)
         )
-        var changes: (@Sendable () -> AsyncStream<Void>)?
+        var changes: StoreChanges?
         if let notifying = outbox as? any JobStoreChangeNotifying {
-            changes = { notifying.changes() }
+            changes = { listening in notifying.changes(listening: listening) }
         }
         loop = ClaimLoop(
             driver: DeliveryClaimer(attempts: attempts),

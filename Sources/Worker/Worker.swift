@@ -59,9 +59,9 @@ public final class Worker: Service {
             drain: .stopClaiming(handBackAfter: options.drain),
             once: options.once
         )
-        var changes: (@Sendable () -> AsyncStream<Void>)?
+        var changes: StoreChanges?
         if let notifying = store as? any JobStoreChangeNotifying {
-            changes = { notifying.changes() }
+            changes = { listening in notifying.changes(listening: listening) }
         }
         loop = ClaimLoop(
             driver: claimer,
@@ -190,6 +190,8 @@ final class JobClaimer: ClaimLoopDriver {
         }
         if due { try? await store.workerHeartbeat(identity) }
     }
+
+    var wantsStoreChanges: Bool { running.count > 0 }
 
     func storeChanged() async {
         let leases = running.leases
