@@ -60,14 +60,19 @@ final class ChangeWatcher: Sendable {
 
     deinit { stop() }
 
-    /// Whether any `struct inotify_event` in the buffer names one of `names`. Each event is the
-    /// fixed header (`wd`, `mask`, `cookie`, `len`) followed by `len` bytes of NUL-padded name.
+    /// Whether any `struct inotify_event` in the buffer names one of `names`, or says the
+    /// kernel's queue overflowed (events were lost while the watcher was not reading: anything
+    /// may have changed). Each event is the fixed header (`wd`, `mask`, `cookie`, `len`)
+    /// followed by `len` bytes of NUL-padded name.
     static func mentions(_ names: Set<String>, in buffer: [UInt8], count: Int) -> Bool {
         let header = MemoryLayout<inotify_event>.size
         let lengthOffset = MemoryLayout<inotify_event>.offset(of: \inotify_event.len)!
+        let maskOffset = MemoryLayout<inotify_event>.offset(of: \inotify_event.mask)!
         return buffer.withUnsafeBytes { bytes in
             var offset = 0
             while offset + header <= count {
+                let mask = bytes.loadUnaligned(fromByteOffset: offset + maskOffset, as: UInt32.self)
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 { return true }
                 let length = Int(bytes.loadUnaligned(fromByteOffset: offset + lengthOffset, as: UInt32.self))
                 let name = bytes[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
                 if names.contains(String(decoding: name, as: UTF8.self)) { return true }
