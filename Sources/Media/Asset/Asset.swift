@@ -184,3 +184,20 @@ public final class Asset: @unchecked Sendable {
         }
     }
 }
+
+extension Asset {
+    /// A decoder for `track`, bound by the asset's picture limit; `input_unsupported` (with
+    /// FFmpeg's reason) when there is none.
+    func makeDecoder(for track: AssetTrack) throws(MediaError) -> CodecDecoder {
+        do {
+            return try CodecDecoder(stream: input.stream(track.index), maxPixels: limits.maxPixels)
+        } catch {
+            let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
+            throw MediaError(
+                .inputUnsupported,
+                "track \(track.index) (\(track.codec)) cannot be decoded\(detail)",
+                detail: "\(error)"
+            )
+        }
+    }
+}

@@ -67,16 +67,7 @@ final class FrameLocator {
         streamIndex = track.index
         let stream = asset.input.stream(track.index)
         timeBase = stream.pointee.time_base
-        do {
-            decoder = try CodecDecoder(stream: stream, maxPixels: asset.limits.maxPixels)
-        } catch {
-            let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
-            throw MediaError(
-                .inputUnsupported,
-                "track \(track.index) (\(track.codec)) cannot be decoded\(detail)",
-                detail: "\(error)"
-            )
-        }
+        decoder = try asset.makeDecoder(for: track)
         decoding = DecodeLoop(decoder: decoder, trackIndex: track.index)
         self.toleranceBefore = max(0, toleranceBefore)
         self.toleranceAfter = max(0, toleranceAfter)

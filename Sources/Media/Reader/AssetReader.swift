@@ -112,8 +112,8 @@ public final class AssetReader: @unchecked Sendable {
         }
 
         // Decoders are created here, before the threads, so a bad stream fails the start.
-        let context = PipelineContext(input: input, window: window) { [self] track throws(MediaError) in
-            try makeDecoder(input.stream(track.index), track: track)
+        let context = PipelineContext(input: input, window: window) { [asset] track throws(MediaError) in
+            try asset.makeDecoder(for: track)
         }
         var pipelines: [TrackPipeline] = []
         for output in outputs { pipelines.append(try output.makePipeline(context)) }
@@ -168,22 +168,6 @@ public final class AssetReader: @unchecked Sendable {
         for output in outputs {
             output.packets.cancel()
             output.samples.cancel()
-        }
-    }
-
-    private func makeDecoder(
-        _ stream: UnsafeMutablePointer<AVStream>,
-        track: AssetTrack
-    ) throws(MediaError) -> CodecDecoder {
-        do {
-            return try CodecDecoder(stream: stream, maxPixels: asset.limits.maxPixels)
-        } catch {
-            let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
-            throw MediaError(
-                .inputUnsupported,
-                "track \(track.index) (\(track.codec)) cannot be decoded\(detail)",
-                detail: "\(error)"
-            )
         }
     }
 

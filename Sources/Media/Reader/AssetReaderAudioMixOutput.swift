@@ -142,6 +142,7 @@ final class AudioMixPipeline: TrackPipeline {
     /// The furthest packet seen of any track.
     private var frontier: Int64 = 0
     private var sinkFailure: SinkFailure?
+    private var scratch: Frame?
     static let chunk: Int32 = 4096
 
     init(
@@ -291,7 +292,11 @@ final class AudioMixPipeline: TrackPipeline {
         let part: Frame
         do {
             sum = try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &layout, sampleRate: clock.rate)
-            part = try Frame.audio(samples: count, format: AV_SAMPLE_FMT_FLTP, layout: &layout, sampleRate: clock.rate)
+            // One scratch frame for reading each track's share, kept (the sum is handed on).
+            part =
+                try scratch
+                ?? Frame.audio(samples: Self.chunk, format: AV_SAMPLE_FMT_FLTP, layout: &layout, sampleRate: clock.rate)
+            scratch = part
         } catch {
             throw MediaError(.internalError, "out of memory while mixing audio tracks", detail: "\(error)")
         }
