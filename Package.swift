@@ -122,6 +122,8 @@ let package = Package(
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -70,12 +70,17 @@ public struct Lease: Sendable, Hashable, Codable {
     public var token: String
     public var attempt: Int
     public var worker: String
+    /// Whether the job has a webhook, so that its end writes an event to the outbox in the same
+    /// transaction; `true` when not known. A store may end jobs without one more cheaply
+    /// (PostgreSQL: a batch of completions in one statement, without a transaction around it).
+    public var hasWebhook: Bool
 
-    public init(jobID: JobID, token: String, attempt: Int, worker: String) {
+    public init(jobID: JobID, token: String, attempt: Int, worker: String, hasWebhook: Bool = true) {
         self.jobID = jobID
         self.token = token
         self.attempt = attempt
         self.worker = worker
+        self.hasWebhook = hasWebhook
     }
 }
 

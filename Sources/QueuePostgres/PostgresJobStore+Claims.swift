@@ -8,39 +8,66 @@ extension PostgresJobStore {
     // MARK: Claiming and running
 
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
-        let injected = now
-        // A read first: idle workers polling never open a write transaction.
-        let (expired, queued) = try await withConnection { connection in
-            let rows = try await connection.query(
-                """
-                SELECT EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow))),
-                    EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'unknown' AND run_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
-                """,
-                logger: self.logger
-            )
-            for try await value in rows.decode((Bool, Bool).self) { return value }
-            return (false, false)
-        }
         let claimed: [ClaimedJob]
-        if expired {
+        if try await expiredLeasesDue() {
             claimed = try await transaction { connection in
                 try await self.settleExpiredLeases(connection)
                 // Jobs of dead workers compete with queued ones by priority, then age (the
                 // protocol's order; the OR forgoes the partial index, in this rare case only).
                 return try await self.claim(.queuedOrExpired, as: worker, limit: limit, lease: lease, connection)
             }
-        } else if queued {
-            // The usual case: one statement, atomic on its own.
-            claimed = try await withConnection { connection in
-                try await self.claim(.queued, as: worker, limit: limit, lease: lease, connection)
-            }
         } else {
-            return []
+            // The usual case: one statement, atomic on its own. Finding nothing writes nothing
+            // (no transaction id, no WAL flush), so an idle worker's poll is one index probe.
+            let statement = ClaimQueued(
+                worker: worker.name,
+                limit: limit,
+                leaseMilliseconds: lease.milliseconds,
+                now: now
+            )
+            claimed = try await withConnection { connection in
+                var claimed: [ClaimedJob] = []
+                for try await job in try await connection.execute(statement, logger: self.logger) {
+                    claimed.append(job)
+                }
+                return claimed
+            }
         }
         return claimed.sorted(by: ClaimedJob.claimOrder)
     }
 
-    /// Where claims come from: queued jobs that are due, and running jobs whose lease expired.
+    /// How often a store's claims look for leases that expired (workers that died): a dead
+    /// worker's jobs wait at most this much longer than their lease. With an injected clock
+    /// (tests) they look every time.
+    static let expiryCheckInterval = Duration.seconds(1)
+
+    /// Whether some running job's lease has expired, checked at most every
+    /// `expiryCheckInterval` (a read: most claims do not look). Found ones are looked for again
+    /// at the next claim, until none is left.
+    func expiredLeasesDue() async throws -> Bool {
+        if clock == nil {
+            let due = expiryChecked.withLock { last -> Bool in
+                let now = ContinuousClock.now
+                if let last, now - last < Self.expiryCheckInterval { return false }
+                last = now
+                return true
+            }
+            guard due else { return false }
+        }
+        let expired = try await withConnection { connection in
+            let rows = try await connection.query(
+                "SELECT EXISTS (SELECT 1 FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= \(unescaped: self.nowSQL))",
+                logger: self.logger
+            )
+            for try await value in rows.decode(Bool.self) { return value }
+            return false
+        }
+        if expired { expiryChecked.withLock { $0 = nil } }
+        return expired
+    }
+
+    /// Where claims come from: queued jobs that are due (`ClaimQueued` is the prepared form of
+    /// this statement for them), and running jobs whose lease expired.
     enum ClaimSource: String {
         case queued = "j.status = 'unknown' AND j.run_at <= t.now"
         case queuedOrExpired =
@@ -82,7 +109,13 @@ extension PostgresJobStore {
             claimed.append(
                 ClaimedJob(
                     job: job,
-                    lease: Lease(jobID: job.id, token: token, attempt: job.attempt, worker: worker.name)
+                    lease: Lease(
+                        jobID: job.id,
+                        token: token,
+                        attempt: job.attempt,
+                        worker: worker.name,
+                        hasWebhook: job.webhook != nil
+                    )
                 )
             )
         }

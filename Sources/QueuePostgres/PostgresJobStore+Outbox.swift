@@ -30,12 +30,11 @@ extension PostgresJobStore {
     }
 
     public func claimDeliveries(as dispatcher: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
-        let injected = now
         let due = try await withConnection { connection in
             for try await value in try await connection.query(
                 """
-                SELECT EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
-                    OR EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'delivering' AND lease_expires_at <= COALESCE(\(injected), \(unescaped: Self.databaseNow)))
+                SELECT EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= \(unescaped: self.nowSQL))
+                    OR EXISTS (SELECT 1 FROM jobctl.webhook_deliveries WHERE status = 'delivering' AND lease_expires_at <= \(unescaped: self.nowSQL))
                 """,
                 logger: self.logger
             ).decode(Bool.self) { return value }

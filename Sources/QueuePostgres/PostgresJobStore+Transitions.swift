@@ -6,9 +6,85 @@ import Queue
 // The ends of an attempt (complete, fail, confirm a cancel, release) and the user's cancel and retry:
 // each the SQL of one row of JobStateMachine's table, fenced by the lease token.
 extension PostgresJobStore {
+    /// Concurrent completions share a statement and a commit (`CompletionBatch`).
     public func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
-        let resultJSON = try StoredJSON.encode(result)
-        let tracksJSON = try StoredJSON.encode(tracks)
+        let completion = CompletionBatch.Completion(
+            lease: lease,
+            result: try StoredJSON.encode(result),
+            tracks: try StoredJSON.encode(tracks)
+        )
+        return try await completions.complete(completion) { batch in await self.commit(batch) }
+    }
+
+    /// Completes a batch: one fenced UPDATE for all (each row matched by its own id and lease
+    /// token), in a transaction with the webhook events of the jobs that have one. A statement
+    /// the server rejects is retried one completion at a time, so one bad completion cannot
+    /// fail the others; a lost connection fails them all (each caller handles it as before).
+    func commit(_ batch: [CompletionBatch.Completion]) async -> [Result<Bool, any Error>] {
+        // A lease twice in one batch (a caller's retry) would be one row of the join: later
+        // ones go alone, after the batch.
+        var seen: Set<JobID> = []
+        let together = batch.indices.filter { seen.insert(batch[$0].lease.jobID).inserted }
+        var outcomes = [Result<Bool, any Error>](repeating: .success(false), count: batch.count)
+        do {
+            let accepted = try await completeTogether(together.map { batch[$0] })
+            for index in together { outcomes[index] = .success(accepted.contains(batch[index].lease.jobID)) }
+        } catch {
+            guard together.count > 1, Self.serverRejected(error) else { return batch.map { _ in .failure(error) } }
+            for index in together { outcomes[index] = await completeAloneResult(batch[index]) }
+        }
+        for index in batch.indices where !together.contains(index) {
+            outcomes[index] = await completeAloneResult(batch[index])
+        }
+        return outcomes
+    }
+
+    /// The ids of the completions the batch's fenced UPDATE accepted. Without a webhook among
+    /// them the statement runs alone (atomic on its own: no BEGIN and COMMIT round trips).
+    func completeTogether(_ batch: [CompletionBatch.Completion]) async throws -> Set<JobID> {
+        let statement = CompleteBatch(completions: batch, now: now)
+        guard batch.contains(where: \.lease.hasWebhook) else {
+            let rows = try await withConnection { connection in
+                var rows: [CompleteBatch.Row] = []
+                for try await row in try await connection.execute(statement, logger: self.logger) { rows.append(row) }
+                return rows
+            }
+            // Only a lease made by hand can say "no webhook" for a job with one: its event is
+            // still written, if not atomically with the status.
+            let missed = rows.filter(\.hasWebhook)
+            if !missed.isEmpty {
+                try await transaction { connection in
+                    for row in missed { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+                }
+            }
+            return Set(rows.map(\.id))
+        }
+        return try await transaction { connection in
+            var accepted: Set<JobID> = []
+            var events: [(id: JobID, now: Int64)] = []
+            for try await row in try await connection.execute(statement, logger: self.logger) {
+                accepted.insert(row.id)
+                if row.hasWebhook { events.append((row.id, row.now)) }
+            }
+            for event in events { try await self.enqueueEvent(for: event.id, connection, now: event.now) }
+            return accepted
+        }
+    }
+
+    /// Whether the server answered `error` (a statement it rejected), rather than the
+    /// connection failing.
+    static func serverRejected(_ error: any Error) -> Bool {
+        let cause = (error as? JobStoreError)?.cause ?? error
+        return (cause as? PSQLError)?.serverInfo != nil
+    }
+
+    func completeAloneResult(_ completion: CompletionBatch.Completion) async -> Result<Bool, any Error> {
+        do { return .success(try await completeAlone(completion)) } catch { return .failure(error) }
+    }
+
+    /// One completion in a statement of its own.
+    func completeAlone(_ completion: CompletionBatch.Completion) async throws -> Bool {
+        let (lease, resultJSON, tracksJSON) = (completion.lease, completion.result, completion.tracks)
         return try await finish(lease) {
             """
             WITH \(unescaped: self.clockCTE), done AS (
@@ -100,9 +176,10 @@ extension PostgresJobStore {
         """
 
     /// `t`, the statement's time: the injected clock (tests) or the database's.
-    var clockCTE: String {
-        "t AS (SELECT \(now.map(String.init) ?? Self.databaseNow)::bigint AS now)"
-    }
+    var clockCTE: String { "t AS (SELECT \(nowSQL)::bigint AS now)" }
+
+    /// The statement's time as SQL: the injected clock's value (tests), or the database's.
+    var nowSQL: String { now.map(String.init) ?? Self.databaseNow }
 
     /// Ends the current attempt with `statement` (the fenced UPDATE with `afterFinish`). A job
     /// that ended with a webhook gets its event in the same transaction; one without a webhook

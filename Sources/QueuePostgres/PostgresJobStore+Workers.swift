@@ -25,7 +25,7 @@ extension PostgresJobStore {
     public func workerHeartbeat(_ worker: WorkerIdentity) async throws {
         _ = try await withConnection { connection in
             try await connection.query(
-                "UPDATE jobctl.workers SET heartbeat_at = COALESCE(\(self.now), \(unescaped: Self.databaseNow)) WHERE name = \(worker.name)",
+                "UPDATE jobctl.workers SET heartbeat_at = \(unescaped: self.nowSQL) WHERE name = \(worker.name)",
                 logger: self.logger
             )
         }
@@ -35,8 +35,8 @@ extension PostgresJobStore {
         _ = try await withConnection { connection in
             try await connection.query(
                 """
-                UPDATE jobctl.workers SET stopped_at = COALESCE(\(self.now), \(unescaped: Self.databaseNow)),
-                    heartbeat_at = COALESCE(\(self.now), \(unescaped: Self.databaseNow)) WHERE name = \(worker.name)
+                UPDATE jobctl.workers SET stopped_at = \(unescaped: self.nowSQL),
+                    heartbeat_at = \(unescaped: self.nowSQL) WHERE name = \(worker.name)
                 """,
                 logger: self.logger
             )

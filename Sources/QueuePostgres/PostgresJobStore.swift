@@ -25,6 +25,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// How long an operation waits for a connection before it fails with the reason.
     let connectionWait: Duration
     let listening = Mutex(Listening())
+    /// Concurrent completions, committed together (`CompletionBatch`).
+    let completions: CompletionBatch
+    /// When claims last looked for expired leases (they look at most every `expiryCheckInterval`).
+    let expiryChecked = Mutex<ContinuousClock.Instant?>(nil)
     let clock: (@Sendable () -> Date)?
     let logger: Logger
     /// For messages: the URL without its password.
@@ -50,6 +54,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         self.clock = clock
         self.logger = logger
         location = MediaLocation.withoutCredentials(url)
+        completions = CompletionBatch()
     }
 
     /// Runs the client's connection pool until `body` returns; migrates first.
@@ -79,8 +84,10 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// The injected clock's milliseconds, or `nil`: then SQL takes the database's clock.
     var now: Int64? { clock.map { $0().milliseconds } }
 
-    /// `now` as SQL: the bound value, or the database's clock.
-    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    /// The database's clock as SQL: the time the statement began. Stable within a statement
+    /// (unlike `clock_timestamp()`, which is volatile), so a comparison with it is an index
+    /// condition and not a filter over every row of the index (1.5 ms per claim at 10k jobs).
+    static let databaseNow = "(extract(epoch from statement_timestamp()) * 1000)::bigint"
 
     func currentTime(_ connection: PostgresConnection) async throws -> Int64 {
         if let now { return now }

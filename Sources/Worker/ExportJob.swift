@@ -56,7 +56,7 @@ struct ExportJob: PreparedJob {
             outputPath: outputPath,
             format: format,
             timeRange: range,
-            temporaryTag: "\(job.id)-\(lease.attempt)"
+            temporaryTag: lease.temporaryTag
         )
         return ExportJob(session: session, uploadURL: uploadURL)
     }
@@ -71,7 +71,7 @@ struct ExportJob: PreparedJob {
     }
 
     /// Temporary files of earlier attempts of this job (a worker killed mid-export leaves one
-    /// beside the destination): `.NAME.JOBID-ATTEMPT.jobctl.tmp`.
+    /// beside the destination): `.NAME.JOBID-ATTEMPT-TOKEN.jobctl.tmp`.
     private static func removeLeftovers(of job: Job, writingTo output: String) {
         let destination = URL(fileURLWithPath: output)
         let directory = destination.deletingLastPathComponent().path

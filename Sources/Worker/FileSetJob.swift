@@ -80,7 +80,7 @@ struct FileSetJob: PreparedJob {
             work: work,
             uploadURL: uploadURL,
             directory: directory,
-            tag: "\(job.id)-\(lease.attempt)",
+            tag: lease.temporaryTag,
             confinement: uploadURL == nil ? confinement : PathConfinement(inputRoot: nil, outputRoot: nil)
         )
     }

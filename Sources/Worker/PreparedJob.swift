@@ -3,6 +3,14 @@ import Media
 import Queue
 import Synchronization
 
+extension Lease {
+    /// The tag of this attempt's temporary files (`.NAME.TAG.jobctl.tmp`): the job, the attempt
+    /// and the start of the lease token. Unique per claim, not per attempt number: a job handed
+    /// back is claimed again under the same number, and the worker that handed it back may
+    /// delete its temporary file (by name) a moment after the new owner created one.
+    var temporaryTag: String { "\(jobID)-\(attempt)-\(String(token.filter { $0.isLetter || $0.isNumber }.prefix(8)))" }
+}
+
 /// A claimed job made ready to run: an export (`ExportJob`), or thumbnails, a storyboard or a
 /// waveform (`FileSetJob`). The attempt runs it, then shows its outputs — renamed into place or
 /// uploaded — only once the fence says this worker still holds the job.

@@ -5,8 +5,8 @@ import Queue
 /// Removes what dead workers left in the staging directory.
 ///
 /// A worker killed mid-export or mid-upload (SIGKILL, a lost host, the OOM killer) leaves
-/// `JOBID.EXT` or `.JOBID.EXT.JOBID-ATTEMPT.jobctl.tmp` behind (a set of files, such as
-/// thumbnails: `.NAME.JOBID-ATTEMPT.jobctl.tmp`). The job's next attempt removes
+/// `JOBID.EXT` or `.JOBID.EXT.JOBID-ATTEMPT-TOKEN.jobctl.tmp` behind (a set of files, such as
+/// thumbnails: `.NAME.JOBID-ATTEMPT-TOKEN.jobctl.tmp`). The job's next attempt removes
 /// them if it runs on the same host, but in a fleet it usually runs elsewhere. So every worker
 /// sweeps its staging directory when it starts and every hour: a file is removed when its job
 /// has ended (or no longer exists) and nothing has written to it for `minimumAge`. Files of

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Logging
 import PostgresNIO
 import Queue
@@ -30,8 +31,16 @@ struct QueueBenchCommand: AsyncParsableCommand {
             submitted one at a time; latency = the job's start time minus its creation time \
             (both stamped by the database clock), p50 and p99.
 
-            With --db postgres://…, the same on PostgreSQL. The database must be dedicated to \
-            the benchmark and hold no jobs: every run empties the jobctl schema's tables.
+            With --db postgres://…, the same on PostgreSQL, timed from warm workers: N `jobctl \
+            worker` processes start on the empty queue and register, then the JOBS are inserted \
+            in one transaction; jobs/s = JOBS / (the last job's finishedAt - the database's \
+            clock just before that transaction committed), so process start-up is not counted \
+            (as for the PgQueuer drain it is compared with: bench/queue.sh). The database must be \
+            dedicated to the benchmark and hold no jobs: every run empties the jobctl schema's \
+            tables.
+
+            --json prints one JSON document (every run's seconds, the medians, the pickup \
+            percentiles) instead of the Markdown tables.
             """
     )
 
@@ -44,7 +53,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
     @Option(help: "--concurrency of each worker.")
     var concurrency = 8
 
-    @Option(help: "Jobs submitted one at a time for the latency measurement.")
+    @Option(help: "Jobs submitted one at a time for the latency measurement (0: no latency measurement).")
     var samples = 200
 
     @Option(help: "Runs of each throughput configuration; the median is reported.")
@@ -60,6 +69,9 @@ struct QueueBenchCommand: AsyncParsableCommand {
         )
     )
     var db: String?
+
+    @Flag(help: "Print the results as one JSON document.")
+    var json = false
 
     @OptionGroup var global: GlobalOptions
 
@@ -77,16 +89,20 @@ struct QueueBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.bootstrapLogging()
-        if let db {
-            try await PostgresJobStore.withStore(url: db, logger: logger) { store in
-                guard try await store.statusCounts().isEmpty else {
-                    throw CommandFailure.usage("bench queue --db needs an empty, dedicated database: \(db) holds jobs")
+        try await reportingFailures {
+            if let db {
+                try await PostgresJobStore.withStore(url: db, logger: logger) { store in
+                    guard try await store.statusCounts().isEmpty else {
+                        throw CommandFailure.usage(
+                            "bench queue --db needs an empty, dedicated database: \(MediaLocation.withoutCredentials(db)) holds jobs"
+                        )
+                    }
+                    try await measure { try await PostgresBench(store: store, url: db, logger: logger) }
+                    try await PostgresBench.emptyTables(url: db, logger: logger)
                 }
-                try await measure { try await PostgresBench(store: store, url: db, logger: logger) }
-                try await PostgresBench.emptyTables(url: db, logger: logger)
+            } else {
+                try await measure { try SQLiteBench(directory: try scratch()) }
             }
-        } else {
-            try await measure { try SQLiteBench(directory: try scratch()) }
         }
     }
 
@@ -94,6 +110,10 @@ struct QueueBenchCommand: AsyncParsableCommand {
     private protocol BenchDatabase {
         var store: any JobStore { get }
         var url: String { get }
+        /// Queues `count` no-op jobs.
+        func fill(_ count: Int) async throws
+        /// Whether throughput is timed from warm workers (`warmThroughput`), not from their start.
+        var warm: Bool { get }
         func done()
     }
 
@@ -101,10 +121,17 @@ struct QueueBenchCommand: AsyncParsableCommand {
         let directory: String
         let store: any JobStore
         var url: String { directory + "/jobs.sqlite" }
+        var warm: Bool { false }
 
         init(directory: String) throws {
             self.directory = directory
             store = try SQLiteJobStore(path: directory + "/jobs.sqlite")
+        }
+
+        func fill(_ count: Int) async throws {
+            for index in 0..<count {
+                _ = try await store.submit(JobRequest(kind: .noop, input: "noop-\(index)", output: "", preset: "noop"))
+            }
         }
 
         func done() { try? FileManager.default.removeItem(atPath: directory) }
@@ -113,6 +140,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
     private struct PostgresBench: BenchDatabase {
         let store: any JobStore
         let url: String
+        var warm: Bool { true }
 
         init(store: PostgresJobStore, url: String, logger: Logger) async throws {
             try await Self.emptyTables(url: url, logger: logger)
@@ -135,36 +163,155 @@ struct QueueBenchCommand: AsyncParsableCommand {
             }
         }
 
+        /// Multi-row inserts of 1,000 rows (one submit per job would take longer than the run:
+        /// each commits on its own); the rows are what `submit` writes for a no-op job.
+        func fill(_ count: Int) async throws {
+            try await Self.insertNoopJobs(count, url: url)
+        }
+
+        static func insertNoopJobs(
+            _ count: Int,
+            url: String,
+            logger: Logger = Logger(label: "jobctl.bench")
+        ) async throws {
+            _ = try await insertNoopJobsAtOnce(count, url: url, logger: logger)
+        }
+
+        /// Inserts the jobs in one transaction (workers see them all at once, woken by one
+        /// NOTIFY); returns the database's clock (Unix ms) just before it commits.
+        static func insertNoopJobsAtOnce(
+            _ count: Int,
+            url: String,
+            logger: Logger = Logger(label: "jobctl.bench")
+        ) async throws -> Int64 {
+            let client = PostgresClient(
+                configuration: try PostgresJobStore.configuration(from: url),
+                backgroundLogger: logger
+            )
+            return try await withThrowingTaskGroup(of: Int64?.self) { group in
+                group.addTask {
+                    await client.run()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                return try await client.withTransaction(logger: logger) { connection in
+                    var inserted = 0
+                    while inserted < count {
+                        let batch = min(1000, count - inserted)
+                        let now = Date()
+                        let ids = (0..<batch).map { _ in JobID.make(at: now).rawValue }
+                        let inputs = (inserted..<inserted + batch).map { "noop-\($0)" }
+                        try await connection.query(
+                            """
+                            INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, priority, max_attempts,
+                                attempt_budget, run_at, metadata, created_at, updated_at)
+                            SELECT x.id, 'noop', 'unknown', x.input, '', 'noop', 'null', 0, 3, 3, \(now.milliseconds), '{}',
+                                \(now.milliseconds), \(now.milliseconds)
+                            FROM unnest(\(ids)::text[], \(inputs)::text[]) AS x(id, input)
+                            """,
+                            logger: logger
+                        )
+                        inserted += batch
+                    }
+                    // Statistics for the planner, as PgQueuer's drain has (its VACUUM ANALYZE):
+                    // a table emptied by TRUNCATE has none, and claims would sort every queued
+                    // job until autovacuum analyzes it (docs/operations.md, "After a bulk load").
+                    try await connection.query("ANALYZE jobctl.jobs", logger: logger)
+                    try await connection.query("SELECT pg_notify(\(PostgresJobStore.channel), 'job')", logger: logger)
+                    let rows = try await connection.query(
+                        "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
+                        logger: logger
+                    )
+                    for try await value in rows.decode(Int64.self) { return value }
+                    return 0
+                }
+            }
+        }
+
+        /// How many jobs completed, and the last one's `finishedAt` (Unix ms, the database's clock).
+        static func completion(url: String, logger: Logger) async throws -> (completed: Int, lastFinished: Int64) {
+            let client = PostgresClient(
+                configuration: try PostgresJobStore.configuration(from: url),
+                backgroundLogger: logger
+            )
+            return try await withThrowingTaskGroup(of: (Int, Int64)?.self) { group in
+                group.addTask {
+                    await client.run()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                let rows = try await client.query(
+                    "SELECT count(*) FILTER (WHERE status = 'completed'), coalesce(max(finished_at), 0) FROM jobctl.jobs",
+                    logger: logger
+                )
+                for try await (completed, last) in rows.decode((Int64, Int64).self) { return (Int(completed), last) }
+                return (0, 0)
+            }
+        }
+
         func done() {}
     }
 
     private func measure(_ fresh: () async throws -> any BenchDatabase) async throws {
         let counts = workers.split(separator: ",").compactMap { Int($0) }
-        print(
-            "| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |"
+        var report = QueueBenchReport(
+            store: db == nil ? "sqlite" : "postgres",
+            jobs: jobs,
+            concurrency: concurrency,
+            throughput: [],
+            pickup: nil
         )
-        print("|---:|---:|---:|---:|---:|---:|---|")
+        if !json {
+            print(
+                "| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |"
+            )
+            print("|---:|---:|---:|---:|---:|---:|---|")
+        }
         for count in counts {
             var runs: [Double] = []
             for _ in 0..<max(1, repeats) {
-                let (seconds, completed) = try await throughput(workers: count, in: try await fresh())
+                let database = try await fresh()
+                let (seconds, completed) =
+                    database.warm
+                    ? try await warmThroughput(workers: count, in: database)
+                    : try await throughput(workers: count, in: database)
                 guard completed == jobs else {
                     throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed")
                 }
                 runs.append(seconds)
             }
-            let median = runs.sorted()[runs.count / 2]
-            let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
-            print(
-                "| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", median)) | **\(Int(Double(jobs) / median))** | \(all) |"
-            )
+            let row = QueueBenchReport.Throughput(workers: count, jobs: jobs, seconds: runs)
+            report.throughput.append(row)
+            if !json {
+                let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
+                print(
+                    "| \(count) | \(concurrency) | \(jobs) | \(runs.count) | \(String(format: "%.2f", row.medianSeconds)) | **\(Int(row.jobsPerSecond))** | \(all) |"
+                )
+            }
         }
-        let latencies = try await pickupLatencies(in: try await fresh()).sorted()
-        func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        print("")
-        print(
-            "Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms"
-        )
+        if samples > 0 {
+            let latencies = try await pickupLatencies(in: try await fresh()).sorted()
+            func percentile(_ p: Double) -> Double {
+                latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+            }
+            report.pickup = .init(
+                samples: latencies.count,
+                p50: percentile(0.5),
+                p99: percentile(0.99),
+                max: latencies.last ?? 0
+            )
+            if !json {
+                print("")
+                print(
+                    "Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms"
+                )
+            }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        }
     }
 
     private func scratch() throws -> String {
@@ -194,15 +341,47 @@ struct QueueBenchCommand: AsyncParsableCommand {
     ) async throws -> (seconds: Double, completed: Int) {
         defer { database.done() }
         let store = database.store
-        for index in 0..<jobs {
-            _ = try await store.submit(JobRequest(kind: .noop, input: "noop-\(index)", output: "", preset: "noop"))
-        }
+        try await database.fill(jobs)
         let start = ContinuousClock.now
         let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: true) }
         for process in processes { process.waitUntilExit() }
         let seconds = (ContinuousClock.now - start).seconds
         let completed = try await store.statusCounts()[.completed] ?? 0
         return (seconds, completed)
+    }
+
+    /// PostgreSQL: `count` workers started on the empty queue and registered; then the jobs in
+    /// one transaction; timed from just before its commit to the last `finishedAt` (both the
+    /// database's clock). Start-up is not counted, as for the PgQueuer drain (bench/queue.sh).
+    private func warmThroughput(
+        workers count: Int,
+        in database: any BenchDatabase
+    ) async throws -> (seconds: Double, completed: Int) {
+        defer { database.done() }
+        let logger = Logger(label: "jobctl.bench")
+        let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: false) }
+        defer {
+            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { process.waitUntilExit() }
+        }
+        let ready = ContinuousClock.now + .seconds(30)
+        while try await database.store.workers().filter({ $0.stoppedAt == nil }).count < count {
+            guard ContinuousClock.now < ready else {
+                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Registered workers then start their claim loop and LISTEN: give them a moment.
+        try await Task.sleep(for: .milliseconds(300))
+        let started = try await PostgresBench.insertNoopJobsAtOnce(jobs, url: database.url, logger: logger)
+        let deadline = ContinuousClock.now + .seconds(600)
+        while true {
+            try await Task.sleep(for: .milliseconds(200))
+            let (completed, last) = try await PostgresBench.completion(url: database.url, logger: logger)
+            if completed >= jobs || ContinuousClock.now > deadline {
+                return (Double(last - started) / 1000, completed)
+            }
+        }
     }
 
     private func pickupLatencies(in database: any BenchDatabase) async throws -> [Double] {
@@ -227,6 +406,38 @@ struct QueueBenchCommand: AsyncParsableCommand {
         }
         return latencies
     }
+}
+
+/// What `bench queue --json` prints.
+struct QueueBenchReport: Encodable {
+    struct Throughput: Encodable {
+        let workers: Int
+        /// Every run's duration, and their median.
+        let seconds: [Double]
+        let medianSeconds: Double
+        let jobsPerSecond: Double
+
+        init(workers: Int, jobs: Int, seconds: [Double]) {
+            self.workers = workers
+            self.seconds = seconds
+            medianSeconds = seconds.sorted()[seconds.count / 2]
+            jobsPerSecond = Double(jobs) / medianSeconds
+        }
+    }
+
+    struct Pickup: Encodable {
+        let samples: Int
+        /// Milliseconds.
+        let p50: Double
+        let p99: Double
+        let max: Double
+    }
+
+    let store: String
+    let jobs: Int
+    let concurrency: Int
+    var throughput: [Throughput]
+    var pickup: Pickup?
 }
 
 /// Webhook deliveries per second and latency (terminal status → received), to a local receiver.

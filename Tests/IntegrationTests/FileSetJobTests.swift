@@ -293,7 +293,8 @@ struct FileSetJobTests {
         )
         let hidden = setup.directoryContents(output)
         #expect(
-            hidden.count == 3 && hidden.allSatisfy { $0.hasPrefix(".") && $0.hasSuffix("\(id)-1.jobctl.tmp") },
+            hidden.count == 3
+                && hidden.allSatisfy { $0.hasPrefix(".") && $0.contains(".\(id)-1-") && $0.hasSuffix(".jobctl.tmp") },
             "\(hidden)"
         )
         a.signal(SIGKILL)

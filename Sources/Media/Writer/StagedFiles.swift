@@ -43,7 +43,7 @@ public final class StagedFiles {
 
     /// Creates `directory` (and its parents) if missing, and opens it. `output_forbidden` if it
     /// is something other than a directory (a symbolic link included); `output_unwritable` if
-    /// it cannot be created. `tag` names the temporaries (a job's `JOBID-ATTEMPT`, so a later
+    /// it cannot be created. `tag` names the temporaries (a job's `JOBID-ATTEMPT-TOKEN`, so a later
     /// attempt finds what a killed one left); random by default.
     public init(directory: String, tag: String? = nil) throws(MediaError) {
         self.directory = directory
