@@ -6,6 +6,8 @@ PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-d
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a
 # self-signed certificate), python3-yaml and systemd-analyze to check deploy/, and the sqlite3 CLI (damaging a database on purpose).
 TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3
+# The benchmarks also make a virtualenv for PgQueuer (bench/queue.sh).
+BENCH_PACKAGES := python3-venv
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
@@ -95,14 +97,14 @@ lint:
 
 
 # Benchmarks (docs/benchmarks.md): jobctl export, thumbnails, storyboard and waveform vs the ffmpeg CLI,
-# release build in its own folder.
+# the queue on SQLite, and on PostgreSQL side by side with PgQueuer; release build in its own folder.
 bench: test-deps
+	@scripts/install-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -c release --scratch-path .build-release
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
 	python3 bench/images.py --jobctl .build-release/release/jobctl
 	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
-	JOBCTL_PG_DURABLE=1 scripts/test-postgres.sh run sh -c \
-		'.build-release/release/jobctl bench queue --db "$$JOBCTL_TEST_POSTGRES?sslmode=disable" --concurrency 32 --jobs 10000'
+	bench/queue.sh
 	.build-release/release/jobctl bench webhooks --jobs 3000 --webhook-concurrency 8
 
 clean:

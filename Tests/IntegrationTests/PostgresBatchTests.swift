@@ -1,0 +1,90 @@
+import Foundation
+import MediaTestKit
+import Queue
+import QueuePostgres
+import Testing
+
+/// Completions that arrive together share one statement (`CompletionBatch`): each caller must
+/// still get its own answer, as if it had been alone.
+@Suite("PostgreSQL completions in batches")
+struct PostgresBatchTests {
+    /// 40 jobs completed at once: 4 with a stale lease token (refused), one with a webhook (its
+    /// event is written), one whose tracks the server rejects (JSON with a NUL character, which
+    /// `jsonb` refuses): that one fails alone, the others are accepted with their results and
+    /// tracks.
+    @Test func concurrentCompletionsEachGetTheirOwnAnswer() async throws {
+        let url = try await TestPostgres.shared.freshDatabase("batch")
+        try await PostgresJobStore.withStore(url: url) { store in
+            for index in 0..<40 {
+                _ = try await store.submit(
+                    JobRequest(
+                        kind: .noop,
+                        input: "noop-\(index)",
+                        output: "",
+                        preset: "noop",
+                        webhook: index == 0 ? "https://example.com/hook" : nil
+                    )
+                )
+            }
+            let worker = WorkerIdentity(name: "batch", host: "test", pid: 1, version: "test")
+            let claimed = try await store.claim(as: worker, limit: 40, lease: .seconds(60))
+            try #require(claimed.count == 40)
+            #expect(claimed.filter(\.lease.hasWebhook).map(\.job.input) == ["noop-0"])
+
+            let stale: Set<Int> = [3, 13, 23, 33]
+            let rejected = 7
+            let outcomes = await withTaskGroup(of: (Int, Result<Bool, any Error>).self) { group in
+                for (index, job) in claimed.enumerated() {
+                    var lease = job.lease
+                    if stale.contains(index) { lease.token = "stale" }
+                    let track = JobTrack(
+                        index: 0,
+                        sourceIndex: 0,
+                        mediaType: "video",
+                        status: .completed,
+                        codec: index == rejected ? "h264\u{0}" : "h264",
+                        read: Int64(index),
+                        written: Int64(index)
+                    )
+                    group.addTask {
+                        do {
+                            let accepted = try await store.complete(
+                                lease,
+                                result: .object(["n": .number(Double(index))]),
+                                tracks: [track]
+                            )
+                            return (index, .success(accepted))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                var outcomes: [Int: Result<Bool, any Error>] = [:]
+                for await (index, outcome) in group { outcomes[index] = outcome }
+                return outcomes
+            }
+
+            for (index, job) in claimed.enumerated() {
+                let stored = try #require(try await store.job(job.job.id))
+                switch outcomes[index] {
+                case .success(true)?:
+                    #expect(!stale.contains(index) && index != rejected, "\(index) accepted")
+                    #expect(stored.status == .completed)
+                    #expect(stored.result == .object(["n": .number(Double(index))]))
+                    #expect(stored.tracks.map(\.written) == [Int64(index)])
+                case .success(false)?:
+                    #expect(stale.contains(index), "\(index) refused")
+                    #expect(stored.status == .reading)
+                case .failure?:
+                    #expect(index == rejected, "\(index) failed")
+                    #expect(stored.status == .reading)
+                case nil:
+                    Issue.record("no outcome for \(index)")
+                }
+            }
+            let hooked = try #require(claimed.first { $0.lease.hasWebhook })
+            let events = try await store.deliveries(job: hooked.job.id, limit: 10)
+            #expect(events.map(\.type) == ["job.completed"])
+        }
+    }
+}
