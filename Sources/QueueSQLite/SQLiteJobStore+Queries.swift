@@ -19,22 +19,39 @@ extension SQLiteJobStore {
             {
                 return (try SQLiteJobStore.job(existing, db), false)
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
-                    VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    id.rawValue, request.kind.rawValue, request.input, request.output, request.preset,
-                    try StoredJSON.encode(request.presetSettings),
-                    request.format, request.range?.start, request.range?.duration, request.priority,
-                    request.maxAttempts, request.maxAttempts,
-                    now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, now, now,
-                ]
-            )
+            try SQLiteJobStore.insert(request, id: id, now: now, db)
             return (try SQLiteJobStore.job(id, db), true)
         }
+    }
+
+    /// Queues many jobs in one transaction, for benchmarks and bulk loads: workers see them
+    /// all at once. Idempotency keys are written, not looked up (a duplicate fails the whole
+    /// transaction). Returns the store's clock just before the commit.
+    package func submitAll(_ requests: [JobRequest]) async throws -> Date {
+        let now = self.now
+        let ids = requests.map { _ in JobID.make(at: clock()) }
+        return try await write { db in
+            for (request, id) in zip(requests, ids) { try SQLiteJobStore.insert(request, id: id, now: now, db) }
+            return self.clock()
+        }
+    }
+
+    /// The row `submit` writes.
+    static func insert(_ request: JobRequest, id: JobID, now: Int64, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
+                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                id.rawValue, request.kind.rawValue, request.input, request.output, request.preset,
+                try StoredJSON.encode(request.presetSettings),
+                request.format, request.range?.start, request.range?.duration, request.priority,
+                request.maxAttempts, request.maxAttempts,
+                now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, now, now,
+            ]
+        )
     }
 
     public func job(_ id: JobID) async throws -> Job? {

@@ -25,19 +25,19 @@ struct QueueBenchCommand: AsyncParsableCommand {
         abstract:
             "Measure queue throughput (no-op jobs per second, N worker processes) and pickup latency (submit → claimed).",
         discussion: """
-            Throughput: JOBS no-op jobs are inserted into a fresh SQLite database, then N `jobctl \
-            worker --once` processes run them all; jobs/s = JOBS / the time until the last worker \
-            exits (process start-up included). Pickup latency: one idle worker, then jobs \
-            submitted one at a time; latency = the job's start time minus its creation time \
-            (both stamped by the database clock), p50 and p99.
-
-            With --db postgres://…, the same on PostgreSQL, timed from warm workers: N `jobctl \
-            worker` processes start on the empty queue and register, then the JOBS are inserted \
-            in one transaction; jobs/s = JOBS / (the last job's finishedAt - the database's \
+            Throughput: N `jobctl worker` processes start on an empty queue (a fresh SQLite \
+            database, or with --db an emptied PostgreSQL one) and register; then JOBS no-op jobs \
+            are inserted in one transaction; jobs/s = JOBS / (when the last one finished - the \
             clock just before that transaction committed), so process start-up is not counted \
-            (as for the PgQueuer drain it is compared with: bench/queue.sh). The database must be \
-            dedicated to the benchmark and hold no jobs: every run empties the jobctl schema's \
-            tables.
+            (as for the PgQueuer drain it is compared with: bench/queue.sh). --cold times from \
+            the start of N `worker --once` processes instead. Pickup latency: one idle worker, \
+            then jobs submitted one at a time; latency = the job's start time minus its creation \
+            time (both stamped by the database clock), p50 and p99.
+
+            The PostgreSQL database must be dedicated to the benchmark and hold no jobs: every \
+            run empties the jobctl schema's tables. --backlog (PostgreSQL) queues more jobs than \
+            are timed, to measure a drain from a large backlog. --steady measures a producer and \
+            the workers at once.
 
             --json prints one JSON document (every run's seconds, the medians, the pickup \
             percentiles) instead of the Markdown tables.
@@ -70,6 +70,31 @@ struct QueueBenchCommand: AsyncParsableCommand {
     )
     var db: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "PostgreSQL: queue this many jobs before the clock starts; throughput is then that of the first JOBS completions, and high-priority jobs are submitted during the drain to measure pickup under load.",
+            valueName: "count"
+        )
+    )
+    var backlog = 0
+
+    @Option(
+        help: ArgumentHelp(
+            "Instead of draining: one producer process submits no-op jobs continuously for this long while the workers run them; reports the sustained rate and the queue's age (submitted → claimed).",
+            valueName: "duration"
+        )
+    )
+    var steady: DurationArgument?
+
+    @Option(help: "With --steady: concurrent submit loops in the producer.")
+    var producers = 4
+
+    @Flag(
+        help:
+            "Time throughput from the workers' start (process start-up counted), as the figures before 2026-11-24 were."
+    )
+    var cold = false
+
     @Flag(help: "Print the results as one JSON document.")
     var json = false
 
@@ -85,6 +110,10 @@ struct QueueBenchCommand: AsyncParsableCommand {
         if let db, !db.hasPrefix("postgres://") && !db.hasPrefix("postgresql://") {
             throw ValidationError("--db takes a postgres:// URL (SQLite runs use a fresh file each time)")
         }
+        if backlog > 0 && db == nil { throw ValidationError("--backlog is measured on PostgreSQL: give --db") }
+        if cold && (backlog > 0 || steady != nil) {
+            throw ValidationError("--cold times a drain by itself: not with --backlog or --steady")
+        }
     }
 
     func run() async throws {
@@ -97,8 +126,21 @@ struct QueueBenchCommand: AsyncParsableCommand {
                             "bench queue --db needs an empty, dedicated database: \(MediaLocation.withoutCredentials(db)) holds jobs"
                         )
                     }
-                    try await measure { try await PostgresBench(store: store, url: db, logger: logger) }
-                    try await PostgresBench.emptyTables(url: db, logger: logger)
+                    // The benchmark's own connections (inserting, counting, emptying the tables).
+                    let client = PostgresClient(
+                        configuration: try PostgresJobStore.configuration(from: db),
+                        backgroundLogger: logger
+                    )
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { await client.run() }
+                        defer { group.cancelAll() }
+                        let bench = PostgresBench(store: store, url: db, client: client, logger: logger)
+                        try await measure {
+                            try await bench.emptyTables()
+                            return bench
+                        }
+                        try await bench.emptyTables()
+                    }
                 }
             } else {
                 try await measure { try SQLiteBench(directory: try scratch()) }
@@ -107,31 +149,45 @@ struct QueueBenchCommand: AsyncParsableCommand {
     }
 
     /// A database for one run: fresh (SQLite) or emptied (PostgreSQL).
-    private protocol BenchDatabase {
+    private protocol BenchDatabase: Sendable {
         var store: any JobStore { get }
         var url: String { get }
-        /// Queues `count` no-op jobs.
-        func fill(_ count: Int) async throws
-        /// Whether throughput is timed from warm workers (`warmThroughput`), not from their start.
-        var warm: Bool { get }
+        /// Queues `count` no-op jobs in one transaction; returns the database's clock just
+        /// before it commits.
+        func insertNoopJobs(_ count: Int) async throws -> Date
+        /// How many jobs have completed.
+        func completedCount() async throws -> Int
+        /// When the `count`th job of priority 0 finished.
+        func finished(nth count: Int) async throws -> Date?
         func done()
+    }
+
+    /// `count` no-op jobs as `submit` takes them.
+    private static func noopRequests(_ count: Int) -> [JobRequest] {
+        (0..<count).map { JobRequest(kind: .noop, input: "noop-\($0)", output: "", preset: "noop") }
     }
 
     private struct SQLiteBench: BenchDatabase {
         let directory: String
-        let store: any JobStore
+        let sqlite: SQLiteJobStore
+        var store: any JobStore { sqlite }
         var url: String { directory + "/jobs.sqlite" }
-        var warm: Bool { false }
 
         init(directory: String) throws {
             self.directory = directory
-            store = try SQLiteJobStore(path: directory + "/jobs.sqlite")
+            sqlite = try SQLiteJobStore(path: directory + "/jobs.sqlite")
         }
 
-        func fill(_ count: Int) async throws {
-            for index in 0..<count {
-                _ = try await store.submit(JobRequest(kind: .noop, input: "noop-\(index)", output: "", preset: "noop"))
-            }
+        func insertNoopJobs(_ count: Int) async throws -> Date {
+            try await sqlite.submitAll(QueueBenchCommand.noopRequests(count))
+        }
+
+        func completedCount() async throws -> Int { try await store.statusCounts()[.completed] ?? 0 }
+
+        func finished(nth count: Int) async throws -> Date? {
+            let finished = try await store.jobs(status: .completed, limit: count * 2 + 1000)
+                .filter { $0.priority == 0 }.compactMap(\.finishedAt).sorted()
+            return finished.count >= count ? finished[count - 1] : nil
         }
 
         func done() { try? FileManager.default.removeItem(atPath: directory) }
@@ -140,113 +196,114 @@ struct QueueBenchCommand: AsyncParsableCommand {
     private struct PostgresBench: BenchDatabase {
         let store: any JobStore
         let url: String
-        var warm: Bool { true }
+        let client: PostgresClient
+        let logger: Logger
 
-        init(store: PostgresJobStore, url: String, logger: Logger) async throws {
-            try await Self.emptyTables(url: url, logger: logger)
-            self.store = store
-            self.url = url
+        /// Empties the dedicated benchmark database between runs. This lives here, in the
+        /// benchmark that checked the database was empty when it began, and not on the store: no
+        /// store API deletes jobs wholesale.
+        func emptyTables() async throws {
+            try await client.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: logger)
         }
 
-        /// Empties the dedicated benchmark database between runs, over a connection of its own.
-        /// This lives here, in the benchmark that checked the database was empty when it began,
-        /// and not on the store: no store API deletes jobs wholesale.
-        static func emptyTables(url: String, logger: Logger) async throws {
-            let client = PostgresClient(
-                configuration: try PostgresJobStore.configuration(from: url),
-                backgroundLogger: logger
-            )
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { await client.run() }
-                try await client.query("TRUNCATE jobctl.jobs, jobctl.workers CASCADE", logger: logger)
-                group.cancelAll()
-            }
-        }
-
-        /// Multi-row inserts of 1,000 rows (one submit per job would take longer than the run:
-        /// each commits on its own); the rows are what `submit` writes for a no-op job.
-        func fill(_ count: Int) async throws {
-            try await Self.insertNoopJobs(count, url: url)
-        }
-
-        static func insertNoopJobs(
-            _ count: Int,
-            url: String,
-            logger: Logger = Logger(label: "jobctl.bench")
-        ) async throws {
-            _ = try await insertNoopJobsAtOnce(count, url: url, logger: logger)
-        }
-
-        /// Inserts the jobs in one transaction (workers see them all at once, woken by one
-        /// NOTIFY); returns the database's clock (Unix ms) just before it commits.
-        static func insertNoopJobsAtOnce(
-            _ count: Int,
-            url: String,
-            logger: Logger = Logger(label: "jobctl.bench")
-        ) async throws -> Int64 {
-            let client = PostgresClient(
-                configuration: try PostgresJobStore.configuration(from: url),
-                backgroundLogger: logger
-            )
-            return try await withThrowingTaskGroup(of: Int64?.self) { group in
-                group.addTask {
-                    await client.run()
-                    return nil
-                }
-                defer { group.cancelAll() }
-                return try await client.withTransaction(logger: logger) { connection in
-                    var inserted = 0
-                    while inserted < count {
-                        let batch = min(1000, count - inserted)
-                        let now = Date()
-                        let ids = (0..<batch).map { _ in JobID.make(at: now).rawValue }
-                        let inputs = (inserted..<inserted + batch).map { "noop-\($0)" }
-                        try await connection.query(
-                            """
-                            INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, priority, max_attempts,
-                                attempt_budget, run_at, metadata, created_at, updated_at)
-                            SELECT x.id, 'noop', 'unknown', x.input, '', 'noop', 'null', 0, 3, 3, \(now.milliseconds), '{}',
-                                \(now.milliseconds), \(now.milliseconds)
-                            FROM unnest(\(ids)::text[], \(inputs)::text[]) AS x(id, input)
-                            """,
-                            logger: logger
-                        )
-                        inserted += batch
-                    }
-                    // Statistics for the planner, as PgQueuer's drain has (its VACUUM ANALYZE):
-                    // a table emptied by TRUNCATE has none, and claims would sort every queued
-                    // job until autovacuum analyzes it (docs/operations.md, "After a bulk load").
-                    try await connection.query("ANALYZE jobctl.jobs", logger: logger)
-                    try await connection.query("SELECT pg_notify(\(PostgresJobStore.channel), 'job')", logger: logger)
-                    let rows = try await connection.query(
-                        "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
+        /// Inserts no-op jobs (the rows `submit` writes) in one transaction, so that workers see
+        /// them all at once, woken by one NOTIFY, with statistics for the planner as PgQueuer's
+        /// drain has (its VACUUM ANALYZE): a table emptied by TRUNCATE has none, and claims would
+        /// sort every queued job until autovacuum analyzes it (docs/operations.md). Returns the
+        /// database's clock (Unix ms) just before the commit.
+        func insertNoopJobs(_ count: Int) async throws -> Date {
+            let milliseconds = try await client.withTransaction(logger: logger) { connection -> Int64 in
+                var inserted = 0
+                while inserted < count {
+                    let batch = min(5000, count - inserted)
+                    let now = Date()
+                    let ids = (0..<batch).map { _ in JobID.make(at: now).rawValue }
+                    let inputs = (inserted..<inserted + batch).map { "noop-\($0)" }
+                    try await connection.query(
+                        """
+                        INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, priority, max_attempts,
+                            attempt_budget, run_at, metadata, created_at, updated_at)
+                        SELECT x.id, 'noop', 'unknown', x.input, '', 'noop', 'null', 0, 3, 3, \(now.milliseconds), '{}',
+                            \(now.milliseconds), \(now.milliseconds)
+                        FROM unnest(\(ids)::text[], \(inputs)::text[]) AS x(id, input)
+                        """,
                         logger: logger
                     )
-                    for try await value in rows.decode(Int64.self) { return value }
-                    return 0
+                    inserted += batch
                 }
-            }
-        }
-
-        /// How many jobs completed, and the last one's `finishedAt` (Unix ms, the database's clock).
-        static func completion(url: String, logger: Logger) async throws -> (completed: Int, lastFinished: Int64) {
-            let client = PostgresClient(
-                configuration: try PostgresJobStore.configuration(from: url),
-                backgroundLogger: logger
-            )
-            return try await withThrowingTaskGroup(of: (Int, Int64)?.self) { group in
-                group.addTask {
-                    await client.run()
-                    return nil
-                }
-                defer { group.cancelAll() }
-                let rows = try await client.query(
-                    "SELECT count(*) FILTER (WHERE status = 'completed'), coalesce(max(finished_at), 0) FROM jobctl.jobs",
+                try await connection.query("ANALYZE jobctl.jobs", logger: logger)
+                try await connection.query("SELECT pg_notify(\(PostgresJobStore.channel), 'job')", logger: logger)
+                let rows = try await connection.query(
+                    "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
                     logger: logger
                 )
-                for try await (completed, last) in rows.decode((Int64, Int64).self) { return (Int(completed), last) }
-                return (0, 0)
+                for try await value in rows.decode(Int64.self) { return value }
+                return 0
             }
+            return Date(milliseconds: milliseconds)
+        }
+
+        /// Writes every dirty page out (needs a superuser or `pg_checkpoint`; skipped otherwise).
+        func checkpoint() async throws {
+            _ = try? await client.query("CHECKPOINT", logger: logger)
+        }
+
+        /// When the first of the completed jobs was claimed (the database's clock).
+        func firstClaim() async throws -> Date {
+            let rows = try await client.query(
+                "SELECT coalesce(min(started_at), 0) FROM jobctl.jobs WHERE status = 'completed' AND priority = 0",
+                logger: logger
+            )
+            for try await value in rows.decode(Int64.self) { return Date(milliseconds: value) }
+            return Date()
+        }
+
+        /// How many jobs have completed (through the status index: cheap on a big table).
+        func completedCount() async throws -> Int {
+            let rows = try await client.query(
+                "SELECT count(*) FROM jobctl.jobs WHERE status = 'completed'",
+                logger: logger
+            )
+            for try await count in rows.decode(Int64.self) { return Int(count) }
+            return 0
+        }
+
+        /// When the `count`th job of priority 0 finished (the database's clock).
+        func finished(nth count: Int) async throws -> Date? {
+            let rows = try await client.query(
+                """
+                SELECT finished_at FROM jobctl.jobs WHERE status = 'completed' AND priority = 0
+                ORDER BY finished_at LIMIT 1 OFFSET \(count - 1)
+                """,
+                logger: logger
+            )
+            for try await value in rows.decode(Int64.self) { return Date(milliseconds: value) }
+            return nil
+        }
+
+        /// The table's and its indexes' sizes, and what vacuum has done to it.
+        func tableState() async throws -> QueueBenchReport.TableState {
+            let rows = try await client.query(
+                """
+                SELECT pg_relation_size('jobctl.jobs'), pg_indexes_size('jobctl.jobs'), s.n_live_tup, s.n_dead_tup,
+                    s.autovacuum_count, s.autoanalyze_count
+                FROM pg_stat_user_tables s WHERE s.relid = 'jobctl.jobs'::regclass
+                """,
+                logger: logger
+            )
+            for try await (table, indexes, live, dead, vacuums, analyzes) in rows.decode(
+                (Int64, Int64, Int64, Int64, Int64, Int64).self
+            ) {
+                return .init(
+                    tableBytes: table,
+                    indexBytes: indexes,
+                    liveRows: live,
+                    deadRows: dead,
+                    autovacuums: vacuums,
+                    autoanalyzes: analyzes
+                )
+            }
+            return .init(tableBytes: 0, indexBytes: 0, liveRows: 0, deadRows: 0, autovacuums: 0, autoanalyzes: 0)
         }
 
         func done() {}
@@ -257,10 +314,15 @@ struct QueueBenchCommand: AsyncParsableCommand {
         var report = QueueBenchReport(
             store: db == nil ? "sqlite" : "postgres",
             jobs: jobs,
+            backlog: backlog,
             concurrency: concurrency,
             throughput: [],
             pickup: nil
         )
+        if let steady {
+            try await measureSteady(counts, for: steady.duration, fresh, report: &report)
+            return
+        }
         if !json {
             print(
                 "| worker processes | concurrency each | jobs | runs | median seconds | jobs/s (median) | jobs/s (all runs) |"
@@ -269,18 +331,32 @@ struct QueueBenchCommand: AsyncParsableCommand {
         }
         for count in counts {
             var runs: [Double] = []
+            var underLoad: [Double] = []
+            var states: [QueueBenchReport.TableState] = []
             for _ in 0..<max(1, repeats) {
                 let database = try await fresh()
-                let (seconds, completed) =
-                    database.warm
-                    ? try await warmThroughput(workers: count, in: database)
-                    : try await throughput(workers: count, in: database)
-                guard completed == jobs else {
+                let completed: Int
+                let seconds: Double
+                if cold {
+                    (seconds, completed) = try await throughput(workers: count, in: database)
+                } else {
+                    let run = try await warmThroughput(workers: count, in: database)
+                    (seconds, completed) = (run.seconds, run.completed)
+                    underLoad += run.pickups
+                    states += run.states
+                }
+                guard completed >= jobs else {
                     throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed")
                 }
                 runs.append(seconds)
             }
-            let row = QueueBenchReport.Throughput(workers: count, jobs: jobs, seconds: runs)
+            let row = QueueBenchReport.Throughput(
+                workers: count,
+                jobs: jobs,
+                seconds: runs,
+                pickupUnderLoad: underLoad.isEmpty ? nil : .init(underLoad),
+                tables: states
+            )
             report.throughput.append(row)
             if !json {
                 let all = runs.map { "\(Int(Double(jobs) / $0))" }.joined(separator: ", ")
@@ -289,21 +365,27 @@ struct QueueBenchCommand: AsyncParsableCommand {
                 )
             }
         }
-        if samples > 0 {
-            let latencies = try await pickupLatencies(in: try await fresh()).sorted()
-            func percentile(_ p: Double) -> Double {
-                latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        if !json {
+            for row in report.throughput {
+                if let pickup = row.pickupUnderLoad {
+                    print(
+                        "Pickup under load (\(row.workers) workers, priority jobs during the drain, \(pickup.samples) jobs): p50 \(String(format: "%.1f", pickup.p50)) ms, p99 \(String(format: "%.1f", pickup.p99)) ms"
+                    )
+                }
+                for state in row.tables {
+                    print(
+                        "  \(state.moment): table \(state.tableBytes / 1_048_576) MiB, indexes \(state.indexBytes / 1_048_576) MiB, \(state.liveRows) live / \(state.deadRows) dead rows, \(state.autovacuums) autovacuums, \(state.autoanalyzes) autoanalyzes"
+                    )
+                }
             }
-            report.pickup = .init(
-                samples: latencies.count,
-                p50: percentile(0.5),
-                p99: percentile(0.99),
-                max: latencies.last ?? 0
-            )
+        }
+        if samples > 0 {
+            let pickup = QueueBenchReport.Pickup(try await pickupLatencies(in: try await fresh()))
+            report.pickup = pickup
             if !json {
                 print("")
                 print(
-                    "Pickup latency (idle worker, poll \(poll.duration)), \(latencies.count) jobs: p50 \(String(format: "%.1f", percentile(0.5))) ms, p99 \(String(format: "%.1f", percentile(0.99))) ms, max \(String(format: "%.1f", latencies.last ?? 0)) ms"
+                    "Pickup latency (idle worker, poll \(poll.duration)), \(pickup.samples) jobs: p50 \(String(format: "%.1f", pickup.p50)) ms, p99 \(String(format: "%.1f", pickup.p99)) ms, max \(String(format: "%.1f", pickup.max)) ms"
                 )
             }
         }
@@ -312,6 +394,96 @@ struct QueueBenchCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
         }
+    }
+
+    private func measureSteady(
+        _ counts: [Int],
+        for window: Duration,
+        _ fresh: () async throws -> any BenchDatabase,
+        report: inout QueueBenchReport
+    ) async throws {
+        if !json {
+            print(
+                "| worker processes | concurrency each | seconds | submitted/s | completed/s (within the window) | queued at the end | queue age p50 | p99 | max |"
+            )
+            print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        }
+        for count in counts {
+            for _ in 0..<max(1, repeats) {
+                let run = try await steadyRun(workers: count, for: window, in: try await fresh())
+                report.steady.append(run)
+                if !json {
+                    print(
+                        "| \(count) | \(concurrency) | \(String(format: "%.1f", run.seconds)) | \(Int(run.submittedPerSecond)) | **\(Int(run.completedPerSecond))** | \(run.queuedAtEnd) | \(String(format: "%.1f", run.age.p50)) ms | \(String(format: "%.1f", run.age.p99)) ms | \(String(format: "%.1f", run.age.max)) ms |"
+                    )
+                }
+            }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        }
+    }
+
+    /// Workers started and registered; then `producers` loops submit no-op jobs (the real
+    /// `submit`, one transaction each) for `window`; then the queue is left to drain.
+    private func steadyRun(
+        workers count: Int,
+        for window: Duration,
+        in database: any BenchDatabase
+    ) async throws -> QueueBenchReport.Steady {
+        defer { database.done() }
+        let store = database.store
+        let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: false) }
+        defer {
+            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { process.waitUntilExit() }
+        }
+        let ready = ContinuousClock.now + .seconds(30)
+        while try await store.workers().filter({ $0.stoppedAt == nil }).count < count {
+            guard ContinuousClock.now < ready else {
+                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = Date()
+        let end = ContinuousClock.now + window
+        let submitted = try await withThrowingTaskGroup(of: Int.self) { group in
+            for producer in 0..<max(1, producers) {
+                group.addTask {
+                    var count = 0
+                    while ContinuousClock.now < end {
+                        _ = try await store.submit(
+                            JobRequest(kind: .noop, input: "steady-\(producer)-\(count)", output: "", preset: "noop")
+                        )
+                        count += 1
+                    }
+                    return count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let closed = Date()
+        let queuedAtEnd = try await store.statusCounts()[.unknown] ?? 0
+        let drained = ContinuousClock.now + .seconds(120)
+        while try await store.statusCounts()[.completed] ?? 0 < submitted, ContinuousClock.now < drained {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let finished = try await store.jobs(status: .completed, limit: submitted + 1)
+        let seconds = closed.timeIntervalSince(started)
+        let withinWindow = finished.filter { ($0.finishedAt ?? .distantFuture) <= closed }.count
+        let ages = finished.compactMap { job in job.startedAt.map { $0.timeIntervalSince(job.createdAt) * 1000 } }
+        return QueueBenchReport.Steady(
+            workers: count,
+            seconds: seconds,
+            submitted: submitted,
+            completedPerSecond: Double(withinWindow) / seconds,
+            submittedPerSecond: Double(submitted) / seconds,
+            queuedAtEnd: queuedAtEnd,
+            age: QueueBenchReport.Pickup(ages)
+        )
     }
 
     private func scratch() throws -> String {
@@ -341,7 +513,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
     ) async throws -> (seconds: Double, completed: Int) {
         defer { database.done() }
         let store = database.store
-        try await database.fill(jobs)
+        _ = try await database.insertNoopJobs(jobs)
         let start = ContinuousClock.now
         let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: true) }
         for process in processes { process.waitUntilExit() }
@@ -350,15 +522,24 @@ struct QueueBenchCommand: AsyncParsableCommand {
         return (seconds, completed)
     }
 
-    /// PostgreSQL: `count` workers started on the empty queue and registered; then the jobs in
-    /// one transaction; timed from just before its commit to the last `finishedAt` (both the
+    /// `count` workers started on the empty queue and registered; then JOBS jobs in one
+    /// transaction; timed from just before its commit to when the last finished (both the
     /// database's clock). Start-up is not counted, as for the PgQueuer drain (bench/queue.sh).
-    private func warmThroughput(
-        workers count: Int,
-        in database: any BenchDatabase
-    ) async throws -> (seconds: Double, completed: Int) {
+    ///
+    /// With a backlog (PostgreSQL): the backlog is inserted and checkpointed first (a backlog
+    /// builds up over time; the insert's own WAL should not weigh on the drain), then the
+    /// workers start; timed from the first claim to the JOBSth completion, while `samples`
+    /// high-priority jobs are submitted one at a time: their pickup latency is the claim
+    /// path's under load.
+    private func warmThroughput(workers count: Int, in database: any BenchDatabase) async throws -> WarmRun {
         defer { database.done() }
-        let logger = Logger(label: "jobctl.bench")
+        let postgres = backlog > 0 ? database as? PostgresBench : nil
+        var states: [QueueBenchReport.TableState] = []
+        if let postgres {
+            _ = try await postgres.insertNoopJobs(backlog)
+            try await postgres.checkpoint()
+            states.append(try await postgres.tableState().at("after the insert"))
+        }
         let processes = try (0..<count).map { try startWorker(database.url, name: "bench-\($0)", once: false) }
         defer {
             for process in processes where process.isRunning { process.terminate() }
@@ -371,17 +552,64 @@ struct QueueBenchCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // Registered workers then start their claim loop and LISTEN: give them a moment.
-        try await Task.sleep(for: .milliseconds(300))
-        let started = try await PostgresBench.insertNoopJobsAtOnce(jobs, url: database.url, logger: logger)
-        let deadline = ContinuousClock.now + .seconds(600)
-        while true {
-            try await Task.sleep(for: .milliseconds(200))
-            let (completed, last) = try await PostgresBench.completion(url: database.url, logger: logger)
-            if completed >= jobs || ContinuousClock.now > deadline {
-                return (Double(last - started) / 1000, completed)
-            }
+        var started: Date?
+        if postgres == nil {
+            // Registered workers then start their claim loop and listen: give them a moment.
+            try await Task.sleep(for: .milliseconds(300))
+            started = try await database.insertNoopJobs(jobs)
         }
+        let prioritySamples = backlog > 0 ? samples : 0
+        let pickups = try await withThrowingTaskGroup(of: [(submitted: Date, milliseconds: Double)].self) { group in
+            if prioritySamples > 0 {
+                group.addTask {
+                    var pickups: [(submitted: Date, milliseconds: Double)] = []
+                    for index in 0..<prioritySamples {
+                        try await Task.sleep(for: .milliseconds(Int64.random(in: 5...25)))
+                        let (job, _) = try await database.store.submit(
+                            JobRequest(
+                                kind: .noop,
+                                input: "priority-\(index)",
+                                output: "",
+                                preset: "noop",
+                                priority: 10
+                            )
+                        )
+                        var picked: Job?
+                        while picked?.startedAt == nil {
+                            try await Task.sleep(for: .milliseconds(2))
+                            picked = try await database.store.job(job.id)
+                        }
+                        if let at = picked?.startedAt {
+                            pickups.append((job.createdAt, at.timeIntervalSince(job.createdAt) * 1000))
+                        }
+                    }
+                    return pickups
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(900)
+            while try await database.completedCount() < jobs + prioritySamples {
+                guard ContinuousClock.now < deadline else { break }
+                try await Task.sleep(for: .milliseconds(backlog > 0 ? 500 : 200))
+            }
+            return try await group.reduce([], +)
+        }
+        let last = try await database.finished(nth: jobs)
+        if let postgres { started = try await postgres.firstClaim() }
+        if let postgres { states.append(try await postgres.tableState().at("after \(jobs) completions")) }
+        return WarmRun(
+            seconds: last.flatMap { last in started.map { last.timeIntervalSince($0) } } ?? .infinity,
+            completed: last == nil ? 0 : jobs,
+            // Only those submitted during the timed drain.
+            pickups: pickups.filter { $0.submitted <= last ?? .distantFuture }.map(\.milliseconds),
+            states: states
+        )
+    }
+
+    private struct WarmRun {
+        let seconds: Double
+        let completed: Int
+        let pickups: [Double]
+        let states: [QueueBenchReport.TableState]
     }
 
     private func pickupLatencies(in database: any BenchDatabase) async throws -> [Double] {
@@ -416,28 +644,77 @@ struct QueueBenchReport: Encodable {
         let seconds: [Double]
         let medianSeconds: Double
         let jobsPerSecond: Double
+        /// With a backlog: high-priority jobs' pickup during the drains.
+        let pickupUnderLoad: Pickup?
+        /// With a backlog: the table after the insert and after the run.
+        let tables: [TableState]
 
-        init(workers: Int, jobs: Int, seconds: [Double]) {
+        init(workers: Int, jobs: Int, seconds: [Double], pickupUnderLoad: Pickup?, tables: [TableState]) {
             self.workers = workers
             self.seconds = seconds
             medianSeconds = seconds.sorted()[seconds.count / 2]
             jobsPerSecond = Double(jobs) / medianSeconds
+            self.pickupUnderLoad = pickupUnderLoad
+            self.tables = tables
         }
     }
 
+    /// Milliseconds.
     struct Pickup: Encodable {
         let samples: Int
-        /// Milliseconds.
         let p50: Double
         let p99: Double
         let max: Double
+
+        init(_ latencies: [Double]) {
+            let sorted = latencies.sorted()
+            func percentile(_ p: Double) -> Double {
+                sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+            }
+            samples = sorted.count
+            p50 = percentile(0.5)
+            p99 = percentile(0.99)
+            max = sorted.last ?? 0
+        }
+    }
+
+    struct TableState: Encodable {
+        var moment = ""
+        let tableBytes: Int64
+        let indexBytes: Int64
+        let liveRows: Int64
+        let deadRows: Int64
+        let autovacuums: Int64
+        let autoanalyzes: Int64
+
+        func at(_ moment: String) -> TableState {
+            var state = self
+            state.moment = moment
+            return state
+        }
+    }
+
+    /// `--steady`: one run per worker count and repeat.
+    struct Steady: Encodable {
+        let workers: Int
+        let seconds: Double
+        let submitted: Int
+        /// Jobs completed within the window, per second.
+        let completedPerSecond: Double
+        let submittedPerSecond: Double
+        /// Jobs still queued when the window closed.
+        let queuedAtEnd: Int
+        /// The queue's age: each job's claim minus its submission, in milliseconds.
+        let age: Pickup
     }
 
     let store: String
     let jobs: Int
+    let backlog: Int
     let concurrency: Int
     var throughput: [Throughput]
     var pickup: Pickup?
+    var steady: [Steady] = []
 }
 
 /// Webhook deliveries per second and latency (terminal status → received), to a local receiver.
