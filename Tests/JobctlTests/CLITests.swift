@@ -281,4 +281,38 @@ struct CLITests {
         let result = try await Jobctl.run(["bench", "queue", "--concurrency", "128", "--jobs", "10"])
         #expect(result.status == 64 && result.stderr.contains("--concurrency is between 1 and 64"), "\(result.stderr)")
     }
+
+    /// Options that cannot be measured together are refused before anything starts.
+    @Test(arguments: [
+        (["--backlog", "1000"], "--backlog is measured on PostgreSQL"),
+        (["--cold", "--steady", "5s"], "--cold times a drain by itself"),
+    ])
+    func benchRefusesOptionsThatDoNotGoTogether(arguments: [String], message: String) async throws {
+        let result = try await Jobctl.run(["bench", "queue", "--jobs", "10"] + arguments)
+        #expect(result.status == 64 && result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// A small warm drain and a short steady run on SQLite, as JSON: every job completes, and the
+    /// document has the figures scripts read.
+    @Test func benchQueueMeasuresSQLite() async throws {
+        let drain = try await Jobctl.run([
+            "bench", "queue", "--jobs", "200", "--workers", "1", "--repeats", "1", "--samples", "5", "--json",
+        ])
+        #expect(drain.status == 0, "\(drain.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: drain.stdout) as? [String: Any])
+        let throughput = try #require((report["throughput"] as? [[String: Any]])?.first)
+        #expect((throughput["jobsPerSecond"] as? Double ?? 0) > 0)
+        #expect((report["pickup"] as? [String: Any])?["samples"] as? Int == 5)
+
+        let steady = try await Jobctl.run([
+            "bench", "queue", "--steady", "2s", "--producers", "2", "--workers", "1", "--repeats", "1", "--json",
+        ])
+        #expect(steady.status == 0, "\(steady.stderr)")
+        let runs = try #require(
+            (try JSONSerialization.jsonObject(with: steady.stdout) as? [String: Any])?["steady"] as? [[String: Any]]
+        )
+        let run = try #require(runs.first)
+        #expect((run["submitted"] as? Int ?? 0) > 0)
+        #expect((run["completedPerSecond"] as? Double ?? 0) > 0)
+    }
 }
