@@ -23,7 +23,19 @@ final class CompletionBatch: Sendable {
     /// The most completions in one statement (its arrays are bound parameters).
     static let limit = 256
 
-    private let state = Mutex<(waiting: [Waiting], flushing: Bool)>(([], false))
+    /// How long a batch may be in the database before completions that arrive meanwhile are
+    /// sent by another flusher: a connection that hangs then holds up one batch, not the
+    /// worker (before batching, it held up one job).
+    static let stallAfter = Duration.seconds(2)
+
+    private struct State {
+        var waiting: [Waiting] = []
+        /// Flushers running, and when one last took a batch or finished one.
+        var flushers = 0
+        var progress = ContinuousClock.now
+    }
+
+    private let state = Mutex(State())
 
     /// Completes through `commit`, with the completions waiting alongside. `commit` gets a
     /// batch and returns each one's outcome, in order.
@@ -34,8 +46,10 @@ final class CompletionBatch: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let start = state.withLock { state -> Bool in
                 state.waiting.append(Waiting(completion: completion, continuation: continuation))
-                guard !state.flushing else { return false }
-                state.flushing = true
+                let stalled = ContinuousClock.now - state.progress > Self.stallAfter
+                guard state.flushers == 0 || stalled else { return false }
+                state.flushers += 1
+                state.progress = .now
                 return true
             }
             if start { Task { await self.flush(commit) } }
@@ -47,15 +61,17 @@ final class CompletionBatch: Sendable {
         while true {
             let batch = state.withLock { state -> [Waiting] in
                 guard !state.waiting.isEmpty else {
-                    state.flushing = false
+                    state.flushers -= 1
                     return []
                 }
                 let taken = Array(state.waiting.prefix(Self.limit))
                 state.waiting.removeFirst(taken.count)
+                state.progress = .now
                 return taken
             }
             guard !batch.isEmpty else { return }
             let outcomes = await commit(batch.map(\.completion))
+            state.withLock { $0.progress = .now }
             for (waiting, outcome) in zip(batch, outcomes) { waiting.continuation.resume(with: outcome) }
         }
     }

@@ -11,10 +11,19 @@ extension PostgresJobStore {
         let claimed: [ClaimedJob]
         if try await expiredLeasesDue() {
             claimed = try await transaction { connection in
-                try await self.settleExpiredLeases(connection)
+                let now = try await self.settleExpiredLeases(connection)
                 // Jobs of dead workers compete with queued ones by priority, then age (the
                 // protocol's order; the OR forgoes the partial index, in this rare case only).
-                return try await self.claim(.queuedOrExpired, as: worker, limit: limit, lease: lease, connection)
+                // At the time the settling used: a lease expiring in between would otherwise be
+                // claimed past its job's last attempt instead of failing it.
+                return try await self.claim(
+                    .queuedOrExpired,
+                    as: worker,
+                    limit: limit,
+                    lease: lease,
+                    at: now,
+                    connection
+                )
             }
         } else {
             // The usual case: one statement, atomic on its own. Finding nothing writes nothing
@@ -81,11 +90,12 @@ extension PostgresJobStore {
         as worker: WorkerIdentity,
         limit: Int,
         lease: Duration,
+        at now: Int64,
         _ connection: PostgresConnection
     ) async throws -> [ClaimedJob] {
         let rows = try await connection.query(
             """
-            WITH \(unescaped: clockCTE), claimed AS (
+            WITH t AS (SELECT \(now)::bigint AS now), claimed AS (
                 UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = \(worker.name),
                     lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + \(lease.milliseconds),
                     cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
@@ -123,8 +133,9 @@ extension PostgresJobStore {
     }
 
     /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts
-    /// (the others are claimed again); each with its webhook event.
-    func settleExpiredLeases(_ connection: PostgresConnection) async throws {
+    /// (the others are claimed again); each with its webhook event. Returns the time it
+    /// settled at.
+    func settleExpiredLeases(_ connection: PostgresConnection) async throws -> Int64 {
         let now = try await currentTime(connection)
         var ended: [String] = []
         for try await id in try await connection.query(
@@ -145,6 +156,7 @@ extension PostgresJobStore {
             logger: logger
         ).decode(String.self) { ended.append(id) }
         for id in ended { try await enqueueEvent(for: JobID(id), connection, now: now) }
+        return now
     }
 
     /// One statement (atomic on its own): the fenced lease extension and the tracks.

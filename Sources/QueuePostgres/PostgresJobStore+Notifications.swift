@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import Queue
-import Synchronization
 
 // LISTEN/NOTIFY: `changes()` and the listening connection.
 extension PostgresJobStore {
@@ -82,37 +81,5 @@ extension PostgresJobStore {
     /// poll interval at most: workers poll too.
     func notifyNow(_ payload: String) async {
         _ = try? await withConnection { connection in try await self.notify(connection, payload) }
-    }
-}
-
-/// Coalesces wake-up notifications: one is sent at a time, and any number posted meanwhile
-/// become one more after it.
-final class Wakeups: Sendable {
-    private let state = Mutex<(sending: Bool, again: Bool)>((false, false))
-
-    func post(_ send: @escaping @Sendable () async -> Void) {
-        let start = state.withLock { state -> Bool in
-            if state.sending {
-                state.again = true
-                return false
-            }
-            state.sending = true
-            return true
-        }
-        guard start else { return }
-        Task {
-            while true {
-                await send()
-                let more = state.withLock { state -> Bool in
-                    if state.again {
-                        state.again = false
-                        return true
-                    }
-                    state.sending = false
-                    return false
-                }
-                if !more { return }
-            }
-        }
     }
 }

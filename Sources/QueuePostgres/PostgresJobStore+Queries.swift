@@ -7,13 +7,14 @@ import Queue
 extension PostgresJobStore {
     // MARK: Submitting and reading
 
-    /// The NOTIFY that wakes idle workers is sent after the commit, not inside the transaction:
-    /// PostgreSQL serializes the commits of notifying transactions (a global lock held through
-    /// the WAL flush), which held concurrent submits to ~700 a second. Notifications of
-    /// concurrent submits are coalesced (`Wakeups`).
+    /// The NOTIFY that wakes idle workers is sent after the commit, in a statement of its own,
+    /// not inside the transaction: PostgreSQL serializes the commits of notifying transactions
+    /// (a global lock held through the WAL flush). It is awaited: a `jobctl submit` exits right
+    /// after, and a NOTIFY left to a background task was lost with the process (the fleet tests
+    /// caught it: an idle worker polling every 30 s did not wake).
     public func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
         let submitted = try await insert(request)
-        if submitted.created { wakeups.post { await self.notifyNow("job") } }
+        if submitted.created { await notifyNow("job") }
         return submitted
     }
 

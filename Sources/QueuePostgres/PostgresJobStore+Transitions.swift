@@ -30,8 +30,10 @@ extension PostgresJobStore {
             let accepted = try await completeTogether(together.map { batch[$0] })
             for index in together { outcomes[index] = .success(accepted.contains(batch[index].lease.jobID)) }
         } catch {
-            guard together.count > 1, Self.serverRejected(error) else { return batch.map { _ in .failure(error) } }
-            for index in together { outcomes[index] = await completeAloneResult(batch[index]) }
+            let retryAlone = together.count > 1 && Self.serverRejected(error)
+            for index in together {
+                outcomes[index] = retryAlone ? await completeAloneResult(batch[index]) : .failure(error)
+            }
         }
         for index in batch.indices where !together.contains(index) {
             outcomes[index] = await completeAloneResult(batch[index])
@@ -50,11 +52,19 @@ extension PostgresJobStore {
                 return rows
             }
             // Only a lease made by hand can say "no webhook" for a job with one: its event is
-            // still written, if not atomically with the status.
+            // still written, if not atomically with the status. The completions stand either way
+            // (they are committed): a failure here is logged, not reported as theirs.
             let missed = rows.filter(\.hasWebhook)
             if !missed.isEmpty {
-                try await transaction { connection in
-                    for row in missed { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+                do {
+                    try await transaction { connection in
+                        for row in missed { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+                    }
+                } catch {
+                    logger.error(
+                        "Writing the webhook events of completed jobs failed",
+                        metadata: ["jobs": "\(missed.map(\.id))", "error": "\(error)"]
+                    )
                 }
             }
             return Set(rows.map(\.id))

@@ -27,8 +27,6 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     let listening = Mutex(Listening())
     /// Concurrent completions, committed together (`CompletionBatch`).
     let completions: CompletionBatch
-    /// Submits' wake-up notifications, sent after their commit and coalesced.
-    let wakeups = Wakeups()
     /// When claims last looked for expired leases (they look at most every `expiryCheckInterval`).
     let expiryChecked = Mutex<ContinuousClock.Instant?>(nil)
     let clock: (@Sendable () -> Date)?

@@ -65,6 +65,12 @@ struct Attempts: Sendable {
         }
     }
 
+    /// Deletes a held output (a large file, or a set of them) on a thread of its own, not on an
+    /// event loop where database connections wait.
+    static func discard(_ held: any HeldOutput) async {
+        _ = try? await onDedicatedThread("jobctl.discard") { held.discard() }
+    }
+
     /// Opens the job's input and builds its work, by kind.
     static func prepare(
         _ claimed: ClaimedJob,
@@ -191,7 +197,10 @@ struct Attempts: Sendable {
                 }
             case .rename:
                 do {
-                    try attempt.takeHeld()?.commit()
+                    // Renames and fsyncs (a set: every file) off the event loops (`onDedicatedThread`).
+                    if let held = attempt.takeHeld() {
+                        try await onDedicatedThread("jobctl.commit") { try held.commit() }
+                    }
                     action = execution.handle { $0.renamed(.success(())) }
                 } catch {
                     let failure: JobError
@@ -213,11 +222,11 @@ struct Attempts: Sendable {
                 }
                 action = execution.handle { $0.retryDelayElapsed() }
             case .report(let report, let discardOutput):
-                if discardOutput { attempt.takeHeld()?.discard() }
+                if discardOutput, let held = attempt.takeHeld() { await Self.discard(held) }
                 let accepted = await self.report(report, attempt)
                 action = execution.handle { $0.reported(accepted: accepted) }
             case .end(let outcome, let discardOutput):
-                if discardOutput { attempt.takeHeld()?.discard() }
+                if discardOutput, let held = attempt.takeHeld() { await Self.discard(held) }
                 WorkerMetrics.attemptEnded(outcome, after: .now - execution.claimedAt)
                 return
             }
