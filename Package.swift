@@ -135,7 +135,10 @@ let package = Package(
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
         .testTarget(
             name: "QueueTests",
-            dependencies: ["Queue", "JobctlCore", "QueueSQLite", "QueueMigrations", "QueueTestKit", "MediaTestKit"]
+            dependencies: [
+                "Queue", "JobctlCore", "QueueSQLite", "QueuePostgres", "QueueMigrations", "QueueTestKit",
+                "MediaTestKit",
+            ]
         ),
         .testTarget(
             name: "WebhookUnitTests",

@@ -1,0 +1,60 @@
+import Foundation
+import Queue
+import Synchronization
+import Testing
+
+@testable import QueuePostgres
+
+/// `CompletionBatch` without a database: who is sent together, and what a stalled batch holds up.
+@Suite("Completion batches")
+struct CompletionBatchTests {
+    static func completion(_ index: Int) -> CompletionBatch.Completion {
+        CompletionBatch.Completion(
+            lease: Lease(jobID: JobID("job-\(index)"), token: "t\(index)", attempt: 1, worker: "w"),
+            result: "{}",
+            tracks: "[]"
+        )
+    }
+
+    /// Completions arriving while a batch is in the database go together in the next one, and
+    /// each caller gets its own outcome.
+    @Test func laterCompletionsShareTheNextBatch() async throws {
+        let batch = CompletionBatch()
+        let sizes = Mutex<[Int]>([])
+        let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
+            sizes.withLock { $0.append(completions.count) }
+            try? await Task.sleep(for: .milliseconds(100))
+            return completions.map { .success($0.lease.token != "t3") }
+        }
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            group.addTask { (0, try await batch.complete(Self.completion(0), commit: commit)) }
+            try await Task.sleep(for: .milliseconds(30))
+            for index in 1..<6 {
+                group.addTask { (index, try await batch.complete(Self.completion(index), commit: commit)) }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(sizes.withLock { $0 } == [1, 5])
+        #expect(outcomes == [0: true, 1: true, 2: true, 3: false, 4: true, 5: true])
+    }
+
+    /// A batch that does not come back (a hung connection) holds up only itself: a completion
+    /// arriving after `stallAfter` is sent by another flusher.
+    @Test func aStalledBatchHoldsUpOnlyItself() async throws {
+        let batch = CompletionBatch()
+        let release = AsyncStream<Void>.makeStream()
+        let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
+            if completions.contains(where: { $0.lease.token == "t0" }) {
+                for await _ in release.stream { break }
+            }
+            return completions.map { _ in .success(true) }
+        }
+        let stuck = Task { try await batch.complete(Self.completion(0), commit: commit) }
+        try await Task.sleep(for: CompletionBatch.stallAfter + .milliseconds(300))
+        let started = ContinuousClock.now
+        #expect(try await batch.complete(Self.completion(1), commit: commit))
+        #expect(ContinuousClock.now - started < .seconds(1))
+        release.continuation.yield()
+        #expect(try await stuck.value)
+    }
+}
