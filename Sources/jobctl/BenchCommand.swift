@@ -440,13 +440,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
             for process in processes where process.isRunning { process.terminate() }
             for process in processes { process.waitUntilExit() }
         }
-        let ready = ContinuousClock.now + .seconds(30)
-        while try await store.workers().filter({ $0.stoppedAt == nil }).count < count {
-            guard ContinuousClock.now < ready else {
-                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntilRegistered(count, in: store)
         try await Task.sleep(for: .milliseconds(300))
         let started = Date()
         let end = ContinuousClock.now + window
@@ -484,6 +478,17 @@ struct QueueBenchCommand: AsyncParsableCommand {
             queuedAtEnd: queuedAtEnd,
             age: QueueBenchReport.Pickup(ages)
         )
+    }
+
+    /// Waits until `count` workers have registered and not stopped (30 s at most).
+    private func waitUntilRegistered(_ count: Int, in store: any JobStore) async throws {
+        let ready = ContinuousClock.now + .seconds(30)
+        while try await store.workers().filter({ $0.stoppedAt == nil }).count < count {
+            guard ContinuousClock.now < ready else {
+                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     private func scratch() throws -> String {
@@ -545,13 +550,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
             for process in processes where process.isRunning { process.terminate() }
             for process in processes { process.waitUntilExit() }
         }
-        let ready = ContinuousClock.now + .seconds(30)
-        while try await database.store.workers().filter({ $0.stoppedAt == nil }).count < count {
-            guard ContinuousClock.now < ready else {
-                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntilRegistered(count, in: database.store)
         var started: Date?
         if postgres == nil {
             // Registered workers then start their claim loop and listen: give them a moment.
