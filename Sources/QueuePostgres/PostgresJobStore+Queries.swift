@@ -19,7 +19,30 @@ extension PostgresJobStore {
     }
 
     private func insert(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
-        try await transaction { connection in
+        guard request.idempotencyKey != nil else {
+            // The usual case: one statement (atomic on its own) that stamps the time and returns
+            // the row, instead of a transaction of six round trips.
+            let id = JobID.make()
+            return try await withConnection { connection in
+                let rows = try await connection.query(
+                    """
+                    WITH \(unescaped: self.clockCTE)
+                    INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
+                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                    SELECT \(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
+                        \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start),
+                        \(request.range?.duration), \(request.priority), \(request.maxAttempts), \(request.maxAttempts), t.now,
+                        \(request.webhook), \(try StoredJSON.encode(request.metadata)), NULL, t.now, t.now
+                    FROM t
+                    RETURNING \(unescaped: StoredColumns.job)
+                    """,
+                    logger: self.logger
+                )
+                for try await row in rows { return (try Stored(row.makeRandomAccess()).job(tracks: []), true) }
+                throw JobStoreError(.unavailable, "the job database \(self.location) did not return the job it stored")
+            }
+        }
+        return try await transaction { connection in
             let now = try await self.currentTime(connection)
             if let key = request.idempotencyKey {
                 // Serialize submits with the same key (an advisory lock on its hash).
