@@ -118,6 +118,14 @@ struct AttemptStateMachine: Sendable, Hashable {
 
     private(set) var phase: Phase = .exporting
     private(set) var stopReason: StopReason?
+    /// Fences asked again, unanswered, while the lease's deadline had not passed.
+    private(set) var unansweredFences = 0
+
+    /// How many times an unanswered fence is asked again (every 250 ms: 10 s) before the
+    /// attempt gives up as if the lease were lost. Renewals by the lease monitor push the
+    /// deadline on, so a store that keeps failing this one call would otherwise hold the
+    /// attempt (and its slot) forever.
+    static let maxUnansweredFences = 40
     let attempt: Int
     let maxAttempts: Int
 
@@ -173,7 +181,13 @@ struct AttemptStateMachine: Sendable, Hashable {
             _ = stop(.leaseLost)
             return abandon(discardOutput: true)
         case .unanswered(deadlinePassed: false):
-            // A database blip never costs an attempt: ask again until the deadline.
+            // A database blip never costs an attempt: ask again until the deadline, or until
+            // it has been asked `maxUnansweredFences` times.
+            unansweredFences += 1
+            guard unansweredFences < Self.maxUnansweredFences else {
+                _ = stop(.leaseLost)
+                return abandon(discardOutput: true)
+            }
             return .fence(delivery, after: .milliseconds(250))
         case .held(let cancelRequested, let late):
             if cancelRequested { _ = stop(.cancelRequested) }

@@ -240,6 +240,18 @@ struct AttemptStateMachineTests {
         )
     }
 
+    @Test("a fence that keeps going unanswered while renewals push the deadline on gives up after maxUnansweredFences")
+    func fenceUnansweredForever() {
+        let unanswered: [(inout Machine) -> Machine.Action] = Array(
+            repeating: { $0.fenced(.unanswered(deadlinePassed: false)) },
+            count: Machine.maxUnansweredFences
+        )
+        let (actions, _) = run([{ $0.exportEnded(.finished(.rename)) }] + unanswered)
+        #expect(actions.count == Machine.maxUnansweredFences + 1)
+        #expect(actions.dropLast().allSatisfy { $0 != .end(.leaseLost, discardOutput: true) })
+        #expect(actions.last == .end(.leaseLost, discardOutput: true))
+    }
+
     @Test("a cancellation during the export stops it and is confirmed; one found at the fence discards the output")
     func cancellation() {
         let (during, _) = run([
