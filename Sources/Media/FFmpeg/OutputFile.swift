@@ -48,12 +48,17 @@ final class OutputFile {
             av_freep(&context.pointee.url)
             context.pointee.url = av_strdup(location)
         }
-        try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
-        isOpen.withLock { $0 = true }
         var dictionary: OpaquePointer? = nil
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         defer { av_dict_free(&dictionary) }
-        try check(avformat_write_header(context, &dictionary), "avformat_write_header")
+        // The header is written under the lock too: an `abort()` from another thread (a
+        // SIGTERM during start-up) closed `pb` under a running `avformat_write_header` and
+        // crashed the process (seen once in CI: signal 11 in libavformat).
+        try isOpen.withLock { isOpen in
+            try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
+            isOpen = true
+            try check(avformat_write_header(context, &dictionary), "avformat_write_header")
+        }
     }
 
     /// Writes a packet (taking over its payload), interleaving with the other tracks, and
