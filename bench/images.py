@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-# bench.py's helpers (the same directory): median, command display, machine info, the failure type.
-from bench import ToolFailed, display, machine_info, median
+# bench.py's helpers (the same directory): median, command display, machine info, the failure
+# type, the jobctl binary check, writing a marked section of docs/benchmarks.md.
+from bench import ToolFailed, display, machine_info, median, require_jobctl, write_doc
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -529,23 +530,6 @@ def report(args: argparse.Namespace, info: dict[str, str], cases: list[Case], me
     return "\n".join(parts).rstrip() + "\n"
 
 
-def write_doc(path: Path, body: str) -> None:
-    """Replaces the text between this script's markers (what follows the end marker, such as
-    notes written by hand, is kept); without them, inserts the section before the queue
-    benchmark's heading (after the export section and its notes), or at the end."""
-    section = f"{START_MARK}\n{body}{END_MARK}\n"
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if START_MARK in text and END_MARK in text:
-        head, rest = text.split(START_MARK, 1)
-        after = rest.split(END_MARK, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + after if after else "")
-    elif (cut := text.find(f"\n{INSERT_BEFORE}")) >= 0:
-        text = text[:cut + 1] + section + "\n" + text[cut + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 # ---------------------------------------------------------------------------------------------
 
 
@@ -567,10 +551,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
-    jobctl = args.jobctl.absolute()
-    if not os.access(jobctl, os.X_OK):
-        sys.exit(f"bench: no jobctl binary at {jobctl}\n"
-                 "build it first: swift build -c release --scratch-path .build-release")
+    jobctl = require_jobctl(args.jobctl)
     OUT.mkdir(parents=True, exist_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)
     print(f"invocation: {shlex.join(sys.orig_argv)}", file=sys.stderr)
@@ -596,7 +577,8 @@ def main() -> int:
     body = report(args, machine_info(), cases, memory)
     print(body)
     if args.write_doc:
-        write_doc(args.doc, body)
+        # The first time, before the queue benchmark's heading (after the export section).
+        write_doc(args.doc, body, (START_MARK, END_MARK), INSERT_BEFORE)
         print(f"wrote {args.doc}", file=sys.stderr)
     return 0
 

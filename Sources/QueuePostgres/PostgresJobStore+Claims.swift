@@ -8,41 +8,32 @@ extension PostgresJobStore {
     // MARK: Claiming and running
 
     public func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
+        let claim = Claim(worker: worker.name, limit: limit, leaseMilliseconds: lease.milliseconds, now: now)
         let claimed: [ClaimedJob]
         if try await expiredLeasesDue() {
             claimed = try await transaction { connection in
-                let now = try await self.settleExpiredLeases(connection)
-                // Jobs of dead workers compete with queued ones by priority, then age (the
-                // protocol's order; the OR forgoes the partial index, in this rare case only).
                 // At the time the settling used: a lease expiring in between would otherwise be
                 // claimed past its job's last attempt instead of failing it.
-                return try await self.claim(
-                    .queuedOrExpired,
-                    as: worker,
-                    limit: limit,
-                    lease: lease,
-                    at: now,
-                    connection
-                )
+                let settled = try await self.settleExpiredLeases(connection)
+                return try await self.rows(of: ClaimQueuedOrExpired(claim: claim.at(settled)), connection)
             }
         } else {
             // The usual case: one statement, atomic on its own. Finding nothing writes nothing
             // (no transaction id, no WAL flush), so an idle worker's poll is one index probe.
-            let statement = ClaimQueued(
-                worker: worker.name,
-                limit: limit,
-                leaseMilliseconds: lease.milliseconds,
-                now: now
-            )
-            claimed = try await withConnection { connection in
-                var claimed: [ClaimedJob] = []
-                for try await job in try await connection.execute(statement, logger: self.logger) {
-                    claimed.append(job)
-                }
-                return claimed
-            }
+            let statement = ClaimQueued(claim: claim)
+            claimed = try await withConnection { connection in try await self.rows(of: statement, connection) }
         }
         return claimed.sorted(by: ClaimedJob.claimOrder)
+    }
+
+    /// Every row a prepared statement returns.
+    func rows<Statement: PostgresPreparedStatement>(
+        of statement: Statement,
+        _ connection: PostgresConnection
+    ) async throws -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
     }
 
     /// How often a store's claims look for leases that expired (workers that died): a dead
@@ -73,63 +64,6 @@ extension PostgresJobStore {
         }
         if expired { expiryChecked.withLock { $0 = nil } }
         return expired
-    }
-
-    /// Where claims come from: queued jobs that are due (`ClaimQueued` is the prepared form of
-    /// this statement for them), and running jobs whose lease expired.
-    enum ClaimSource: String {
-        case queued = "j.status = 'unknown' AND j.run_at <= t.now"
-        case queuedOrExpired =
-            "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
-    }
-
-    /// Takes up to `limit` jobs from `source` in index order (SKIP LOCKED: concurrent claimers
-    /// take different rows), starts their attempt and clears their previous attempt's tracks.
-    func claim(
-        _ source: ClaimSource,
-        as worker: WorkerIdentity,
-        limit: Int,
-        lease: Duration,
-        at now: Int64,
-        _ connection: PostgresConnection
-    ) async throws -> [ClaimedJob] {
-        let rows = try await connection.query(
-            """
-            WITH t AS (SELECT \(now)::bigint AS now), claimed AS (
-                UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = \(worker.name),
-                    lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + \(lease.milliseconds),
-                    cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
-                FROM t
-                WHERE id IN (
-                    SELECT j.id FROM jobctl.jobs j, t WHERE \(unescaped: source.rawValue)
-                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
-                )
-                RETURNING \(unescaped: StoredColumns.job), lease_token
-            ),
-            cleared AS (DELETE FROM jobctl.job_tracks WHERE job_id IN (SELECT id FROM claimed))
-            SELECT * FROM claimed
-            """,
-            logger: logger
-        )
-        var claimed: [ClaimedJob] = []
-        for try await row in rows {
-            let access = row.makeRandomAccess()
-            let job = try Stored(access).job(tracks: [])
-            let token = try access["lease_token"].decode(String.self)
-            claimed.append(
-                ClaimedJob(
-                    job: job,
-                    lease: Lease(
-                        jobID: job.id,
-                        token: token,
-                        attempt: job.attempt,
-                        worker: worker.name,
-                        hasWebhook: job.webhook != nil
-                    )
-                )
-            )
-        }
-        return claimed
     }
 
     /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts

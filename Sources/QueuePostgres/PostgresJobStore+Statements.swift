@@ -11,33 +11,45 @@ extension PostgresJobStore {
         "t AS (SELECT COALESCE($\(parameter)::bigint, \(databaseNow)) AS now)"
     }
 
-    /// Takes up to `limit` due queued jobs in index order (SKIP LOCKED: concurrent claimers take
-    /// different rows), starts their attempt and clears their previous attempt's tracks.
-    struct ClaimQueued: PostgresPreparedStatement {
-        static let name = "jobctl_claim_queued_v1"
-        static let sql = """
-            WITH \(clockCTE(parameter: 4)), claimed AS (
-                UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = $1,
-                    lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + $3,
-                    cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
-                FROM t
-                WHERE id IN (
-                    SELECT j.id FROM jobctl.jobs j, t WHERE j.status = 'unknown' AND j.run_at <= t.now
-                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED
-                )
-                RETURNING \(StoredColumns.job), lease_token
-            ),
-            cleared AS (DELETE FROM jobctl.job_tracks WHERE job_id IN (SELECT id FROM claimed))
-            SELECT * FROM claimed
-            """
+    /// A claim's SQL: takes up to `limit` jobs matching `condition` in index order (SKIP LOCKED:
+    /// concurrent claimers take different rows), starts their attempt and clears their previous
+    /// attempt's tracks. `$1` worker, `$2` limit, `$3` lease (ms), `$4` the injected time or NULL.
+    static func claimSQL(where condition: String) -> String {
+        """
+        WITH \(clockCTE(parameter: 4)), claimed AS (
+            UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = $1,
+                lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + $3,
+                cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
+            FROM t
+            WHERE id IN (
+                SELECT j.id FROM jobctl.jobs j, t WHERE \(condition)
+                ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED
+            )
+            RETURNING \(StoredColumns.job), lease_token
+        ),
+        cleared AS (DELETE FROM jobctl.job_tracks WHERE job_id IN (SELECT id FROM claimed))
+        SELECT * FROM claimed
+        """
+    }
+
+    /// What a claim binds, and how its rows become claimed jobs.
+    struct Claim: Sendable {
         static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .int8, .int8]
 
         let worker: String
         let limit: Int
         let leaseMilliseconds: Int64
-        let now: Int64?
+        /// The injected clock's time, or `nil` for the database's.
+        var now: Int64?
 
-        func makeBindings() throws -> PostgresBindings {
+        /// The same claim at `time`.
+        func at(_ time: Int64) -> Claim {
+            var claim = self
+            claim.now = time
+            return claim
+        }
+
+        var bindings: PostgresBindings {
             var bindings = PostgresBindings(capacity: 4)
             bindings.append(worker)
             bindings.append(Int64(limit))
@@ -46,7 +58,7 @@ extension PostgresJobStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
+        func decode(_ row: PostgresRow) throws -> ClaimedJob {
             let access = row.makeRandomAccess()
             let job = try Stored(access).job(tracks: [])
             let token = try access["lease_token"].decode(String.self)
@@ -61,6 +73,30 @@ extension PostgresJobStore {
                 )
             )
         }
+    }
+
+    /// The usual claim: queued jobs that are due.
+    struct ClaimQueued: PostgresPreparedStatement {
+        static let name = "jobctl_claim_queued_v1"
+        static let sql = claimSQL(where: "j.status = 'unknown' AND j.run_at <= t.now")
+        static let bindingDataTypes = Claim.bindingDataTypes
+        let claim: Claim
+        func makeBindings() throws -> PostgresBindings { claim.bindings }
+        func decodeRow(_ row: PostgresRow) throws -> ClaimedJob { try claim.decode(row) }
+    }
+
+    /// After settling expired leases: queued jobs and dead workers' jobs compete by priority,
+    /// then age (the protocol's order; the OR forgoes the partial index, in this rare case only).
+    struct ClaimQueuedOrExpired: PostgresPreparedStatement {
+        static let name = "jobctl_claim_queued_or_expired_v1"
+        static let sql = claimSQL(
+            where:
+                "((j.status = 'unknown' AND j.run_at <= t.now) OR (j.status = 'reading' AND j.lease_expires_at <= t.now))"
+        )
+        static let bindingDataTypes = Claim.bindingDataTypes
+        let claim: Claim
+        func makeBindings() throws -> PostgresBindings { claim.bindings }
+        func decodeRow(_ row: PostgresRow) throws -> ClaimedJob { try claim.decode(row) }
     }
 
     /// Completes a batch: one fenced UPDATE (each row matched by its own id and lease token),

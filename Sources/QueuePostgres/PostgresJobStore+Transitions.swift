@@ -46,11 +46,7 @@ extension PostgresJobStore {
     func completeTogether(_ batch: [CompletionBatch.Completion]) async throws -> Set<JobID> {
         let statement = CompleteBatch(completions: batch, now: now)
         guard batch.contains(where: \.lease.hasWebhook) else {
-            let rows = try await withConnection { connection in
-                var rows: [CompleteBatch.Row] = []
-                for try await row in try await connection.execute(statement, logger: self.logger) { rows.append(row) }
-                return rows
-            }
+            let rows = try await withConnection { connection in try await self.rows(of: statement, connection) }
             // Only a lease made by hand can say "no webhook" for a job with one: its event is
             // still written, if not atomically with the status. The completions stand either way
             // (they are committed): a failure here is logged, not reported as theirs.
@@ -70,14 +66,9 @@ extension PostgresJobStore {
             return Set(rows.map(\.id))
         }
         return try await transaction { connection in
-            var accepted: Set<JobID> = []
-            var events: [(id: JobID, now: Int64)] = []
-            for try await row in try await connection.execute(statement, logger: self.logger) {
-                accepted.insert(row.id)
-                if row.hasWebhook { events.append((row.id, row.now)) }
-            }
-            for event in events { try await self.enqueueEvent(for: event.id, connection, now: event.now) }
-            return accepted
+            let rows = try await self.rows(of: statement, connection)
+            for row in rows where row.hasWebhook { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+            return Set(rows.map(\.id))
         }
     }
 
