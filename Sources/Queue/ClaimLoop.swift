@@ -6,8 +6,11 @@ public protocol ClaimLoopDriver: Sendable {
 
     /// Claims up to `limit` items (atomically, under a lease).
     func claim(limit: Int) async throws -> [Item]
-    /// Runs one claimed item to its end (concurrently with the others).
-    func run(_ item: Item) async
+    /// Runs one claimed item to its end (concurrently with the others). Its `slot` is freed when
+    /// `run` returns, or earlier if the driver frees it: a worker frees it once the job's work
+    /// is over and only its report to the store is left, so that the next claim can share that
+    /// report's commit.
+    func run(_ item: Item, slot: ClaimSlot) async
     /// How bad a failed claim is.
     func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure
     /// What the loop did: for logs, metrics and the health check.
@@ -31,6 +34,23 @@ extension ClaimLoopDriver {
     public var wantsStoreChanges: Bool { false }
 }
 
+/// One claimed item's place among a claim loop's `concurrency` slots.
+public final class ClaimSlot: Sendable {
+    private let freed = Atomic<Bool>(false)
+    private let onFree: @Sendable () -> Void
+
+    init(onFree: @escaping @Sendable () -> Void) { self.onFree = onFree }
+
+    /// Gives the slot back to the loop (once; later calls do nothing). The item's task is still
+    /// waited for at the end of the loop.
+    public func free() {
+        guard freed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            return
+        }
+        onFree()
+    }
+}
+
 /// A store's change notifications, given when they are wanted (`listening`): a store may stop
 /// watching meanwhile (SQLite's inotify watcher stops reading events; they coalesce).
 public typealias StoreChanges = @Sendable (_ listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void>
@@ -41,14 +61,15 @@ public enum ClaimLoopEvent: Sendable {
     case claimFailed(any Error, ClaimLoopStateMachine.ClaimFailure, retryIn: Duration)
 }
 
-/// Runs a `ClaimLoopStateMachine`: wakes on a finished item, on the poll interval and on the
+/// Runs a `ClaimLoopStateMachine`: wakes on a freed slot, on the poll interval and on the
 /// store's change notifications — at most every 2 ms, and only when a slot is free and the last
 /// claim came back short (the queue looked empty): a worker that got all it asked for claims
-/// again as its items finish, and reacting to every other process's commit only made the
+/// again as its slots free, and reacting to every other process's commit only made the
 /// processes fight over the write lock (SQLite, 4 processes: 5.0k → 9.7k jobs/s,
 /// docs/benchmarks.md) — then claims, runs what it claimed in a task group, and ends when the
-/// state machine says so. Shared by the worker and the webhook
-/// dispatcher: the decisions are the state machine's, the waiting is here.
+/// state machine says so (after the items whose slots were freed early have ended too).
+/// Shared by the worker and the webhook dispatcher: the decisions are the state machine's, the
+/// waiting is here.
 public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
     private let driver: Driver
     private let configuration: ClaimLoopStateMachine.Configuration
@@ -80,66 +101,78 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
 
     public func run() async {
         let (driver, signals) = (self.driver, self.signals)
-        await withDiscardingTaskGroup { group in
-            group.addTask { [pollInterval] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: pollInterval)
-                    signals.wake()
-                }
-            }
-            if let changes {
-                group.addTask {
-                    let listening: @Sendable () -> Bool = {
-                        signals.hasFreeSlots && signals.queueLookedEmpty || driver.wantsStoreChanges
-                    }
-                    for await _ in changes(listening) {
-                        await driver.storeChanged()
-                        if signals.hasFreeSlots && signals.queueLookedEmpty { signals.wake() }
-                        try? await Task.sleep(for: .milliseconds(2))
+        // Two groups: an item whose slot was freed early (it is reporting its outcome) is still
+        // waited for, and not cancelled with the loop's own tasks when the loop ends.
+        await withDiscardingTaskGroup { items in
+            await withDiscardingTaskGroup { group in
+                group.addTask { [pollInterval] in
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: pollInterval)
+                        signals.wake()
                     }
                 }
-            }
-            var machine = ClaimLoopStateMachine(configuration)
-            var wakeUps = signals.wakeUps.makeAsyncIterator()
-            loop: while true {
-                machine.finished(signals.takeFinished())
-                if stopping.load(ordering: .acquiring), machine.stop(now: .now) {
-                    driver.observe(.drainStarted(running: machine.running))
-                }
-                var action = machine.next(now: .now)
-                if case .claim(let limit) = action {
-                    do {
-                        let items = try await driver.claim(limit: limit)
-                        for item in items {
-                            group.addTask {
-                                await driver.run(item)
-                                signals.finished()
-                            }
+                if let changes {
+                    group.addTask {
+                        let listening: @Sendable () -> Bool = {
+                            signals.hasFreeSlots && signals.queueLookedEmpty || driver.wantsStoreChanges
                         }
-                        action = machine.claimed(items.count, now: .now)
-                        signals.setQueueLookedEmpty(items.count < limit)
-                        driver.observe(.claimed(items.count))
-                    } catch {
-                        signals.setQueueLookedEmpty(true)
-                        let failure = driver.classify(error)
-                        action = machine.claimFailed(failure, now: .now)
-                        driver.observe(.claimFailed(error, failure, retryIn: machine.backoff))
+                        for await _ in changes(listening) {
+                            await driver.storeChanged()
+                            if signals.hasFreeSlots && signals.queueLookedEmpty { signals.wake() }
+                            try? await Task.sleep(for: .milliseconds(2))
+                        }
                     }
                 }
-                switch action {
-                case .finish: break loop
-                case .handBack: driver.handBack()
-                case .claim, .wait: break
-                }
-                await driver.wokeUp()
-                signals.setFreeSlots(machine.hasFreeSlots)
-                guard await wakeUps.next() != nil else { break }
+                await loop(adding: &items)
+                group.cancelAll()
             }
-            group.cancelAll()
         }
     }
 
-    /// Wake-ups coalesce, and finished items are counted, so a burst of N completions is one
+    /// The state machine's loop: claims, starts each claimed item in `items`, ends when the
+    /// machine says so.
+    private func loop(adding items: inout DiscardingTaskGroup) async {
+        let (driver, signals) = (self.driver, self.signals)
+        var machine = ClaimLoopStateMachine(configuration)
+        var wakeUps = signals.wakeUps.makeAsyncIterator()
+        while true {
+            machine.finished(signals.takeFinished())
+            if stopping.load(ordering: .acquiring), machine.stop(now: .now) {
+                driver.observe(.drainStarted(running: machine.running))
+            }
+            var action = machine.next(now: .now)
+            if case .claim(let limit) = action {
+                do {
+                    let claimed = try await driver.claim(limit: limit)
+                    for item in claimed {
+                        items.addTask {
+                            let slot = ClaimSlot { signals.finished() }
+                            await driver.run(item, slot: slot)
+                            slot.free()
+                        }
+                    }
+                    action = machine.claimed(claimed.count, now: .now)
+                    signals.setQueueLookedEmpty(claimed.count < limit)
+                    driver.observe(.claimed(claimed.count))
+                } catch {
+                    signals.setQueueLookedEmpty(true)
+                    let failure = driver.classify(error)
+                    action = machine.claimFailed(failure, now: .now)
+                    driver.observe(.claimFailed(error, failure, retryIn: machine.backoff))
+                }
+            }
+            switch action {
+            case .finish: return
+            case .handBack: driver.handBack()
+            case .claim, .wait: break
+            }
+            await driver.wokeUp()
+            signals.setFreeSlots(machine.hasFreeSlots)
+            guard await wakeUps.next() != nil else { return }
+        }
+    }
+
+    /// Wake-ups coalesce, and freed slots are counted, so a burst of N completions is one
     /// wake-up and one claim of N slots.
     private final class Signals: Sendable {
         private let finishedCount = Atomic<Int>(0)
@@ -166,7 +199,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
         func setFreeSlots(_ free: Bool) { freeSlots.store(free, ordering: .relaxed) }
 
         /// The last claim got fewer items than it asked for (or failed): only then can a
-        /// change in the store bring work it would not claim anyway as its items finish.
+        /// change in the store bring work it would not claim anyway as its slots free.
         var queueLookedEmpty: Bool { lookedEmpty.load(ordering: .relaxed) }
         func setQueueLookedEmpty(_ empty: Bool) { lookedEmpty.store(empty, ordering: .relaxed) }
     }

@@ -18,7 +18,12 @@ final class GroupCommit: Sendable {
     private let queue = DispatchQueue(label: "jobctl.sqlite.group-commit")
     private let state = Mutex<(pending: [Pending], flushing: Bool)>(([], false))
 
-    init(pool: DatabasePool) { self.pool = pool }
+    private let turns: HostWriteLock
+
+    init(pool: DatabasePool, turns: HostWriteLock) {
+        self.pool = pool
+        self.turns = turns
+    }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
@@ -56,6 +61,7 @@ final class GroupCommit: Sendable {
     /// Commits batches until nothing is waiting. A batch is taken once the transaction holds
     /// the write lock, not before: writes that arrive while it waits for another process to
     /// let go of the lock join it (4 worker processes: 8 jobs per commit became many more).
+    /// Each transaction waits for this process's turn among the host's writers first.
     private func flush() {
         while true {
             let more = state.withLock { state -> Bool in
@@ -64,6 +70,8 @@ final class GroupCommit: Sendable {
             }
             guard more else { return }
             var batch: [Pending] = []
+            var failure: (any Error)?
+            let hasTurn = turns.acquire()
             do {
                 try pool.write { db in
                     batch = state.withLock { state in
@@ -72,17 +80,18 @@ final class GroupCommit: Sendable {
                     }
                     for pending in batch { pending.run(db) }
                 }
-                for pending in batch { pending.finish(nil) }
             } catch {
-                // Taken inside the transaction, or (if it could not begin) still waiting.
-                if batch.isEmpty {
-                    batch = state.withLock { state in
-                        defer { state.pending = [] }
-                        return state.pending
-                    }
-                }
-                for pending in batch { pending.finish(error) }
+                failure = error
             }
+            if hasTurn { turns.release() }
+            if failure != nil && batch.isEmpty {
+                // The transaction could not begin: what waits would have been its batch.
+                batch = state.withLock { state in
+                    defer { state.pending = [] }
+                    return state.pending
+                }
+            }
+            for pending in batch { pending.finish(failure) }
         }
     }
 }

@@ -41,7 +41,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         } catch {
             throw SQLiteJobStore.storeError(error, path: path, doing: "cannot open the job database \(path)")
         }
-        commits = GroupCommit(pool: pool)
+        commits = GroupCommit(pool: pool, turns: HostWriteLock(databasePath: path))
         try SQLiteJobStore.migrate(pool, path: path)
     }
 

@@ -119,7 +119,7 @@ struct DeliveryClaimer: ClaimLoopDriver {
         )
     }
 
-    func run(_ delivery: ClaimedDelivery) async { await attempts.deliver(delivery) }
+    func run(_ delivery: ClaimedDelivery, slot: ClaimSlot) async { await attempts.deliver(delivery) }
 
     func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure { .transient }
 

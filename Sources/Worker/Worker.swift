@@ -149,8 +149,8 @@ final class JobClaimer: ClaimLoopDriver {
         return claimed.map { ($0, requested) }
     }
 
-    func run(_ item: (ClaimedJob, ContinuousClock.Instant)) async {
-        await attempts.execute(item.0, leaseFrom: item.1)
+    func run(_ item: (ClaimedJob, ContinuousClock.Instant), slot: ClaimSlot) async {
+        await attempts.execute(item.0, leaseFrom: item.1, slot: slot)
     }
 
     func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure {
