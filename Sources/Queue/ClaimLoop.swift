@@ -19,19 +19,23 @@ public protocol ClaimLoopDriver: Sendable {
     func handBack()
     /// At every wake-up of the loop (a worker renews its own heartbeat here when due).
     func wokeUp() async
-    /// The store reported a change, before the loop is woken for it (a worker checks its running
-    /// jobs for cancellation at once).
-    func storeChanged() async
-    /// Whether `storeChanged()` has anything to do now (a worker: it runs jobs that may be
-    /// cancelled), so changes must be listened to although the loop would not claim for them.
-    var wantsStoreChanges: Bool { get }
+    /// The store reported changes of `kinds`, before the loop is woken for them (a worker checks
+    /// its running jobs for cancellation at once when one was requested).
+    func storeChanged(_ kinds: StoreChange) async
+    /// The changes that bring items to claim (a worker: `.jobQueued`; a dispatcher:
+    /// `.webhookDue`). The loop wants them only while it has a free slot and its last claim came
+    /// back short.
+    var claimableChanges: StoreChange { get }
+    /// The changes `storeChanged` wants now whether or not the loop would claim (a worker
+    /// running jobs: `.cancelRequested`).
+    var wantedChanges: StoreChange { get }
 }
 
 extension ClaimLoopDriver {
     public func handBack() {}
     public func wokeUp() async {}
-    public func storeChanged() async {}
-    public var wantsStoreChanges: Bool { false }
+    public func storeChanged(_ kinds: StoreChange) async {}
+    public var wantedChanges: StoreChange { [] }
 }
 
 /// One claimed item's place among a claim loop's `concurrency` slots.
@@ -51,9 +55,8 @@ public final class ClaimSlot: Sendable {
     }
 }
 
-/// A store's change notifications, given when they are wanted (`listening`): a store may stop
-/// watching meanwhile (SQLite's inotify watcher stops reading events; they coalesce).
-public typealias StoreChanges = @Sendable (_ listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void>
+/// A store's change notifications of the kinds wanted at the time (`JobStoreChangeNotifying`).
+public typealias StoreChangeSource = @Sendable (_ wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed
 
 public enum ClaimLoopEvent: Sendable {
     case drainStarted(running: Int)
@@ -74,7 +77,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
     private let driver: Driver
     private let configuration: ClaimLoopStateMachine.Configuration
     private let pollInterval: Duration
-    private let changes: StoreChanges?
+    private let changes: StoreChangeSource?
     private let stopping = Atomic<Bool>(false)
     private let signals = Signals()
 
@@ -83,7 +86,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
         driver: Driver,
         configuration: ClaimLoopStateMachine.Configuration,
         pollInterval: Duration,
-        changes: StoreChanges?
+        changes: StoreChangeSource?
     ) {
         self.driver = driver
         self.configuration = configuration
@@ -113,12 +116,17 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
                 }
                 if let changes {
                     group.addTask {
-                        let listening: @Sendable () -> Bool = {
-                            signals.hasFreeSlots && signals.queueLookedEmpty || driver.wantsStoreChanges
+                        let claimable = driver.claimableChanges
+                        let wanted: @Sendable () -> StoreChange = {
+                            (signals.hasFreeSlots && signals.queueLookedEmpty ? claimable : []).union(
+                                driver.wantedChanges
+                            )
                         }
-                        for await _ in changes(listening) {
-                            await driver.storeChanged()
-                            if signals.hasFreeSlots && signals.queueLookedEmpty { signals.wake() }
+                        for await kinds in changes(wanted) {
+                            await driver.storeChanged(kinds)
+                            if !kinds.isDisjoint(with: claimable) && signals.hasFreeSlots && signals.queueLookedEmpty {
+                                signals.wake()
+                            }
                             try? await Task.sleep(for: .milliseconds(2))
                         }
                     }

@@ -310,11 +310,8 @@ public protocol JobStoreChangeNotifying: JobStore {
     /// Yields after changes committed by any process (possibly more often); ends when the
     /// consuming task is cancelled.
     func changes() -> AsyncStream<Void>
-    /// The same, for a consumer that says when it wants them: while `listening` is false the
-    /// store may stop watching (changes then may or may not be reported).
-    func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void>
-}
-
-extension JobStoreChangeNotifying {
-    public func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void> { changes() }
+    /// The changes of the kinds `wanted` asks for now (asked again at each notification): a
+    /// busy worker wants cancellations only, an idle one new jobs too. While it wants none the
+    /// store may stop watching. A store that cannot tell kinds apart reports `.any`.
+    func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed
 }

@@ -364,4 +364,18 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         }
         return stream
     }
+
+    /// Every write is `.any` (the tables are not told apart), reported while anything is wanted.
+    public func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed {
+        let forwarding = Mutex<Task<Void, Never>?>(nil)
+        let feed = ChangeFeed { forwarding.withLock { $0?.cancel() } }
+        let stream = changes()
+        forwarding.withLock { task in
+            task = Task {
+                for await _ in stream where !wanted().isEmpty { feed.send(.any) }
+                feed.finish()
+            }
+        }
+        return feed
+    }
 }

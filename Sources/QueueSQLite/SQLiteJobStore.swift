@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Queue
 import QueueMigrations
+import Synchronization
 
 /// The job table in a SQLite file, shared by any number of processes on one host.
 ///
@@ -49,14 +50,27 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     // MARK: Notifications
 
-    public func changes() -> AsyncStream<Void> { changes(listening: { true }) }
-
-    public func changes(listening: @escaping @Sendable () -> Bool) -> AsyncStream<Void> {
+    public func changes() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let watcher = ChangeWatcher(databasePath: path, listening: listening) { continuation.yield() }
+        let watcher = ChangeWatcher(databasePath: path) { continuation.yield() }
         if watcher == nil { continuation.finish() }
         continuation.onTermination = { _ in watcher?.stop() }
         return stream
+    }
+
+    /// inotify cannot tell what a commit changed: every change is `.any`, and the watcher
+    /// reads events only while anything is wanted.
+    public func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed {
+        let watching = Mutex<ChangeWatcher?>(nil)
+        let feed = ChangeFeed { watching.withLock { $0?.stop() } }
+        let watcher = ChangeWatcher(
+            databasePath: path,
+            listening: { !wanted().isEmpty },
+            onChange: { feed.send(.any) }
+        )
+        if watcher == nil { feed.finish() }
+        watching.withLock { $0 = watcher }
+        return feed
     }
 
     // MARK: Plumbing

@@ -77,9 +77,9 @@ public final class WebhookDispatcher: Service {
             concurrency: options.concurrency,
             drain: .claimDue(for: options.drainDue ?? .zero)
         )
-        var changes: StoreChanges?
+        var changes: StoreChangeSource?
         if let notifying = outbox as? any JobStoreChangeNotifying {
-            changes = { listening in notifying.changes(listening: listening) }
+            changes = { wanted in notifying.changes(wanted: wanted) }
         }
         loop = ClaimLoop(
             driver: DeliveryClaimer(attempts: attempts),
@@ -120,6 +120,8 @@ struct DeliveryClaimer: ClaimLoopDriver {
     }
 
     func run(_ delivery: ClaimedDelivery, slot: ClaimSlot) async { await attempts.deliver(delivery) }
+
+    var claimableChanges: StoreChange { .webhookDue }
 
     func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure { .transient }
 

@@ -59,9 +59,9 @@ public final class Worker: Service {
             drain: .stopClaiming(handBackAfter: options.drain),
             once: options.once
         )
-        var changes: StoreChanges?
+        var changes: StoreChangeSource?
         if let notifying = store as? any JobStoreChangeNotifying {
-            changes = { listening in notifying.changes(listening: listening) }
+            changes = { wanted in notifying.changes(wanted: wanted) }
         }
         loop = ClaimLoop(
             driver: claimer,
@@ -191,9 +191,13 @@ final class JobClaimer: ClaimLoopDriver {
         if due { try? await store.workerHeartbeat(identity) }
     }
 
-    var wantsStoreChanges: Bool { running.count > 0 }
+    var claimableChanges: StoreChange { .jobQueued }
 
-    func storeChanged() async {
+    /// Running jobs may be cancelled.
+    var wantedChanges: StoreChange { running.count > 0 ? .cancelRequested : [] }
+
+    func storeChanged(_ kinds: StoreChange) async {
+        guard kinds.contains(.cancelRequested) else { return }
         let leases = running.leases
         if !leases.isEmpty, let cancelled = try? await store.cancellationRequests(among: leases), !cancelled.isEmpty {
             running.stop(cancelled, reason: .cancelRequested)

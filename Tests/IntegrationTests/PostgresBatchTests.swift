@@ -2,6 +2,7 @@ import Foundation
 import MediaTestKit
 import Queue
 import QueuePostgres
+import Synchronization
 import Testing
 
 /// Completions that arrive together share one statement (`CompletionBatch`): each caller must
@@ -85,6 +86,54 @@ struct PostgresBatchTests {
             let hooked = try #require(claimed.first { $0.lease.hasWebhook })
             let events = try await store.deliveries(job: hooked.job.id, limit: 10)
             #expect(events.map(\.type) == ["job.completed"])
+        }
+    }
+
+    /// A worker running jobs wants cancellations only: submits (NOTIFY 'job') must not reach
+    /// it (each would be a cancellation query), a cancel must; an idle one hears both.
+    @Test func notificationsReachOnlyTheSubscribersThatWantTheirKind() async throws {
+        let url = try await TestPostgres.shared.freshDatabase("notify_kinds")
+        try await PostgresJobStore.withStore(url: url) { store in
+            let busy = Mutex<[StoreChange]>([])
+            let idle = Mutex<[StoreChange]>([])
+            let busyFeed = store.changes(wanted: { .cancelRequested })
+            let idleFeed = store.changes(wanted: { [.jobQueued, .cancelRequested] })
+            let listeners = [
+                Task { for await kinds in busyFeed { busy.withLock { $0.append(kinds) } } },
+                Task { for await kinds in idleFeed { idle.withLock { $0.append(kinds) } } },
+            ]
+            defer { for listener in listeners { listener.cancel() } }
+            // The connection's first `.any`, then nothing else before the submits.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while (busy.withLock(\.isEmpty) || idle.withLock(\.isEmpty)) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            busy.withLock { $0 = [] }
+            idle.withLock { $0 = [] }
+
+            var submitted: [JobID] = []
+            for index in 0..<5 {
+                submitted.append(
+                    try await store.submit(
+                        JobRequest(kind: .noop, input: "n\(index)", output: "", preset: "noop")
+                    ).job.id
+                )
+            }
+            while idle.withLock({ !$0.contains { $0.contains(.jobQueued) } }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(idle.withLock { $0.contains { $0.contains(.jobQueued) } }, "the idle subscriber missed the submits")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(busy.withLock { $0 } == [], "submits reached a subscriber that wants cancellations only")
+
+            let worker = WorkerIdentity(name: "kinds", host: "test", pid: 1, version: "test")
+            let claimed = try await store.claim(as: worker, limit: 1, lease: .seconds(60))
+            let running = try #require(claimed.first).job.id
+            _ = try await store.cancel(running)
+            while busy.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(busy.withLock { $0 } == [.cancelRequested])
         }
     }
 }

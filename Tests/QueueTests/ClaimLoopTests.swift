@@ -40,6 +40,8 @@ struct ClaimLoopTests {
             state.withLock { $0.ended[item] = Task.isCancelled }
         }
 
+        var claimableChanges: StoreChange { .jobQueued }
+
         func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure { .transient }
         func observe(_ event: ClaimLoopEvent) {}
     }
