@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -111,6 +112,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The HTTP API (`jobctl serve`, Hummingbird 2): routes, API keys and their scopes, the
+        // OpenAPI document it serves.
+        .target(
+            name: "JobAPI",
+            dependencies: [
+                "Queue", "JobctlCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // posix_spawn for the test helpers (Foundation's Process.run() crashes intermittently on Linux).
         .target(name: "CSpawn"),
         // Test helpers shared by every test target: fixtures made with the ffmpeg CLI, ffprobe as an oracle.
@@ -121,6 +133,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
+                "JobAPI",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -152,6 +165,14 @@ let package = Package(
         ),
         // Integration tests, fewer and slower: real worker processes (SIGKILL, SIGTERM, SIGSTOP),
         // a real PostgreSQL server, real HTTP receivers, database files damaged from outside.
+        // The HTTP API through Hummingbird's test client (routes, auth, scopes) on real stores.
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "JobAPI", "Queue", "QueueSQLite", "QueueTestKit", "MediaTestKit",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit"]

@@ -52,6 +52,8 @@ public struct Job: Sendable, Hashable, Codable {
     public var createdAt: Date
     public var startedAt: Date?
     public var finishedAt: Date?
+    /// The API key that submitted it (`jobctl serve`); `nil` for the CLI.
+    public var owner: String?
 
     public init(
         id: JobID,
@@ -78,7 +80,8 @@ public struct Job: Sendable, Hashable, Codable {
         runAt: Date,
         createdAt: Date,
         startedAt: Date?,
-        finishedAt: Date?
+        finishedAt: Date?,
+        owner: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -105,6 +108,7 @@ public struct Job: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.startedAt = startedAt
         self.finishedAt = finishedAt
+        self.owner = owner
     }
 
     /// Seconds, as in the job JSON; `duration` is `nil` for "to the end".
@@ -129,7 +133,7 @@ public struct Job: Sendable, Hashable, Codable {
         case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts,
             progress, tracks,
             result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt,
-            finishedAt
+            finishedAt, owner
     }
 
     /// The input as shown: a URL without credentials or query (`MediaLocation.displayed`).
@@ -166,6 +170,7 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(startedAt, forKey: .startedAt)
         try container.encode(finishedAt, forKey: .finishedAt)
+        try container.encode(owner, forKey: .owner)
     }
 }
 

@@ -14,6 +14,8 @@ public struct JobRequest: Sendable, Hashable {
     public var idempotencyKey: String?
     public var metadata: [String: String]
     public var webhook: String?
+    /// The API key submitting it (`jobctl serve`); `nil` for the CLI.
+    public var owner: String?
 
     public init(
         kind: JobKind = .export,
@@ -27,7 +29,8 @@ public struct JobRequest: Sendable, Hashable {
         maxAttempts: Int = 3,
         idempotencyKey: String? = nil,
         metadata: [String: String] = [:],
-        webhook: String? = nil
+        webhook: String? = nil,
+        owner: String? = nil
     ) {
         self.kind = kind
         self.input = input
@@ -41,5 +44,6 @@ public struct JobRequest: Sendable, Hashable {
         self.idempotencyKey = idempotencyKey
         self.metadata = metadata
         self.webhook = webhook
+        self.owner = owner
     }
 }

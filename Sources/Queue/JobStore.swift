@@ -285,11 +285,18 @@ public protocol CancellableJobQueue: Sendable {
 
 /// Listing and counting jobs (`jobctl list`, the queue gauges).
 public protocol QueryableJobQueue: Sendable {
-    /// Jobs, newest first.
-    func jobs(status: JobStatus?, limit: Int) async throws -> [Job]
+    /// The jobs `query` selects, newest first.
+    func jobs(_ query: JobQuery) async throws -> [Job]
 
     /// How many jobs are in each status (statuses with none are absent), for metrics.
     func statusCounts() async throws -> [JobStatus: Int]
+}
+
+extension QueryableJobQueue {
+    /// Jobs, newest first.
+    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+        try await jobs(JobQuery(status: status, limit: limit))
+    }
 }
 
 /// The worker processes a queue has seen (`jobctl workers`).

@@ -11,6 +11,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     private let clock: @Sendable () -> Date
     let state = Mutex(Tables())
     private let subscribers = Mutex<[UUID: AsyncStream<Void>.Continuation]>([:])
+    let apiKeyTable = Mutex<[String: (key: APIKey, secretHash: String)]>([:])
 
     /// - Parameter clock: the store's notion of now (tests move it to expire leases).
     public init(clock: @escaping @Sendable () -> Date = { Date() }) {
@@ -119,7 +120,8 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 runAt: now,
                 createdAt: now,
                 startedAt: nil,
-                finishedAt: nil
+                finishedAt: nil,
+                owner: request.owner
             )
             tables.jobs[job.id] = Record(job: job, attemptBudget: request.maxAttempts)
             return (job, true)
@@ -291,13 +293,18 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     // MARK: QueryableJobQueue
 
-    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+    public func jobs(_ query: JobQuery) async throws -> [Job] {
         read { tables in
-            MemoryJobStore.newestFirst(
-                tables.jobs.values.map(\.job).filter { status == nil || $0.status == status },
-                limit: limit
-            ) {
-                ($0.createdAt, $0.id.rawValue)
+            let selected = tables.jobs.values.map(\.job).filter { job in
+                (query.status == nil || job.status == query.status) && (query.owner == nil || job.owner == query.owner)
+                    && query.after.map {
+                        (job.createdAt.milliseconds, job.id.rawValue) < ($0.createdAt, $0.id.rawValue)
+                    }
+                        ?? true
+            }
+            // In whole milliseconds, as the cursor and the other stores order them.
+            return MemoryJobStore.newestFirst(selected, limit: query.limit) {
+                (Date(milliseconds: $0.createdAt.milliseconds), $0.id.rawValue)
             }
         }
     }

@@ -19,7 +19,11 @@ public enum StoredColumns {
         "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook",
         "metadata",
         "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at",
+        "owner",
     ].joined(separator: ", ")
+
+    /// The `api_keys` columns an `APIKey` is built from (never the secret's hash).
+    public static let apiKey = "id, name, scope, created_at, revoked_at"
 
     /// The `webhook_deliveries` columns a `WebhookDelivery` is built from.
     public static let delivery =
@@ -71,7 +75,21 @@ extension StoredRow {
             runAt: Date(milliseconds: try required("run_at", integer, row: name)),
             createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
             startedAt: try integer("started_at").map(Date.init(milliseconds:)),
-            finishedAt: try integer("finished_at").map(Date.init(milliseconds:))
+            finishedAt: try integer("finished_at").map(Date.init(milliseconds:)),
+            owner: try text("owner")
+        )
+    }
+
+    /// An API key from a row of `StoredColumns.apiKey`.
+    public func apiKey() throws -> APIKey {
+        let id = try required("id", text, row: "an API key")
+        let name = "API key \(id)"
+        return APIKey(
+            id: id,
+            name: try required("name", text, row: name),
+            scope: try StoredValue.decode(try required("scope", text, row: name), column: "scope", row: name),
+            createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
+            revokedAt: try integer("revoked_at").map(Date.init(milliseconds:))
         )
     }
 

@@ -28,11 +28,11 @@ extension PostgresJobStore {
                     """
                     WITH \(unescaped: self.clockCTE)
                     INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at)
                     SELECT \(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
                         \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start),
                         \(request.range?.duration), \(request.priority), \(request.maxAttempts), \(request.maxAttempts), t.now,
-                        \(request.webhook), \(try StoredJSON.encode(request.metadata)), NULL, t.now, t.now
+                        \(request.webhook), \(try StoredJSON.encode(request.metadata)), NULL, \(request.owner), t.now, t.now
                     FROM t
                     RETURNING \(unescaped: StoredColumns.job)
                     """,
@@ -58,11 +58,11 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
+                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at)
                 VALUES (\(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
                     \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start), \(request.range?.duration),
                     \(request.priority), \(request.maxAttempts), \(request.maxAttempts), \(now), \(request.webhook),
-                    \(try StoredJSON.encode(request.metadata)), \(request.idempotencyKey), \(now), \(now))
+                    \(try StoredJSON.encode(request.metadata)), \(request.idempotencyKey), \(request.owner), \(now), \(now))
                 """,
                 logger: self.logger
             )
@@ -79,12 +79,16 @@ extension PostgresJobStore {
         }
     }
 
-    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+    public func jobs(_ query: JobQuery) async throws -> [Job] {
         try await withConnection { connection in
+            let (status, owner) = (query.status?.rawValue, query.owner)
+            let (afterTime, afterID) = (query.after?.createdAt, query.after?.id.rawValue)
             let rows = try await connection.query(
                 """
-                SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs WHERE \(status?.rawValue)::text IS NULL OR status = \(status?.rawValue)
-                ORDER BY created_at DESC, id DESC LIMIT \(limit)
+                SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
+                WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
+                    AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
+                ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
                 """,
                 logger: self.logger
             )

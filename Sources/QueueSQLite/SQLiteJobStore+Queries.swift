@@ -41,15 +41,17 @@ extension SQLiteJobStore {
         try db.execute(
             sql: """
                 INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, created_at, updated_at)
-                VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at,
+                    updated_at)
+                VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 id.rawValue, request.kind.rawValue, request.input, request.output, request.preset,
                 try StoredJSON.encode(request.presetSettings),
                 request.format, request.range?.start, request.range?.duration, request.priority,
                 request.maxAttempts, request.maxAttempts,
-                now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, now, now,
+                now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, request.owner,
+                now, now,
             ]
         )
     }
@@ -66,13 +68,20 @@ extension SQLiteJobStore {
         }
     }
 
-    public func jobs(status: JobStatus?, limit: Int) async throws -> [Job] {
+    public func jobs(_ query: JobQuery) async throws -> [Job] {
         try await read { db in
             let rows = try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT \(StoredColumns.job) FROM jobs WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
-                arguments: [status?.rawValue, limit]
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(StoredColumns.job) FROM jobs
+                        WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
+                            AND (?3 IS NULL OR (created_at, id) < (?3, ?4))
+                        ORDER BY created_at DESC, id DESC LIMIT ?5
+                        """
+                ),
+                arguments: [
+                    query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue, query.limit,
+                ]
             )
             return try rows.map { try SQLiteJobStore.job($0, db) }
         }

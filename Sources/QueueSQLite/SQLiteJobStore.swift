@@ -37,16 +37,31 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-        } catch {
-            throw SQLiteJobStore.storeError(error, path: path, doing: "cannot open the job database \(path)")
-        }
+        pool = try SQLiteJobStore.open(path, configuration, busyTimeout: busyTimeout)
         commits = GroupCommit(pool: pool, turns: HostWriteLock(databasePath: path))
         try SQLiteJobStore.migrate(pool, path: path)
     }
 
     var now: Int64 { clock().milliseconds }
+
+    /// Opens the pool. Switching a new file to WAL takes a lock SQLite does not wait for with
+    /// the busy handler: several processes opening a new database at once (a systemd unit
+    /// starting eight workers) saw "database is locked" now and then. Those tries are repeated
+    /// for up to `busyTimeout`.
+    static func open(_ path: String, _ configuration: Configuration, busyTimeout: TimeInterval) throws -> DatabasePool {
+        let deadline = Date().addingTimeInterval(busyTimeout)
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: configuration)
+            } catch let error as DatabaseError
+                where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode.primaryResultCode) && Date() < deadline
+            {
+                usleep(UInt32.random(in: 1_000...10_000))
+            } catch {
+                throw SQLiteJobStore.storeError(error, path: path, doing: "cannot open the job database \(path)")
+            }
+        }
+    }
 
     // MARK: Notifications
 

@@ -39,6 +39,73 @@ extension Checks {
         }
     }
 
+    static func listPages(_ h: Harness) async throws {
+        func submit(_ name: String, owner: String?, on index: Int) async throws -> Job {
+            var request = Harness.request(name, priority: 0, maxAttempts: 1, key: nil)
+            request.owner = owner
+            let job = try await h.handle(index).submit(request).job
+            #expect(job.owner == owner)
+            return job
+        }
+        var submitted: [Job] = []
+        for index in 0..<7 {
+            submitted.append(try await submit("mine-\(index)", owner: "key-a", on: index))
+            _ = try await submit("theirs-\(index)", owner: "key-b", on: index + 1)
+            _ = try await submit("cli-\(index)", owner: nil, on: index + 2)
+            // Two jobs in the same millisecond now and then: the id breaks the tie.
+            if index % 2 == 0 { h.clock.advance(by: .milliseconds(1)) }
+        }
+        // Newest first: by creation time, then by id within a millisecond.
+        let mine = submitted.sorted {
+            ($0.createdAt.milliseconds, $0.id.rawValue) > ($1.createdAt.milliseconds, $1.id.rawValue)
+        }
+        .map(\.id)
+        #expect(try await h.store.jobs(JobQuery(owner: "key-a", limit: 100)).map(\.id) == mine)
+        #expect(try await h.store.jobs(JobQuery(limit: 100)).count == 21)
+
+        // Pages of 3 while new jobs keep arriving: every job of before the first page exactly
+        // once, none of the new ones (they sort before the cursor).
+        var seen: [JobID] = []
+        var cursor: JobQuery.Cursor?
+        for page in 0..<10 {
+            let jobs = try await h.handle(page).jobs(JobQuery(owner: "key-a", after: cursor, limit: 3))
+            seen += jobs.map(\.id)
+            guard let last = jobs.last else { break }
+            #expect(jobs.allSatisfy { $0.owner == "key-a" })
+            cursor = JobQuery.Cursor(createdAt: last.createdAt.milliseconds, id: last.id)
+            h.clock.advance(by: .milliseconds(1))
+            _ = try await submit("late-\(page)", owner: "key-a", on: page)
+        }
+        #expect(seen == mine, "each job once, newest first")
+        let completed = try await h.store.jobs(JobQuery(status: .completed, owner: "key-a", limit: 100))
+        #expect(completed.isEmpty)
+        let stored = try #require(try await h.handle(1).job(submitted[0].id))
+        #expect(stored.owner == "key-a")
+    }
+
+    static func apiKeys(_ h: Harness) async throws {
+        let stores = h.stores.compactMap { $0 as? any APIKeyStore }
+        try #require(stores.count == h.stores.count, "the store does not keep API keys")
+        let created = Date(milliseconds: TestClock.defaultStart.milliseconds)
+        let first = APIKey(id: "k1", name: "ingest", scope: .submit, createdAt: created)
+        let second = APIKey(id: "k2", name: "dashboard", scope: .read, createdAt: created.addingTimeInterval(1))
+        try await stores[0].createAPIKey(first, secretHash: "aa")
+        try await stores[1 % stores.count].createAPIKey(second, secretHash: "bb")
+        await #expect(throws: (any Error).self, "a second key with the same id") {
+            try await stores[0].createAPIKey(first, secretHash: "cc")
+        }
+        let read = try #require(try await stores[2 % stores.count].apiKey(id: "k1"))
+        #expect(read.key == first && read.secretHash == "aa")
+        #expect(try await stores[0].apiKey(id: "nope") == nil)
+        #expect(try await stores[0].apiKeys() == [first, second])
+
+        let revokedAt = created.addingTimeInterval(60)
+        #expect(try await stores[0].revokeAPIKey(id: "k1", at: revokedAt))
+        #expect(try await stores[1 % stores.count].revokeAPIKey(id: "k1", at: revokedAt) == false, "revoked twice")
+        #expect(try await stores[0].revokeAPIKey(id: "nope", at: revokedAt) == false)
+        #expect(try await stores[0].apiKey(id: "k1")?.key.revokedAt == revokedAt)
+    }
+
     static func workers(_ h: Harness) async throws {
         try await h.store.workerStarted(workerA)
         try await h.handle(1).workerStarted(workerB)

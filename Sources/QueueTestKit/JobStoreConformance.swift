@@ -70,6 +70,11 @@ public enum JobStoreConformance {
         case release
         /// `jobs(status:limit:)`: newest first, filtered, limited; `statusCounts()`.
         case list
+        /// `jobs(_:)` by owner and by cursor: pages of one owner, newest first, each job exactly
+        /// once while more jobs are submitted between pages; the owner reads back.
+        case listPages
+        /// API keys: created, read back with their hash, listed oldest first, revoked once.
+        case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
         case workers
         /// Every state a job can be in × every event, through the store's API, against
@@ -103,6 +108,8 @@ public enum JobStoreConformance {
             case .retry: try await Checks.retry(harness)
             case .release: try await Checks.release(harness)
             case .list: try await Checks.list(harness)
+            case .listPages: try await Checks.listPages(harness)
+            case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }

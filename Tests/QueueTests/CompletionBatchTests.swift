@@ -43,13 +43,18 @@ struct CompletionBatchTests {
     @Test func aStalledBatchHoldsUpOnlyItself() async throws {
         let batch = CompletionBatch()
         let release = AsyncStream<Void>.makeStream()
+        let entered = AsyncStream<Void>.makeStream()
         let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
             if completions.contains(where: { $0.lease.token == "t0" }) {
+                entered.continuation.yield()
                 for await _ in release.stream { break }
             }
             return completions.map { _ in .success(true) }
         }
         let stuck = Task { try await batch.complete(Self.completion(0), commit: commit) }
+        // Timed from the moment the batch is in "the database" (a busy test run may start the
+        // task late; timed from its creation, the second completion could join the stuck one).
+        for await _ in entered.stream { break }
         try await Task.sleep(for: CompletionBatch.stallAfter + .milliseconds(300))
         let started = ContinuousClock.now
         #expect(try await batch.complete(Self.completion(1), commit: commit))

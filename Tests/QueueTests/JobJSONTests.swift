@@ -11,6 +11,7 @@ struct JobJSONTests {
         "id", "kind", "status", "input", "output", "preset", "format", "range", "priority", "attempt", "maxAttempts",
         "progress",
         "tracks", "result", "error", "webhook", "metadata", "worker", "createdAt", "startedAt", "finishedAt",
+        "owner",
     ]
     static let created = Date(timeIntervalSince1970: 1_767_225_600.123)  // 2026-01-01T00:00:00.123Z
 
@@ -84,7 +85,7 @@ struct JobJSONTests {
         for field in Self.specFields {
             #expect(json.keys.contains(field), "missing field \(field)")
         }
-        for field in ["format", "range", "result", "error", "webhook", "worker", "startedAt", "finishedAt"] {
+        for field in ["format", "range", "result", "error", "webhook", "worker", "startedAt", "finishedAt", "owner"] {
             #expect(json[field] is NSNull, "\(field) should be null, is \(String(describing: json[field]))")
         }
         #expect(json["id"] as? String == "0194a0b4-4c6e-7d3a-9b1e-2f3a4b5c6d7e")

@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import Queue
+
+/// Making and checking API keys. A key is `jck_ID_SECRET`: ID (12 hex digits) names the row,
+/// SECRET (43 characters of base64url, 256 random bits) is known only to its holder; the
+/// store keeps SHA-256(SECRET) in hex. A slow password hash buys nothing for 256 random bits.
+public enum APIKeys {
+    /// A new key: the row to store, its hash, and the text to print once.
+    public static func make(
+        name: String,
+        scope: APIScope,
+        at date: Date = Date()
+    ) -> (
+        key: APIKey, secretHash: String, text: String
+    ) {
+        var generator = SystemRandomNumberGenerator()
+        let id = (0..<6).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16) }
+            .map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+        let secretBytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let secret = Data(secretBytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let key = APIKey(id: id, name: name, scope: scope, createdAt: Date(milliseconds: date.milliseconds))
+        return (key, hash(secret), "jck_\(id)_\(secret)")
+    }
+
+    /// `jck_ID_SECRET` → (ID, SECRET), or nil when the text is not shaped like a key.
+    public static func parse(_ text: Substring) -> (id: String, secret: String)? {
+        let parts = text.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "jck", parts[1].count == 12, parts[1].allSatisfy(\.isHexDigit),
+            (20...100).contains(parts[2].count)
+        else { return nil }
+        return (String(parts[1]), String(parts[2]))
+    }
+
+    public static func hash(_ secret: String) -> String {
+        SHA256.hash(data: Data(secret.utf8)).map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// Compares two hashes in time that depends only on their length.
+    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for index in x.indices { difference |= x[index] ^ y[index] }
+        return difference == 0
+    }
+
+    /// The key `text` stands for, if it exists, is not revoked, and its secret matches.
+    public static func verify(_ text: Substring, in store: any APIKeyStore) async throws -> APIKey? {
+        guard let (id, secret) = parse(text), let (key, stored) = try await store.apiKey(id: id) else { return nil }
+        guard constantTimeEqual(hash(secret), stored), key.revokedAt == nil else { return nil }
+        return key
+    }
+}
