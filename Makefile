@@ -61,7 +61,7 @@ demo: build
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in three phases:
 # test-unit (in process, seconds: the state machines, the conformance suites on the in-memory
 # store and SQLite files, whole workers on the in-memory store, signing, the address guard, the
-# HTTP client against local listeners), test-media (the export pipeline on generated clips,
+# HTTP client against local listeners, the HTTP API's routes on SQLite files), test-media (the export pipeline on generated clips,
 # minutes), then test-integration (IntegrationTests: worker processes, PostgreSQL, webhooks to
 # real receivers; JobctlTests: the CLI as a user runs it) with a throwaway PostgreSQL cluster on
 # loopback started for the run and stopped afterwards. The fixtures are generated first, so no
@@ -69,7 +69,7 @@ demo: build
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
-UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests)\.
+UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|APITests)\.
 MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests)\.
 test: test-deps lint

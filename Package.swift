@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -117,8 +118,9 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore",
+                "Queue", "JobctlCore", "Media", "SafeHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -134,6 +136,7 @@ let package = Package(
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
                 "JobAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -169,8 +172,9 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "JobAPI", "Queue", "QueueSQLite", "QueueTestKit", "MediaTestKit",
+                "JobAPI", "Queue", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(

@@ -37,6 +37,19 @@ struct DatabaseOptions: ParsableArguments {
         guard !path.isEmpty else { throw CommandFailure.usage("--db sqlite: needs a file path") }
         return try await body(try SQLiteJobStore(path: path))
     }
+
+    /// `withStore`, for a command that needs a capability beyond `JobStore` (the webhook
+    /// outbox, API keys): `lacking` is the usage error when the store has none.
+    func withStore<Capability, T>(
+        as capability: Capability.Type,
+        lacking: String,
+        _ body: (Capability) async throws -> T
+    ) async throws -> T {
+        try await withStore { store in
+            guard let typed = store as? Capability else { throw CommandFailure.usage(lacking) }
+            return try await body(typed)
+        }
+    }
 }
 
 /// `30s`, `10m`, `1h`, `1500ms`, `90` (seconds).

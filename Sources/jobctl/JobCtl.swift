@@ -24,6 +24,8 @@ struct JobCtl: AsyncParsableCommand {
             PresetsCommand.self,
             SampleCommand.self,
             BenchCommand.self,
+            KeysCommand.self,
+            ServeCommand.self,
         ]
     )
 

@@ -131,12 +131,11 @@ struct WebhooksCommand: AsyncParsableCommand {
         _ database: DatabaseOptions,
         _ body: (any WebhookOutbox) async throws -> T
     ) async throws -> T {
-        try await database.withStore { store in
-            guard let outbox = store as? any WebhookOutbox else {
-                throw CommandFailure.usage("this job database has no webhook outbox")
-            }
-            return try await body(outbox)
-        }
+        try await database.withStore(
+            as: (any WebhookOutbox).self,
+            lacking: "this job database has no webhook outbox",
+            body
+        )
     }
 }
 

@@ -1,0 +1,71 @@
+import Foundation
+import Hummingbird
+import Queue
+
+/// The one error body of the API: `{"error": {"code", "message", "field"}}`, with the CLI's
+/// error codes where one applies. Nothing else reaches a client: no stack trace, no SQL.
+public struct APIError: HTTPResponseError, Sendable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var field: String?
+    /// Seconds, for 429.
+    public var retryAfter: Int?
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    static func invalid(_ field: String, _ message: String, code: String = "invalid_request") -> APIError {
+        APIError(.unprocessableContent, code, message, field: field)
+    }
+
+    static let unauthorized = APIError(
+        .unauthorized,
+        "unauthorized",
+        "send an API key as `Authorization: Bearer jck_…` (jobctl keys create)"
+    )
+
+    static func noJob(_ id: String) -> APIError { APIError(.notFound, "job_not_found", "no job \(id)") }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = try APIResponses.json(
+            ErrorBody(error: .init(code: code, message: message, field: field)),
+            status: status
+        )
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
+        return response
+    }
+}
+
+/// `{"error": {"code", "message", "field"}}`, `field` always present (null when none).
+struct ErrorBody: Codable, Sendable {
+    struct Detail: Codable, Sendable {
+        let code: String
+        let message: String
+        let field: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(code, forKey: .code)
+            try container.encode(message, forKey: .message)
+            try container.encode(field, forKey: .field)
+        }
+    }
+    let error: Detail
+}
+
+enum APIResponses {
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try Job.makeJSONEncoder(pretty: false).encode(value)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}

@@ -1,0 +1,416 @@
+import Foundation
+import Hummingbird
+import Logging
+import Media
+import Queue
+import SafeHTTP
+import ServiceLifecycle
+
+/// The request context: the API key the request was authenticated with (every route but
+/// `/healthz`), and a small body limit.
+public struct APIRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var key: APIKey?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    /// Job requests are small; anything bigger is refused with 413 before it is read.
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// What the routes work with: the store (jobs and keys), the presets, where local paths may
+/// point, the outbound address guard.
+public struct APIConfiguration: Sendable {
+    public var store: any JobStore & APIKeyStore
+    public var catalog: PresetCatalog
+    public var paths: PathScope
+    public var policy: AddressPolicy
+    /// The longest `?wait=` a client may ask for.
+    public var maximumWait: Duration
+
+    public init(
+        store: any JobStore & APIKeyStore,
+        catalog: PresetCatalog,
+        paths: PathScope = PathScope(),
+        policy: AddressPolicy = AddressPolicy(),
+        maximumWait: Duration = .seconds(60)
+    ) {
+        self.store = store
+        self.catalog = catalog
+        self.paths = paths
+        self.policy = policy
+        self.maximumWait = maximumWait
+    }
+}
+
+/// The routes of `jobctl serve` (docs/api.md).
+public enum APIRoutes {
+    public static func router(_ configuration: APIConfiguration, logger: Logger) -> Router<APIRequestContext> {
+        let router = Router(context: APIRequestContext.self)
+        router.add(middleware: ErrorShape(logger: logger))
+        router.add(middleware: KeyAuthentication(store: configuration.store, logger: logger))
+        router.get("/healthz") { _, _ -> Response in
+            do {
+                _ = try await configuration.store.statusCounts()
+                return try APIResponses.json(["status": "ok"])
+            } catch {
+                return try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
+            }
+        }
+        let jobs = JobRoutes(configuration: configuration)
+        router.post("/v1/jobs", use: jobs.submit)
+        router.get("/v1/jobs", use: jobs.list)
+        router.get("/v1/jobs/{id}", use: jobs.show)
+        router.post("/v1/jobs/{id}/cancel", use: jobs.cancel)
+        router.post("/v1/jobs/{id}/retry", use: jobs.retry)
+        return router
+    }
+}
+
+/// Every error leaves in the API's one shape: Hummingbird's own (413, 404) keep their status,
+/// a database error is 503 `database_unavailable`, anything else 500 `internal`, with the
+/// details in the log only.
+struct ErrorShape: RouterMiddleware {
+    let logger: Logger
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as Hummingbird.HTTPError {
+            let code = error.status == .notFound ? "not_found" : "invalid_request"
+            throw APIError(error.status, code, error.body ?? error.status.reasonPhrase)
+        } catch let error as JobStoreError where error.code != .conflict && error.code != .notFound {
+            logger.error("The job database failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            throw APIError(.serviceUnavailable, "database_unavailable", "the job database cannot be reached; try again")
+        } catch {
+            logger.error("A request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            throw APIError(.internalServerError, "internal", "the request failed; the server's log has the details")
+        }
+    }
+}
+
+/// `Authorization: Bearer jck_…` on every route but `/healthz`. A failure is logged with the
+/// key's id when it has one, never with the key.
+struct KeyAuthentication: RouterMiddleware {
+    let store: any APIKeyStore
+    let logger: Logger
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        if request.uri.path == "/healthz" { return try await next(request, context) }
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            throw APIError.unauthorized
+        }
+        let text = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        let key: APIKey?
+        do {
+            key = try await APIKeys.verify(Substring(text), in: store)
+        } catch {
+            logger.error("Checking an API key failed", metadata: ["error": "\(error)"])
+            throw APIError(.serviceUnavailable, "database_unavailable", "the job database cannot be reached; try again")
+        }
+        guard let key else {
+            logger.warning(
+                "Refused an API key",
+                metadata: [
+                    "key.id": "\(APIKeys.parse(Substring(text))?.id ?? "malformed")", "path": "\(request.uri.path)",
+                ]
+            )
+            throw APIError.unauthorized
+        }
+        var context = context
+        context.key = key
+        return try await next(request, context)
+    }
+}
+
+/// The `/v1/jobs` routes. A key sees and acts on the jobs it submitted; an `admin` key on all.
+struct JobRoutes: Sendable {
+    let configuration: APIConfiguration
+    var store: any JobStore & APIKeyStore { configuration.store }
+
+    func submit(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let key = try Self.require(.submit, context)
+        let idempotencyKey = request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value
+        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 255 {
+            throw APIError(
+                .badRequest,
+                "invalid_request",
+                "Idempotency-Key is 1 to 255 bytes",
+                field: "Idempotency-Key"
+            )
+        }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: context.maxUploadSize)
+        } catch {
+            throw APIError(
+                .contentTooLarge,
+                "invalid_request",
+                "the body is larger than \(context.maxUploadSize / 1024) KiB"
+            )
+        }
+        let submitted: SubmitRequest
+        do {
+            submitted = try JSONDecoder().decode(SubmitRequest.self, from: Data(buffer: body))
+        } catch let error as DecodingError {
+            throw Self.describe(error)
+        } catch {
+            throw APIError(.badRequest, "invalid_request", "the body is not JSON")
+        }
+        let jobRequest = try submitted.jobRequest(
+            owner: key,
+            idempotencyKey: idempotencyKey,
+            catalog: configuration.catalog,
+            scope: configuration.paths,
+            policy: configuration.policy
+        )
+        let (job, created) = try await store.submit(jobRequest)
+        if !created {
+            // Stripe's rule: the same key with another request is a client bug, not a replay.
+            guard Self.sameRequest(job, jobRequest) else {
+                throw APIError(
+                    .unprocessableContent,
+                    "idempotency_key_reused",
+                    "Idempotency-Key was used for a different request (job \(job.id))",
+                    field: "Idempotency-Key"
+                )
+            }
+            return try APIResponses.json(job)
+        }
+        return try APIResponses.json(job, status: .created)
+    }
+
+    func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let key = try Self.require(.read, context)
+        let id = try Self.jobID(context)
+        guard var job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
+        if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
+            job = try await JobWaiter(store: store).wait(for: id, upTo: wait) ?? job
+        }
+        return try APIResponses.json(job)
+    }
+
+    func list(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let key = try Self.require(.read, context)
+        let parameters = request.uri.queryParameters
+        var query = JobQuery(owner: key.scope == .admin ? nil : key.id, limit: 25)
+        if let status = parameters.get("status") {
+            guard let value = JobStatus(rawValue: status) else {
+                throw APIError.invalid("status", "status is one of unknown, reading, completed, failed, cancelled")
+            }
+            query.status = value
+        }
+        if let limit = parameters.get("limit") {
+            guard let value = Int(limit), (1...200).contains(value) else {
+                throw APIError.invalid("limit", "limit is between 1 and 200")
+            }
+            query.limit = value
+        }
+        if let cursor = parameters.get("cursor") {
+            guard let value = ListCursor.decode(cursor) else {
+                throw APIError.invalid("cursor", "cursor is not one this server gave")
+            }
+            query.after = value
+        }
+        let jobs = try await store.jobs(query)
+        struct Page: Encodable {
+            let jobs: [Job]
+            let nextCursor: String?
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(jobs, forKey: .jobs)
+                try container.encode(nextCursor, forKey: .nextCursor)
+            }
+
+            enum CodingKeys: String, CodingKey {
+                case jobs
+                case nextCursor = "next_cursor"
+            }
+        }
+        let next = jobs.count == query.limit ? jobs.last.map(ListCursor.encode) : nil
+        return try APIResponses.json(Page(jobs: jobs, nextCursor: next))
+    }
+
+    func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let key = try Self.require(.submit, context)
+        let id = try Self.jobID(context)
+        guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
+        do {
+            switch try await store.cancel(id) {
+            case .cancelled(let job), .requested(let job): return try APIResponses.json(job, status: .accepted)
+            }
+        } catch let error as JobStoreError where error.code == .conflict {
+            throw APIError(.conflict, "job_ended", error.message)
+        }
+    }
+
+    func retry(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let key = try Self.require(.submit, context)
+        let id = try Self.jobID(context)
+        guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
+        do {
+            return try APIResponses.json(try await store.retry(id))
+        } catch let error as JobStoreError where error.code == .conflict {
+            throw APIError(.conflict, "job_not_retryable", error.message)
+        }
+    }
+
+    // MARK: Helpers
+
+    static func require(_ scope: APIScope, _ context: APIRequestContext) throws -> APIKey {
+        guard let key = context.key else { throw APIError.unauthorized }
+        guard key.scope >= scope else {
+            throw APIError(
+                .forbidden,
+                "forbidden",
+                "this key's scope is \(key.scope.rawValue); this needs \(scope.rawValue)"
+            )
+        }
+        return key
+    }
+
+    static func visible(_ job: Job, to key: APIKey) -> Bool { key.scope == .admin || job.owner == key.id }
+
+    static func jobID(_ context: APIRequestContext) throws -> JobID {
+        let text = try context.parameters.require("id")
+        let id = JobID(text)
+        guard id.isWellFormed else { throw APIError.noJob(String(text.prefix(64))) }
+        return id
+    }
+
+    /// `?wait=30s` (or `1500ms`, `2m`, a number of seconds), at most `maximum`.
+    static func waitParameter(_ request: Request, maximum: Duration) throws -> Duration? {
+        guard let text = request.uri.queryParameters.get("wait") else { return nil }
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
+        var seconds: Double?
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            seconds = Double(text.dropLast(suffix.count)).map { $0 * scale }
+            break
+        }
+        if seconds == nil { seconds = Double(text) }
+        guard let seconds, seconds.isFinite, seconds >= 0 else {
+            throw APIError.invalid("wait", "wait is a duration such as 30s, 1500ms or 2m")
+        }
+        return min(.milliseconds(Int64(seconds * 1000)), maximum)
+    }
+
+    /// Whether a stored job is what `request` would have created (an idempotent replay).
+    static func sameRequest(_ job: Job, _ request: JobRequest) -> Bool {
+        job.kind == request.kind && job.input == request.input && job.output == request.output
+            && job.preset == request.preset && job.range == request.range && job.priority == request.priority
+            && job.metadata == request.metadata && job.webhook == request.webhook && job.owner == request.owner
+            && job.maxAttempts >= request.maxAttempts && job.presetSettings == request.presetSettings
+    }
+
+    static func describe(_ error: DecodingError) -> APIError {
+        func path(_ keys: [any CodingKey]) -> String? {
+            keys.isEmpty ? nil : keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath + [key]) ?? key.stringValue
+            return .invalid(field, "\(field) is required")
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            let field = path(context.codingPath) ?? "body"
+            return .invalid(field, "\(field) has the wrong type")
+        case .dataCorrupted(let context):
+            if let field = path(context.codingPath) { return .invalid(field, "\(field) is not valid") }
+            return APIError(.badRequest, "invalid_request", "the body is not JSON")
+        @unknown default:
+            return APIError(.badRequest, "invalid_request", "the body could not be read")
+        }
+    }
+}
+
+/// The opaque `next_cursor`: base64url of `CREATED_MS:ID`.
+enum ListCursor {
+    static func encode(_ job: Job) -> String {
+        Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ text: String) -> JobQuery.Cursor? {
+        guard text.utf8.count <= 200 else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else {
+            return nil
+        }
+        let parts = plain.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let created = Int64(parts[0]) else { return nil }
+        let id = JobID(String(parts[1]))
+        guard id.isWellFormed else { return nil }
+        return JobQuery.Cursor(createdAt: created, id: id)
+    }
+}
+
+/// Waits for a job to end, woken by the store's change notifications (and a poll every
+/// second, as workers do: a notification may be missed).
+struct JobWaiter: Sendable {
+    let store: any JobStore
+
+    /// The job once it has ended, or as it is when `limit` passes or the server starts to shut
+    /// down (`nil`: it is gone).
+    func wait(for id: JobID, upTo limit: Duration) async throws -> Job? {
+        let deadline = ContinuousClock.now + limit
+        let changes = (store as? any JobStoreChangeNotifying)?.changes()
+        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        return try await withGracefulShutdownHandler {
+            try await wait(for: id, deadline: deadline, changes: changes, wakeUps: wakeUps, wake: wake)
+        } onGracefulShutdown: {
+            wake.finish()
+        }
+    }
+
+    private func wait(
+        for id: JobID,
+        deadline: ContinuousClock.Instant,
+        changes: AsyncStream<Void>?,
+        wakeUps: AsyncStream<Void>,
+        wake: AsyncStream<Void>.Continuation
+    ) async throws -> Job? {
+        try await withThrowingTaskGroup(of: Job?.self) { group in
+            if let changes {
+                group.addTask {
+                    for await _ in changes { wake.yield() }
+                    return nil
+                }
+            }
+            group.addTask {
+                while ContinuousClock.now < deadline {
+                    try await Task.sleep(for: min(.seconds(1), deadline - .now))
+                    wake.yield()
+                }
+                wake.finish()
+                return nil
+            }
+            // The reader ends the wait: the job ended, or the deadline finished the stream.
+            var job = try await store.job(id)
+            if job?.status.isTerminal ?? true {
+                group.cancelAll()
+                return job
+            }
+            for await _ in wakeUps {
+                job = try await store.job(id)
+                if job?.status.isTerminal ?? true { break }
+            }
+            group.cancelAll()
+            return job
+        }
+    }
+}

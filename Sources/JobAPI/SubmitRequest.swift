@@ -1,0 +1,201 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+import SafeHTTP
+
+/// The body of `POST /v1/jobs`, checked field by field into a `JobRequest`.
+struct SubmitRequest: Decodable, Sendable, Hashable {
+    var input: String
+    var kind: String?
+    var preset: String?
+    var range: RangeValue?
+    var output: String
+    var priority: Int?
+    var maxAttempts: Int?
+    var metadata: [String: String]?
+    var webhook: String?
+
+    /// `"1s+3s"` (the CLI's grammar) or `{"start": 1, "duration": 3}` in seconds.
+    enum RangeValue: Decodable, Sendable, Hashable {
+        case text(String)
+        case seconds(start: Double, duration: Double?)
+
+        init(from decoder: any Decoder) throws {
+            if let text = try? decoder.singleValueContainer().decode(String.self) {
+                self = .text(text)
+                return
+            }
+            struct Seconds: Decodable {
+                var start: Double
+                var duration: Double?
+            }
+            let value = try Seconds(from: decoder)
+            self = .seconds(start: value.start, duration: value.duration)
+        }
+    }
+}
+
+/// Where the API lets a client's job read and write on this host: nowhere by default (only
+/// http(s) URLs), or under the roots `jobctl serve` was given. A client is not the host's
+/// user: without a root it could read `/etc/shadow` into an output it fetches.
+public struct PathScope: Sendable, Hashable {
+    public var inputRoot: String?
+    public var outputRoot: String?
+
+    public init(inputRoot: String? = nil, outputRoot: String? = nil) {
+        self.inputRoot = inputRoot.map(PathScope.normalized)
+        self.outputRoot = outputRoot.map(PathScope.normalized)
+    }
+
+    static func normalized(_ path: String) -> String {
+        let standardized = (path as NSString).standardizingPath
+        return standardized.hasSuffix("/") ? String(standardized.dropLast()) : standardized
+    }
+
+    /// Whether `path` (absolute, no `..`) lies under `root`.
+    static func contains(_ root: String, _ path: String) -> Bool {
+        guard path.hasPrefix("/"), !path.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
+            return false
+        }
+        return path == root || path.hasPrefix(root == "/" ? "/" : root + "/")
+    }
+}
+
+extension SubmitRequest {
+    static let maximumMetadata = 32
+
+    /// The job to queue for `owner`, or the first field that is wrong.
+    func jobRequest(
+        owner: APIKey,
+        idempotencyKey: String?,
+        catalog: PresetCatalog,
+        scope: PathScope,
+        policy: AddressPolicy
+    ) throws(APIError) -> JobRequest {
+        let kind = JobKind(rawValue: self.kind ?? "export")
+        guard let kind, kind == .export || kind == .noop else {
+            throw .invalid(
+                "kind",
+                "kind is export over HTTP for now (thumbnails, storyboard and waveform: with the CLI), not '\(self.kind ?? "")'"
+            )
+        }
+        try Self.checkLocation(input, field: "input", root: scope.inputRoot, policy: policy, code: "input_unreadable")
+        try Self.checkLocation(
+            output,
+            field: "output",
+            root: scope.outputRoot,
+            policy: policy,
+            code: "output_forbidden"
+        )
+        var presetName = "noop"
+        var settings = JSONValue.null
+        if kind == .export {
+            guard let name = preset, !name.isEmpty else {
+                throw .invalid("preset", "preset is required (GET the names with `jobctl presets`)")
+            }
+            do {
+                let found = try catalog.preset(named: name)
+                presetName = found.name
+                settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(found))
+            } catch let error as MediaError {
+                throw APIError.invalid("preset", error.message, code: error.code.rawValue)
+            } catch {
+                throw APIError.invalid("preset", "\(error)")
+            }
+        }
+        let maxAttempts = self.maxAttempts ?? 3
+        guard (1...100).contains(maxAttempts) else { throw .invalid("maxAttempts", "maxAttempts is between 1 and 100") }
+        let priority = self.priority ?? 0
+        guard (-1000...1000).contains(priority) else {
+            throw .invalid("priority", "priority is between -1000 and 1000")
+        }
+        let metadata = self.metadata ?? [:]
+        guard metadata.count <= Self.maximumMetadata,
+            metadata.allSatisfy({ !$0.key.isEmpty && $0.key.utf8.count <= 100 && $0.value.utf8.count <= 1000 })
+        else {
+            throw .invalid(
+                "metadata",
+                "metadata is at most \(Self.maximumMetadata) entries, keys of 1 to 100 bytes, values up to 1000"
+            )
+        }
+        if let webhook {
+            guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host?.isEmpty == false
+            else { throw .invalid("webhook", "webhook must be an http(s) URL") }
+            if let refusal = policy.staticRefusal(for: webhook) {
+                throw .invalid("webhook", "\(MediaLocation.displayed(webhook)): \(refusal)", code: "webhook_forbidden")
+            }
+        }
+        return JobRequest(
+            kind: kind,
+            input: input,
+            output: output,
+            preset: presetName,
+            presetSettings: settings,
+            range: try range.map(Self.range),
+            priority: priority,
+            maxAttempts: maxAttempts,
+            idempotencyKey: idempotencyKey.map { "api:\(owner.id):\($0)" },
+            metadata: metadata,
+            webhook: webhook,
+            owner: owner.id
+        )
+    }
+
+    static func range(_ value: RangeValue) throws(APIError) -> Job.Range {
+        switch value {
+        case .text(let text):
+            do {
+                let parsed = try TimeRange(parsing: text)
+                return Job.Range(start: Double(parsed.start) / 1e6, duration: parsed.duration.map { Double($0) / 1e6 })
+            } catch {
+                throw .invalid("range", error.description, code: "range_out_of_bounds")
+            }
+        case .seconds(let start, let duration):
+            guard start.isFinite, start >= 0, start < 1e9, duration.map({ $0.isFinite && $0 > 0 && $0 < 1e9 }) ?? true
+            else {
+                throw .invalid(
+                    "range",
+                    "range.start is 0 or more and range.duration more than 0 (seconds)",
+                    code: "range_out_of_bounds"
+                )
+            }
+            return Job.Range(start: start, duration: duration)
+        }
+    }
+
+    /// A local path must be absolute and under `root`; a URL must be http(s) and not point at
+    /// this network (the same guard as the CLI's).
+    static func checkLocation(
+        _ location: String,
+        field: String,
+        root: String?,
+        policy: AddressPolicy,
+        code: String
+    ) throws(APIError) {
+        guard !location.isEmpty, location.utf8.count <= 4096, !location.contains("\0") else {
+            throw .invalid(field, "\(field) is a path or an http(s) URL of at most 4096 bytes")
+        }
+        if location.contains("://") {
+            let scheme = location.prefix { $0 != ":" }.lowercased()
+            guard scheme == "http" || scheme == "https" else {
+                throw .invalid(field, "\(field) is an http(s) URL or a path, not a \(scheme):// URL")
+            }
+            if let refusal = policy.staticRefusal(for: location) {
+                throw .invalid(field, "\(MediaLocation.displayed(location)): \(refusal)", code: code)
+            }
+            return
+        }
+        guard let root else {
+            throw .invalid(
+                field,
+                "local paths are not accepted: this server was started without --\(field)-root; send an http(s) URL",
+                code: code
+            )
+        }
+        guard PathScope.contains(root, location) else {
+            throw .invalid(field, "\(field) must be an absolute path under \(root), without '..'", code: code)
+        }
+    }
+}

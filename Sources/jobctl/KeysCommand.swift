@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import JobAPI
+import Queue
+
+extension APIScope: ExpressibleByArgument {}
+
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "API keys for `jobctl serve`: create (printed once), list, revoke.",
+        discussion: """
+            Keys live in the job database, so every `jobctl serve` in front of it knows them. Only \
+            a SHA-256 of a key's secret is stored: a lost key cannot be shown again; revoke it and \
+            create another. Scopes: read (its own jobs), submit (also submits, cancels and \
+            retries them), admin (every job, the CLI's included). docs/api.md.
+            """,
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a key and print it (the only time it is shown)."
+        )
+
+        @Option(help: "A name to recognise the key by (who or what uses it).")
+        var name: String
+
+        @Option(help: "What the key may do: read, submit or admin.")
+        var scope: APIScope = .submit
+
+        @Flag(help: "Print JSON: the key's record and, once, `key`.")
+        var json = false
+
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var global: GlobalOptions
+
+        func validate() throws {
+            let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, trimmed.count <= 100, !name.contains(where: \.isNewline) else {
+                throw ValidationError("--name is 1 to 100 characters on one line")
+            }
+        }
+
+        func run() async throws {
+            _ = global.bootstrapLogging()
+            try await reportingFailures {
+                let made = APIKeys.make(name: name, scope: scope)
+                try await KeysCommand.withKeys(database) {
+                    try await $0.createAPIKey(made.key, secretHash: made.secretHash)
+                }
+                if json {
+                    struct Created: Encodable {
+                        let id, name, key: String
+                        let scope: APIScope
+                        let createdAt: Date
+                    }
+                    return try JobFormatting.printJSON(
+                        Created(
+                            id: made.key.id,
+                            name: made.key.name,
+                            key: made.text,
+                            scope: made.key.scope,
+                            createdAt: made.key.createdAt
+                        )
+                    )
+                }
+                print(made.text)
+                Terminal.printError(
+                    "created key \(made.key.id) (\(made.key.scope.rawValue)) for \(made.key.name): store it now, it is not shown again"
+                )
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every key: id, scope, name, created, revoked.")
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            _ = global.bootstrapLogging()
+            try await reportingFailures {
+                let keys = try await KeysCommand.withKeys(database) { try await $0.apiKeys() }
+                if json { return try JobFormatting.printJSON(keys) }
+                if keys.isEmpty { Terminal.printError("no API keys (jobctl keys create --name NAME makes one)") }
+                for key in keys {
+                    let state = key.revokedAt.map { "revoked \(Job.timestamp($0))" } ?? "active"
+                    print(
+                        "\(key.id)  \(key.scope.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  created \(Job.timestamp(key.createdAt))  \(state)  \(key.name)"
+                    )
+                }
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a key: its next request is refused (401)."
+        )
+
+        @Argument(help: "The key's id (the 12 hex digits after jck_), or the whole key.")
+        var id: String
+
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            _ = global.bootstrapLogging()
+            try await reportingFailures {
+                let id = APIKeys.parse(Substring(self.id))?.id ?? self.id
+                let revoked = try await KeysCommand.withKeys(database) { try await $0.revokeAPIKey(id: id, at: Date()) }
+                guard revoked else {
+                    throw CommandFailure.failed(code: "key_not_found", "no active API key \(id) (jobctl keys list)")
+                }
+                Terminal.printError("revoked key \(id)")
+            }
+        }
+    }
+
+    static func withKeys<T>(_ database: DatabaseOptions, _ body: (any APIKeyStore) async throws -> T) async throws -> T
+    {
+        try await database.withStore(as: (any APIKeyStore).self, lacking: "this job database keeps no API keys", body)
+    }
+}

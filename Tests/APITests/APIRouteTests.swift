@@ -1,0 +1,346 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JobAPI
+import Logging
+import Media
+import MediaTestKit
+import Queue
+import QueueSQLite
+import Synchronization
+import Testing
+
+/// The routes through Hummingbird's router test client, on a real SQLite file.
+@Suite("HTTP API routes")
+struct APIRouteTests {
+    /// A fresh database with three keys, and the application in front of it.
+    struct Fixture {
+        let directory: TemporaryDirectory
+        let store: SQLiteJobStore
+        let submit: String
+        let other: String
+        let read: String
+        let admin: String
+        let app: Application<RouterResponder<APIRequestContext>>
+
+        init(maximumWait: Duration = .seconds(10)) async throws {
+            directory = try TemporaryDirectory("api")
+            store = try SQLiteJobStore(path: directory.file("jobs.sqlite"))
+            let store = self.store
+            submit = try await Self.key(.submit, "ingest", store)
+            other = try await Self.key(.submit, "another tenant", store)
+            read = try await Self.key(.read, "dashboard", store)
+            admin = try await Self.key(.admin, "ops", store)
+            let router = APIRoutes.router(
+                APIConfiguration(
+                    store: store,
+                    catalog: try PresetCatalog(customFile: nil),
+                    paths: PathScope(inputRoot: directory.path, outputRoot: directory.path),
+                    maximumWait: maximumWait
+                ),
+                logger: Logger(label: "api-test")
+            )
+            app = Application(router: router)
+        }
+
+        static func key(_ scope: APIScope, _ name: String, _ store: SQLiteJobStore) async throws -> String {
+            let made = APIKeys.make(name: name, scope: scope)
+            try await store.createAPIKey(made.key, secretHash: made.secretHash)
+            return made.text
+        }
+
+        func body(input: String? = nil, output: String? = nil, extra: String = "") -> ByteBuffer {
+            let input = input ?? directory.file("in.mov")
+            let output = output ?? directory.file("out.mp4")
+            return ByteBuffer(string: #"{"input":"\#(input)","output":"\#(output)","preset":"low"\#(extra)}"#)
+        }
+    }
+
+    static func headers(_ key: String?, idempotency: String? = nil) -> HTTPFields {
+        var fields = HTTPFields()
+        if let key { fields[.authorization] = "Bearer \(key)" }
+        if let idempotency { fields[HTTPField.Name("Idempotency-Key")!] = idempotency }
+        fields[.contentType] = "application/json"
+        return fields
+    }
+
+    /// The body as a JSON object (empty when it is not one: the expectations then fail).
+    static func json(_ response: TestResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+    }
+
+    static func errorCode(_ response: TestResponse) -> (code: String?, field: String?) {
+        let error = json(response)["error"] as? [String: Any]
+        return (error?["code"] as? String, error?["field"] as? String)
+    }
+
+    @Test("no key, a malformed key, a wrong secret and a revoked key are 401; /healthz needs none")
+    func authentication() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            for key in [nil, "nonsense", "jck_000000000000_" + String(repeating: "a", count: 43)] {
+                try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(key)) { response in
+                    #expect(response.status == .unauthorized)
+                    #expect(response.headers[.wwwAuthenticate] == "Bearer")
+                    #expect(Self.errorCode(response).code == "unauthorized")
+                }
+            }
+            // The right id with another secret.
+            let forged = String(f.submit.dropLast(4)) + "AAAA"
+            try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(forged)) {
+                #expect($0.status == .unauthorized)
+            }
+            try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit)) {
+                #expect($0.status == .ok)
+            }
+            // An unknown route, and a body too large, in the API's error shape.
+            try await client.execute(uri: "/v1/nothing", method: .get, headers: Self.headers(f.submit)) {
+                #expect($0.status == .notFound)
+                #expect(Self.errorCode($0).code == "not_found")
+            }
+            let id = try #require(APIKeys.parse(Substring(f.submit))?.id)
+            #expect(try await f.store.revokeAPIKey(id: id, at: Date()))
+            try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit)) {
+                #expect($0.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test("scopes and tenants: read cannot submit; a key sees only its own jobs; admin sees all")
+    func scopesAndTenants() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            try await client.execute(uri: "/v1/jobs", method: .post, headers: Self.headers(f.read), body: f.body()) {
+                #expect($0.status == .forbidden)
+            }
+            let created = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit),
+                body: f.body()
+            )
+            #expect(created.status == .created)
+            let job = Self.json(created)
+            let id = try #require(job["id"] as? String)
+            #expect(job["owner"] as? String == APIKeys.parse(Substring(f.submit))?.id)
+            #expect(job["status"] as? String == "unknown")
+
+            for (key, visible) in [(f.submit, true), (f.other, false), (f.read, false), (f.admin, true)] {
+                try await client.execute(uri: "/v1/jobs/\(id)", method: .get, headers: Self.headers(key)) {
+                    #expect($0.status == (visible ? .ok : .notFound))
+                }
+                let listed = try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(key))
+                let jobs = try #require(Self.json(listed)["jobs"] as? [[String: Any]])
+                #expect(jobs.count == (visible ? 1 : 0))
+            }
+            // Another tenant cannot cancel it either.
+            try await client.execute(uri: "/v1/jobs/\(id)/cancel", method: .post, headers: Self.headers(f.other)) {
+                #expect($0.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/jobs/not-an-id", method: .get, headers: Self.headers(f.admin)) {
+                #expect($0.status == .notFound)
+            }
+        }
+    }
+
+    @Test("bad requests name their field: missing output, paths outside the root, bad range, not JSON, too big")
+    func validation() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            func post(_ body: ByteBuffer) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/jobs", method: .post, headers: Self.headers(f.submit), body: body)
+            }
+            var response = try await post(
+                ByteBuffer(string: #"{"input":"https://media.example/in.mov","preset":"low"}"#)
+            )
+            #expect(response.status == .unprocessableContent)
+            #expect(Self.errorCode(response).field == "output")
+            response = try await post(f.body(input: "/etc/shadow"))
+            #expect(Self.errorCode(response) == ("input_unreadable", "input"))
+            response = try await post(f.body(input: f.directory.file("../../etc/shadow")))
+            #expect(Self.errorCode(response) == ("input_unreadable", "input"))
+            response = try await post(f.body(output: "/dev/null"))
+            #expect(Self.errorCode(response) == ("output_forbidden", "output"))
+            response = try await post(f.body(input: "http://169.254.169.254/latest/meta-data"))
+            #expect(Self.errorCode(response) == ("input_unreadable", "input"))
+            response = try await post(f.body(extra: #","range":"9s-3s""#))
+            #expect(Self.errorCode(response) == ("range_out_of_bounds", "range"))
+            response = try await post(f.body(extra: #","range":{"start":-1}"#))
+            #expect(Self.errorCode(response) == ("range_out_of_bounds", "range"))
+            response = try await post(f.body(extra: #","maxAttempts":0"#))
+            #expect(Self.errorCode(response).field == "maxAttempts")
+            response = try await post(f.body(extra: #","webhook":"http://127.0.0.1:9/hook""#))
+            #expect(Self.errorCode(response) == ("webhook_forbidden", "webhook"))
+            response = try await post(ByteBuffer(string: #"{"input":"#))
+            #expect(response.status == .badRequest)
+            response = try await post(ByteBuffer(string: #"{"input":5,"output":"x","preset":"low"}"#))
+            #expect(Self.errorCode(response).field == "input")
+            response = try await post(f.body(extra: #","preset2":""# + String(repeating: "x", count: 70_000) + #"""#))
+            #expect(response.status == .contentTooLarge)
+            #expect(Self.errorCode(response).code == "invalid_request")
+            response = try await post(
+                ByteBuffer(
+                    string:
+                        #"{"input":"\#(f.directory.file("in.mov"))","output":"\#(f.directory.file("o.mp4"))","preset":"nope"}"#
+                )
+            )
+            #expect(Self.errorCode(response) == ("preset_unknown", "preset"))
+            #expect(try await f.store.jobs(status: nil, limit: 10).isEmpty, "a refused request queued a job")
+        }
+    }
+
+    @Test("Idempotency-Key: a replay returns the job (200), another body is 422, 8 at once make one job")
+    func idempotency() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let headers = Self.headers(f.submit, idempotency: "order-1234")
+            let statuses = try await withThrowingTaskGroup(of: (HTTPResponse.Status, String?).self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        let response = try await client.execute(
+                            uri: "/v1/jobs",
+                            method: .post,
+                            headers: headers,
+                            body: f.body()
+                        )
+                        return (response.status, Self.json(response)["id"] as? String)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0.0 == .created }.count == 1)
+            #expect(statuses.filter { $0.0 == .ok }.count == 7)
+            #expect(Set(statuses.map(\.1)).count == 1, "the replays returned another job")
+            #expect(try await f.store.jobs(status: nil, limit: 10).count == 1)
+
+            var response = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: headers,
+                body: f.body(extra: #","priority":5"#)
+            )
+            #expect(response.status == .unprocessableContent)
+            #expect(Self.errorCode(response) == ("idempotency_key_reused", "Idempotency-Key"))
+            // The same key from another tenant is another job: keys are per API key.
+            response = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.other, idempotency: "order-1234"),
+                body: f.body()
+            )
+            #expect(response.status == .created)
+            response = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit, idempotency: String(repeating: "k", count: 256)),
+                body: f.body()
+            )
+            #expect(response.status == .badRequest)
+        }
+    }
+
+    @Test("cursor pagination over 60 jobs, 7 a page, while jobs keep arriving: each job exactly once")
+    func pagination() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            var submitted: Set<String> = []
+            for index in 0..<60 {
+                let response = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: Self.headers(f.submit),
+                    body: f.body(output: f.directory.file("out-\(index).mp4"))
+                )
+                submitted.insert(try #require(Self.json(response)["id"] as? String))
+            }
+            var seen: [String] = []
+            var cursor: String?
+            for page in 0..<20 {
+                let uri = "/v1/jobs?limit=7" + (cursor.map { "&cursor=\($0)" } ?? "")
+                let response = try await client.execute(uri: uri, method: .get, headers: Self.headers(f.submit))
+                #expect(response.status == .ok)
+                let body = Self.json(response)
+                seen += (body["jobs"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                cursor = body["next_cursor"] as? String
+                // New jobs between pages come before the cursor: never in a later page.
+                _ = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: Self.headers(f.submit),
+                    body: f.body(output: f.directory.file("late-\(page).mp4"))
+                )
+                if cursor == nil { break }
+            }
+            #expect(seen.count == 60 && Set(seen) == submitted, "\(seen.count) listed")
+            try await client.execute(uri: "/v1/jobs?cursor=bm9wZQ", method: .get, headers: Self.headers(f.submit)) {
+                #expect(Self.errorCode($0).field == "cursor")
+            }
+            try await client.execute(uri: "/v1/jobs?status=done", method: .get, headers: Self.headers(f.submit)) {
+                #expect(Self.errorCode($0).field == "status")
+            }
+        }
+    }
+
+    @Test("cancel (202, then 409 once ended), retry, and ?wait= answered as soon as the job ends")
+    func cancelRetryWait() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let created = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit),
+                body: f.body()
+            )
+            let id = try #require(Self.json(created)["id"] as? String)
+            // A long poll, ended by a cancel 300 ms later.
+            let started = ContinuousClock.now
+            let waiting = Task {
+                try await client.execute(uri: "/v1/jobs/\(id)?wait=8s", method: .get, headers: Self.headers(f.read))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            try await client.execute(uri: "/v1/jobs/\(id)/cancel", method: .post, headers: Self.headers(f.submit)) {
+                #expect($0.status == .accepted)
+            }
+            _ = waiting  // (the read key cannot see it: 404 at once; see the admin wait below)
+            let waited = try await waiting.value
+            #expect(waited.status == .notFound)
+            try await client.execute(uri: "/v1/jobs/\(id)/cancel", method: .post, headers: Self.headers(f.submit)) {
+                #expect($0.status == .conflict)
+                #expect(Self.errorCode($0).code == "job_ended")
+            }
+            try await client.execute(uri: "/v1/jobs/\(id)/retry", method: .post, headers: Self.headers(f.submit)) {
+                #expect($0.status == .ok)
+                #expect(Self.json($0)["status"] as? String == "unknown")
+            }
+            let adminWait = Task {
+                try await client.execute(uri: "/v1/jobs/\(id)?wait=8s", method: .get, headers: Self.headers(f.admin))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await f.store.cancel(JobID(id))
+            let answer = try await adminWait.value
+            #expect(Self.json(answer)["status"] as? String == "cancelled")
+            #expect(ContinuousClock.now - started < .seconds(6), "the long poll waited past the job's end")
+            // A wait on a job that does not end answers with the job as it is when the wait is over.
+            let second = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit),
+                body: f.body(output: f.directory.file("b.mp4"))
+            )
+            let other = try #require(Self.json(second)["id"] as? String)
+            let before = ContinuousClock.now
+            try await client.execute(uri: "/v1/jobs/\(other)?wait=1s", method: .get, headers: Self.headers(f.submit)) {
+                #expect(Self.json($0)["status"] as? String == "unknown")
+            }
+            #expect(ContinuousClock.now - before >= .milliseconds(900))
+        }
+    }
+}

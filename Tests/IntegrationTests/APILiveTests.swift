@@ -1,0 +1,156 @@
+import Foundation
+import MediaTestKit
+import Testing
+
+/// `jobctl serve` as a process on a real socket, driven with curl, in front of a real worker
+/// process and a real webhook receiver.
+@Suite("HTTP API over a socket", .serialized, .timeLimit(.minutes(5)))
+struct APILiveTests {
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    struct Server {
+        let process: JobctlProcess
+        let base: String
+        let key: String
+
+        /// Creates a key, starts `jobctl serve` on a free port, waits for its address.
+        init(_ directory: TemporaryDirectory, db: String, inputRoot: String) async throws {
+            let created = try await Jobctl.run(["keys", "create", "--name", "live", "--db", db])
+            try #require(created.status == 0, "keys create: \(created.stderr)")
+            key = created.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+            process = try JobctlProcess(
+                [
+                    "serve", "--db", db, "--listen", "127.0.0.1:0", "--input-root", inputRoot, "--output-root",
+                    directory.path, "--allow-private-webhooks",
+                ],
+                log: directory.file("serve.log")
+            )
+            var address: String?
+            let process = self.process
+            _ = await eventually(within: .seconds(20)) {
+                address = process.log.split(separator: "\n").first { $0.hasPrefix("listening on ") }
+                    .map { String($0.dropFirst("listening on ".count)) }
+                return address != nil || process.exited != nil
+            }
+            base = try #require(address, "serve did not start: \(process.log)")
+        }
+
+        /// curl with the key; returns the status code and the body.
+        func request(
+            _ method: String,
+            _ path: String,
+            body: String? = nil,
+            key: String? = nil,
+            timeout: Int = 30
+        ) async throws -> (status: Int, json: [String: Any]) {
+            var arguments = [
+                "-sS", "-X", method, "-H", "Authorization: Bearer \(key ?? self.key)", "-w", "\n%{http_code}",
+                "--max-time", "\(timeout)",
+            ]
+            if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
+            let result = try await ProcessRunner.run("curl", arguments + [base + path])
+            let lines = result.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
+            let status = Int(lines.last ?? "") ?? 0
+            let text = lines.dropLast().joined(separator: "\n")
+            let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+            return (status, json)
+        }
+    }
+
+    @Test func submitOverHTTPThenAWorkerRunsItAndTheLongPollAndTheWebhookSeeItEnd() async throws {
+        let directory = try TemporaryDirectory("api-live")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        let input = try await Fixtures.shared.path(.basic)
+        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        defer { server.process.signal(SIGKILL) }
+        let receiver = try await Receiver(directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+
+        let output = directory.file("api.mp4")
+        let submitted = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body:
+                #"{"input":"\#(input)","output":"\#(output)","preset":"low","range":"1s+2s","webhook":"\#(receiver.url())"}"#
+        )
+        #expect(submitted.status == 201, "\(submitted.json)")
+        let id = try #require(submitted.json["id"] as? String)
+
+        let worker = try JobctlProcess(
+            ["worker", "--db", db, "--name", "w", "--once", "--allow-private-webhooks"],
+            log: directory.file("worker.log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret]
+        )
+        let waited = try await server.request("GET", "/v1/jobs/\(id)?wait=60s", timeout: 90)
+        #expect(waited.status == 200)
+        #expect(waited.json["status"] as? String == "completed", "\(waited.json) \(worker.log)")
+        #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
+
+        // ffprobe, not our reader: the range asked for over HTTP.
+        let probe = try await FFProbe.probe(output)
+        #expect(abs((probe.format.durationSeconds ?? 0) - 2) < 0.15, "duration \(probe.format.duration ?? "?")")
+        #expect(probe.video?.codec_name == "h264")
+        let records = receiver.records()
+        #expect(records.count == 1 && records.first?["type"] as? String == "job.completed")
+        #expect(records.first?["valid"] as? Bool == true)
+        #expect(records.first?["jobId"] as? String == id)
+    }
+
+    @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
+        let directory = try TemporaryDirectory("api-cancel")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        let input = try await Fixtures.shared.path(.long)
+        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        defer { server.process.signal(SIGKILL) }
+        let worker = try JobctlProcess(
+            ["worker", "--db", db, "--name", "w"],
+            log: directory.file("worker.log")
+        )
+        defer { worker.signal(SIGKILL) }
+
+        let submitted = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body: #"{"input":"\#(input)","output":"\#(directory.file("long.mp4"))","preset":"highest"}"#
+        )
+        let id = try #require(submitted.json["id"] as? String, "\(submitted)")
+        let running = await eventually(within: .seconds(30)) {
+            (try? await server.request("GET", "/v1/jobs/\(id)").json["status"] as? String) == "reading"
+        }
+        try #require(running, "the job never started: \(worker.log)")
+        let asked = ContinuousClock.now
+        let cancel = try await server.request("POST", "/v1/jobs/\(id)/cancel")
+        #expect(cancel.status == 202)
+        let ended = try await server.request("GET", "/v1/jobs/\(id)?wait=10s")
+        #expect(ended.json["status"] as? String == "cancelled", "\(ended.json)")
+        #expect(
+            ContinuousClock.now - asked < .seconds(2) + .milliseconds(500),
+            "cancel took \(ContinuousClock.now - asked)"
+        )
+        #expect(!FileManager.default.fileExists(atPath: directory.file("long.mp4")), "a partial output was left")
+        #expect(try await server.request("POST", "/v1/jobs/\(id)/cancel").status == 409)
+
+        // A long poll in flight when the server is told to stop is answered, then it exits 0.
+        let queued = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body: #"{"input":"https://media.example/never.mov","output":"\#(directory.file("q.mp4"))","preset":"low"}"#
+        )
+        let queuedID = try #require(queued.json["id"] as? String)
+        worker.signal(SIGTERM)
+        _ = try await worker.waitForExit(timeout: .seconds(30))
+        let started = ContinuousClock.now
+        let polling = Task {
+            let answer = try await server.request("GET", "/v1/jobs/\(queuedID)?wait=20s")
+            return (answer.status, answer.json["status"] as? String)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        server.process.signal(SIGTERM)
+        let answer = try await polling.value
+        #expect(answer == (200, "unknown"), "\(answer)")
+        #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
+        #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
+    }
+}
