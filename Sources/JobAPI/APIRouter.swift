@@ -59,7 +59,7 @@ public enum APIRoutes {
                 return try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
             }
         }
-        let jobs = JobRoutes(configuration: configuration)
+        let jobs = JobRoutes(configuration: configuration, changes: ChangeFanOut(store: configuration.store))
         router.post("/v1/jobs", use: jobs.submit)
         router.get("/v1/jobs", use: jobs.list)
         router.get("/v1/jobs/{id}", use: jobs.show)
@@ -138,6 +138,7 @@ struct KeyAuthentication: RouterMiddleware {
 /// The `/v1/jobs` routes. A key sees and acts on the jobs it submitted; an `admin` key on all.
 struct JobRoutes: Sendable {
     let configuration: APIConfiguration
+    let changes: ChangeFanOut
     var store: any JobStore & APIKeyStore { configuration.store }
 
     func submit(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -198,7 +199,7 @@ struct JobRoutes: Sendable {
         let id = try Self.jobID(context)
         guard var job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
-            job = try await JobWaiter(store: store).wait(for: id, upTo: wait) ?? job
+            job = try await JobWaiter(store: store, changes: changes).wait(for: id, upTo: wait) ?? job
         }
         return try APIResponses.json(job)
     }
@@ -359,16 +360,17 @@ enum ListCursor {
     }
 }
 
-/// Waits for a job to end, woken by the store's change notifications (and a poll every
-/// second, as workers do: a notification may be missed).
+/// Waits for a job to end, woken by the store's change notifications (shared by every waiter:
+/// `ChangeFanOut`) and a poll every second, as workers do: a notification may be missed.
 struct JobWaiter: Sendable {
     let store: any JobStore
+    let changes: ChangeFanOut
 
     /// The job once it has ended, or as it is when `limit` passes or the server starts to shut
     /// down (`nil`: it is gone).
     func wait(for id: JobID, upTo limit: Duration) async throws -> Job? {
         let deadline = ContinuousClock.now + limit
-        let changes = (store as? any JobStoreChangeNotifying)?.changes()
+        let changes = self.changes.subscribe()
         let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         return try await withGracefulShutdownHandler {
             try await wait(for: id, deadline: deadline, changes: changes, wakeUps: wakeUps, wake: wake)

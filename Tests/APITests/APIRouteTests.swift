@@ -343,4 +343,50 @@ struct APIRouteTests {
             #expect(ContinuousClock.now - before >= .milliseconds(900))
         }
     }
+
+    /// Threads of this process whose name starts with `prefix` (Linux: /proc/self/task).
+    static func threads(named prefix: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            ((try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? "").hasPrefix(prefix)
+        }.count
+    }
+
+    @Test("200 long polls share one change subscription (one inotify watcher, not 200) and all see the job end")
+    func longPollsShareOneSubscription() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let created = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit),
+                body: f.body()
+            )
+            let id = try #require(Self.json(created)["id"] as? String)
+            let before = Self.threads(named: "jobctl.sqlite.w")
+            let answers = Task {
+                try await withThrowingTaskGroup(of: String?.self) { group in
+                    for _ in 0..<200 {
+                        group.addTask {
+                            let response = try await client.execute(
+                                uri: "/v1/jobs/\(id)?wait=8s",
+                                method: .get,
+                                headers: Self.headers(f.submit)
+                            )
+                            return Self.json(response)["status"] as? String
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(700))
+            let during = Self.threads(named: "jobctl.sqlite.w")
+            // Other tests of the suite may watch their own databases meanwhile: a few, not 200.
+            #expect(during - before <= 5, "\(during - before) watcher threads for 200 long polls")
+            _ = try await f.store.cancel(JobID(id))
+            let statuses = try await answers.value
+            #expect(statuses.count == 200 && statuses.allSatisfy { $0 == "cancelled" })
+        }
+    }
 }
