@@ -4,8 +4,9 @@
 PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
             libavfilter-dev libsqlite3-dev libcurl4-openssl-dev python3
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a
-# self-signed certificate), python3-yaml and systemd-analyze to check deploy/, and the sqlite3 CLI (damaging a database on purpose).
-TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3
+# self-signed certificate), python3-yaml and systemd-analyze to check deploy/, the sqlite3 CLI (damaging a database on purpose),
+# and python3-venv for openapi-spec-validator (scripts/check-openapi.sh).
+TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv
 # The benchmarks also make a virtualenv for PgQueuer (bench/queue.sh).
 BENCH_PACKAGES := python3-venv
 
@@ -73,6 +74,7 @@ UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|APITests)\.
 MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests)\.
 test: test-deps lint
+	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
 	$(MAKE) --no-print-directory test-unit test-media test-integration

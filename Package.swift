@@ -123,7 +123,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.embedInCode("openapi.json")]
         ),
         // posix_spawn for the test helpers (Foundation's Process.run() crashes intermittently on Linux).
         .target(name: "CSpawn"),

@@ -59,6 +59,13 @@ public enum APIRoutes {
                 return try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
             }
         }
+        router.get("/openapi.json") { _, _ -> Response in
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/json; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json))
+            )
+        }
         let jobs = JobRoutes(configuration: configuration, changes: ChangeFanOut(store: configuration.store))
         router.post("/v1/jobs", use: jobs.submit)
         router.get("/v1/jobs", use: jobs.list)
@@ -97,7 +104,7 @@ struct ErrorShape: RouterMiddleware {
     }
 }
 
-/// `Authorization: Bearer jck_…` on every route but `/healthz`. A failure is logged with the
+/// `Authorization: Bearer jck_…` on every route but `/healthz` and `/openapi.json`. A failure is logged with the
 /// key's id when it has one, never with the key.
 struct KeyAuthentication: RouterMiddleware {
     let store: any APIKeyStore
@@ -108,7 +115,7 @@ struct KeyAuthentication: RouterMiddleware {
         context: APIRequestContext,
         next: (Request, APIRequestContext) async throws -> Response
     ) async throws -> Response {
-        if request.uri.path == "/healthz" { return try await next(request, context) }
+        if ["/healthz", "/openapi.json"].contains(request.uri.path) { return try await next(request, context) }
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
             throw APIError.unauthorized
         }
@@ -189,9 +196,9 @@ struct JobRoutes: Sendable {
                     field: "Idempotency-Key"
                 )
             }
-            return try APIResponses.json(job)
+            return try APIResponses.json(Self.presented(job))
         }
-        return try APIResponses.json(job, status: .created)
+        return try APIResponses.json(Self.presented(job), status: .created)
     }
 
     func show(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -201,7 +208,7 @@ struct JobRoutes: Sendable {
         if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
             job = try await JobWaiter(store: store, changes: changes).wait(for: id, upTo: wait) ?? job
         }
-        return try APIResponses.json(job)
+        return try APIResponses.json(Self.presented(job))
     }
 
     func list(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -243,7 +250,7 @@ struct JobRoutes: Sendable {
             }
         }
         let next = jobs.count == query.limit ? jobs.last.map(ListCursor.encode) : nil
-        return try APIResponses.json(Page(jobs: jobs, nextCursor: next))
+        return try APIResponses.json(Page(jobs: jobs.map(Self.presented), nextCursor: next))
     }
 
     func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -252,7 +259,8 @@ struct JobRoutes: Sendable {
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         do {
             switch try await store.cancel(id) {
-            case .cancelled(let job), .requested(let job): return try APIResponses.json(job, status: .accepted)
+            case .cancelled(let job), .requested(let job):
+                return try APIResponses.json(Self.presented(job), status: .accepted)
             }
         } catch let error as JobStoreError where error.code == .conflict {
             throw APIError(.conflict, "job_ended", error.message)
@@ -264,13 +272,23 @@ struct JobRoutes: Sendable {
         let id = try Self.jobID(context)
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         do {
-            return try APIResponses.json(try await store.retry(id))
+            return try APIResponses.json(Self.presented(try await store.retry(id)))
         } catch let error as JobStoreError where error.code == .conflict {
             throw APIError(.conflict, "job_not_retryable", error.message)
         }
     }
 
     // MARK: Helpers
+
+    /// The job as its client sees it: the idempotency key it sent, without the tenant prefix
+    /// the store keeps it under.
+    static func presented(_ job: Job) -> Job {
+        var job = job
+        if let owner = job.owner, let key = job.idempotencyKey, key.hasPrefix("api:\(owner):") {
+            job.idempotencyKey = String(key.dropFirst("api:\(owner):".count))
+        }
+        return job
+    }
 
     static func require(_ scope: APIScope, _ context: APIRequestContext) throws -> APIKey {
         guard let key = context.key else { throw APIError.unauthorized }

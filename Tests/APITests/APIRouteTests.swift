@@ -389,4 +389,56 @@ struct APIRouteTests {
             #expect(statuses.count == 200 && statuses.allSatisfy { $0 == "cancelled" })
         }
     }
+
+    @Test("/openapi.json lists exactly the router's routes, and real responses carry exactly its schemas' fields")
+    func openAPIDocument() async throws {
+        let f = try await Fixture()
+        defer { f.directory.remove() }
+        let router = APIRoutes.router(
+            APIConfiguration(store: f.store, catalog: try PresetCatalog(customFile: nil)),
+            logger: Logger(label: "api-test")
+        )
+        let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
+        try await f.app.test(.router) { client in
+            let response = try await client.execute(uri: "/openapi.json", method: .get)
+            #expect(response.status == .ok)
+            let document = Self.json(response)
+            #expect(document["openapi"] as? String == "3.1.0")
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            let documented = Set(paths.flatMap { path, methods in methods.keys.map { "\($0.uppercased()) \(path)" } })
+            #expect(
+                documented == routed,
+                "only documented: \(documented.subtracting(routed)); only routed: \(routed.subtracting(documented))"
+            )
+
+            let schemas = try #require(
+                (document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]]
+            )
+            func check(_ object: [String: Any], against name: String) {
+                let schema = schemas[name] ?? [:]
+                let required = Set(schema["required"] as? [String] ?? [])
+                let properties = Set((schema["properties"] as? [String: Any])?.keys.map { $0 } ?? [])
+                #expect(required.isSubset(of: object.keys), "\(name) lacks \(required.subtracting(object.keys))")
+                #expect(
+                    Set(object.keys).isSubset(of: properties),
+                    "\(name) has undocumented \(Set(object.keys).subtracting(properties))"
+                )
+            }
+            let created = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: Self.headers(f.submit, idempotency: "doc-1"),
+                body: f.body()
+            )
+            let job = Self.json(created)
+            check(job, against: "Job")
+            #expect(job["idempotencyKey"] as? String == "doc-1", "the tenant prefix is shown")
+            let page = try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit))
+            check(Self.json(page), against: "JobPage")
+            let refused = try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(nil))
+            check(Self.json(refused), against: "Error")
+            let detail = Self.json(refused)["error"] as? [String: Any] ?? [:]
+            #expect(Set(detail.keys) == ["code", "message", "field"])
+        }
+    }
 }

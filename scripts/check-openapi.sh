@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Validates the HTTP API's OpenAPI document (Sources/JobAPI/openapi.json) with
+# openapi-spec-validator from PyPI, installed into a virtualenv under .build-venv/ (git-ignored).
+# The tests check that the document and the router list the same routes (APITests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.build-venv/openapi
+if [ ! -x "$venv/bin/openapi-spec-validator" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "openapi-spec-validator==0.9.0"
+fi
+"$venv/bin/openapi-spec-validator" Sources/JobAPI/openapi.json
