@@ -20,7 +20,12 @@ for unit in "jobctl-worker@.service" "jobctl-worker@1.service"; do
     fi
 done
 grep -q '^MemoryMax=' "$here/systemd/jobctl-worker@.service" || { echo "the unit has no MemoryMax"; exit 1; }
-echo "ok: systemd-analyze verify (template and instance), MemoryMax set"
+sed "s|/usr/local/bin/jobctl|$jobctl|g" "$here/systemd/jobctl-serve.service" > "$work/jobctl-serve.service"
+output="$(cd "$work" && systemd-analyze verify "./jobctl-serve.service" 2>&1 || true)"
+if [ -n "$output" ]; then
+    echo "systemd-analyze verify jobctl-serve.service:"; echo "$output"; exit 1
+fi
+echo "ok: systemd-analyze verify (template, instance and serve), MemoryMax set"
 
 python3 - "$here/compose.yaml" <<'PY'
 import sys, yaml
@@ -41,6 +46,11 @@ for name in workers:
     assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
     assert str(service.get("mem_limit", "")).endswith("g"), f"{name}: a memory cap (mem_limit) kills a runaway worker alone"
 assert services["postgres"]["healthcheck"]["test"], "postgres needs a healthcheck"
+api = services["api"]
+assert api["command"][0] == "serve" and "0.0.0.0:8080" in api["command"], "api: jobctl serve on 0.0.0.0:8080"
+assert api["environment"]["JOBCTL_DB"].startswith("postgres://"), "api: no JOBCTL_DB"
+assert api["depends_on"]["migrate"]["condition"] == "service_completed_successfully", "api"
+assert int(api["stop_grace_period"][:-1]) > 60, "api: stop_grace_period must exceed the longest long poll"
 print(f"ok: compose.yaml ({len(services)} services: {', '.join(services)})")
 PY
 
