@@ -15,12 +15,8 @@ public enum APIKeys {
         key: APIKey, secretHash: String, text: String
     ) {
         var generator = SystemRandomNumberGenerator()
-        let id = (0..<6).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16) }
-            .map { $0.count == 1 ? "0" + $0 : $0 }.joined()
-        let secretBytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let secret = Data(secretBytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let id = hex((0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let secret = base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
         let key = APIKey(id: id, name: name, scope: scope, createdAt: Date(milliseconds: date.milliseconds))
         return (key, hash(secret), "jck_\(id)_\(secret)")
     }
@@ -34,11 +30,18 @@ public enum APIKeys {
         return (String(parts[1]), String(parts[2]))
     }
 
-    public static func hash(_ secret: String) -> String {
-        SHA256.hash(data: Data(secret.utf8)).map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+    public static func hash(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
+
+    /// Lowercase hex, two digits a byte.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+
+    /// Base64url without padding (RFC 4648 §5): keys and list cursors, safe in headers and URLs.
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     /// Compares two hashes in time that depends only on their length.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JobctlCore
 import Logging
 import Media
 import Queue
@@ -311,20 +312,13 @@ struct JobRoutes: Sendable {
         return id
     }
 
-    /// `?wait=30s` (or `1500ms`, `2m`, a number of seconds), at most `maximum`.
+    /// `?wait=30s` (or `1500ms`, `2m`, a number of seconds: `parseDuration`), at most `maximum`.
     static func waitParameter(_ request: Request, maximum: Duration) throws -> Duration? {
         guard let text = request.uri.queryParameters.get("wait") else { return nil }
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
-        var seconds: Double?
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            seconds = Double(text.dropLast(suffix.count)).map { $0 * scale }
-            break
-        }
-        if seconds == nil { seconds = Double(text) }
-        guard let seconds, seconds.isFinite, seconds >= 0 else {
+        guard let wait = parseDuration(text) else {
             throw APIError.invalid("wait", "wait is a duration such as 30s, 1500ms or 2m")
         }
-        return min(.milliseconds(Int64(seconds * 1000)), maximum)
+        return min(wait, maximum)
     }
 
     /// Whether a stored job is what `request` would have created (an idempotent replay).
@@ -358,9 +352,7 @@ struct JobRoutes: Sendable {
 /// The opaque `next_cursor`: base64url of `CREATED_MS:ID`.
 enum ListCursor {
     static func encode(_ job: Job) -> String {
-        Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        APIKeys.base64URL(Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8))
     }
 
     static func decode(_ text: String) -> JobQuery.Cursor? {

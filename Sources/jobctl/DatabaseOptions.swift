@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Queue
 import QueuePostgres
 import QueueSQLite
@@ -59,15 +60,8 @@ struct DurationArgument: ExpressibleByArgument, Sendable {
     init(_ duration: Duration) { self.duration = duration }
 
     init?(argument: String) {
-        let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            guard let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite else { return nil }
-            duration = .milliseconds(Int64((value * scale * 1000).rounded()))
-            return
-        }
-        guard let value = Double(text), value >= 0, value.isFinite else { return nil }
-        duration = .milliseconds(Int64((value * 1000).rounded()))
+        guard let duration = parseDuration(argument) else { return nil }
+        self.duration = duration
     }
 
     var defaultValueDescription: String { "\(duration)" }

@@ -50,6 +50,17 @@ struct APIRouteTests {
             return made.text
         }
 
+        /// Submits a job with the `submit` key; its id.
+        func submitJob(_ client: some TestClientProtocol, output: String? = nil) async throws -> String {
+            let created = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: APIRouteTests.headers(submit),
+                body: body(output: output)
+            )
+            return try #require(APIRouteTests.json(created)["id"] as? String)
+        }
+
         func body(input: String? = nil, output: String? = nil, extra: String = "") -> ByteBuffer {
             let input = input ?? directory.file("in.mov")
             let output = output ?? directory.file("out.mp4")
@@ -293,13 +304,7 @@ struct APIRouteTests {
         let f = try await Fixture()
         defer { f.directory.remove() }
         try await f.app.test(.router) { client in
-            let created = try await client.execute(
-                uri: "/v1/jobs",
-                method: .post,
-                headers: Self.headers(f.submit),
-                body: f.body()
-            )
-            let id = try #require(Self.json(created)["id"] as? String)
+            let id = try await f.submitJob(client)
             // A long poll, ended by a cancel 300 ms later.
             let started = ContinuousClock.now
             let waiting = Task {
@@ -357,13 +362,7 @@ struct APIRouteTests {
         let f = try await Fixture()
         defer { f.directory.remove() }
         try await f.app.test(.router) { client in
-            let created = try await client.execute(
-                uri: "/v1/jobs",
-                method: .post,
-                headers: Self.headers(f.submit),
-                body: f.body()
-            )
-            let id = try #require(Self.json(created)["id"] as? String)
+            let id = try await f.submitJob(client)
             let before = Self.threads(named: "jobctl.sqlite.w")
             let answers = Task {
                 try await withThrowingTaskGroup(of: String?.self) { group in
