@@ -29,6 +29,12 @@ public struct APIError: HTTPResponseError, Sendable {
         "send an API key as `Authorization: Bearer jck_…` (jobctl keys create)"
     )
 
+    static func rateLimited(_ seconds: Int) -> APIError {
+        var error = APIError(.tooManyRequests, "rate_limited", "too many requests; retry after \(seconds) s")
+        error.retryAfter = seconds
+        return error
+    }
+
     static func noJob(_ id: String) -> APIError { APIError(.notFound, "job_not_found", "no job \(id)") }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

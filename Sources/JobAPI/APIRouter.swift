@@ -3,18 +3,24 @@ import Hummingbird
 import JobctlCore
 import Logging
 import Media
+import NIOCore
+import Prometheus
 import Queue
 import SafeHTTP
 import ServiceLifecycle
 
 /// The request context: the API key the request was authenticated with (every route but
 /// `/healthz`), and a small body limit.
-public struct APIRequestContext: RequestContext {
+public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var key: APIKey?
+    /// The peer of the connection (a proxy's address behind a reverse proxy: `X-Forwarded-For`
+    /// is not read).
+    public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 
     /// Job requests are small; anything bigger is refused with 413 before it is read.
@@ -30,19 +36,44 @@ public struct APIConfiguration: Sendable {
     public var policy: AddressPolicy
     /// The longest `?wait=` a client may ask for.
     public var maximumWait: Duration
+    /// How long any other request may take, reading its body included (408 after).
+    public var requestTimeout: Duration
+    /// Requests per second per API key in this process, and the burst above it; `nil`: no limit.
+    public var rateLimit: RateLimit?
+    /// What `GET /metrics` serves; `nil`: no such route.
+    public var metrics: PrometheusCollectorRegistry?
+    /// Whether `/metrics` is served without a key (a scraper on a private network).
+    public var publicMetrics: Bool
+    /// How often watched jobs are read when no notification comes (long polls, event streams).
+    public var watchInterval: Duration
 
     public init(
         store: any JobStore & APIKeyStore,
         catalog: PresetCatalog,
         paths: PathScope = PathScope(),
         policy: AddressPolicy = AddressPolicy(),
-        maximumWait: Duration = .seconds(60)
+        maximumWait: Duration = .seconds(60),
+        requestTimeout: Duration = .seconds(30),
+        rateLimit: RateLimit? = RateLimit(perSecond: 100),
+        metrics: PrometheusCollectorRegistry? = nil,
+        publicMetrics: Bool = false,
+        watchInterval: Duration = .seconds(1)
     ) {
         self.store = store
         self.catalog = catalog
         self.paths = paths
         self.policy = policy
         self.maximumWait = maximumWait
+        self.requestTimeout = requestTimeout
+        self.rateLimit = rateLimit
+        self.metrics = metrics
+        self.publicMetrics = publicMetrics
+        self.watchInterval = watchInterval
+    }
+
+    /// The routes that need no key.
+    var openPaths: Set<String> {
+        publicMetrics ? ["/healthz", "/openapi.json", "/metrics"] : ["/healthz", "/openapi.json"]
     }
 }
 
@@ -50,8 +81,18 @@ public struct APIConfiguration: Sendable {
 public enum APIRoutes {
     public static func router(_ configuration: APIConfiguration, logger: Logger) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
+        if let registry = configuration.metrics { router.add(middleware: HTTPMetrics(registry: registry)) }
         router.add(middleware: ErrorShape(logger: logger))
-        router.add(middleware: KeyAuthentication(store: configuration.store, logger: logger))
+        router.add(middleware: RequestTimeout(configuration: configuration))
+        router.add(
+            middleware: KeyAuthentication(
+                store: configuration.store,
+                openPaths: configuration.openPaths,
+                keyLimiter: configuration.rateLimit.map(RateLimiter.init),
+                failureLimiter: RateLimiter(RateLimit(perSecond: 10)),
+                logger: logger
+            )
+        )
         router.get("/healthz") { _, _ -> Response in
             do {
                 _ = try await configuration.store.statusCounts()
@@ -67,12 +108,28 @@ public enum APIRoutes {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json))
             )
         }
-        let jobs = JobRoutes(configuration: configuration, changes: ChangeFanOut(store: configuration.store))
+        let watch = JobWatch(store: configuration.store, interval: configuration.watchInterval, logger: logger)
+        if let registry = configuration.metrics {
+            let watchers = registry.makeGauge(name: "jobctl_api_watchers")
+            router.get("/metrics") { _, context -> Response in
+                if !configuration.publicMetrics { _ = try JobRoutes.require(.admin, context) }
+                watchers.set(Int64(watch.count))
+                return Response(
+                    status: .ok,
+                    headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: registry.emitToString()))
+                )
+            }
+        }
+        let jobs = JobRoutes(configuration: configuration, watch: watch)
         router.post("/v1/jobs", use: jobs.submit)
         router.get("/v1/jobs", use: jobs.list)
         router.get("/v1/jobs/{id}", use: jobs.show)
+        router.get("/v1/jobs/{id}/events", use: jobs.events)
         router.post("/v1/jobs/{id}/cancel", use: jobs.cancel)
         router.post("/v1/jobs/{id}/retry", use: jobs.retry)
+        router.get("/v1/jobs/{id}/deliveries", use: jobs.deliveries)
+        router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
         return router
     }
 }
@@ -105,10 +162,15 @@ struct ErrorShape: RouterMiddleware {
     }
 }
 
-/// `Authorization: Bearer jck_…` on every route but `/healthz` and `/openapi.json`. A failure is logged with the
-/// key's id when it has one, never with the key.
+/// `Authorization: Bearer jck_…` on every route but the open ones (`/healthz`, `/openapi.json`,
+/// `/metrics` when public), then the key's rate limit. A failure is logged with the key's id
+/// when it has one, never with the key; an address that keeps failing is slowed down (429)
+/// before its attempts reach the database.
 struct KeyAuthentication: RouterMiddleware {
     let store: any APIKeyStore
+    let openPaths: Set<String>
+    let keyLimiter: RateLimiter?
+    let failureLimiter: RateLimiter
     let logger: Logger
 
     func handle(
@@ -116,8 +178,11 @@ struct KeyAuthentication: RouterMiddleware {
         context: APIRequestContext,
         next: (Request, APIRequestContext) async throws -> Response
     ) async throws -> Response {
-        if ["/healthz", "/openapi.json"].contains(request.uri.path) { return try await next(request, context) }
+        if openPaths.contains(request.uri.path) { return try await next(request, context) }
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        if let wait = failureLimiter.wait(address) { throw APIError.rateLimited(wait) }
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            _ = failureLimiter.take(address)
             throw APIError.unauthorized
         }
         let text = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
@@ -129,14 +194,17 @@ struct KeyAuthentication: RouterMiddleware {
             throw APIError(.serviceUnavailable, "database_unavailable", "the job database cannot be reached; try again")
         }
         guard let key else {
+            _ = failureLimiter.take(address)
             logger.warning(
                 "Refused an API key",
                 metadata: [
                     "key.id": "\(APIKeys.parse(Substring(text))?.id ?? "malformed")", "path": "\(request.uri.path)",
+                    "address": "\(address)",
                 ]
             )
             throw APIError.unauthorized
         }
+        if let wait = keyLimiter?.take(key.id) { throw APIError.rateLimited(wait) }
         var context = context
         context.key = key
         return try await next(request, context)
@@ -146,7 +214,7 @@ struct KeyAuthentication: RouterMiddleware {
 /// The `/v1/jobs` routes. A key sees and acts on the jobs it submitted; an `admin` key on all.
 struct JobRoutes: Sendable {
     let configuration: APIConfiguration
-    let changes: ChangeFanOut
+    let watch: JobWatch
     var store: any JobStore & APIKeyStore { configuration.store }
 
     func submit(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -207,7 +275,7 @@ struct JobRoutes: Sendable {
         let id = try Self.jobID(context)
         guard var job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
-            job = try await JobWaiter(store: store, changes: changes).wait(for: id, upTo: wait) ?? job
+            job = try await JobWaiter(store: store, watch: watch).wait(for: id, upTo: wait) ?? job
         }
         return try APIResponses.json(Self.presented(job))
     }
@@ -370,59 +438,36 @@ enum ListCursor {
     }
 }
 
-/// Waits for a job to end, woken by the store's change notifications (shared by every waiter:
-/// `ChangeFanOut`) and a poll every second, as workers do: a notification may be missed.
+/// Waits for a job to end through the server's `JobWatch`: woken by change notifications and a
+/// tick, with one read for all waiters.
 struct JobWaiter: Sendable {
     let store: any JobStore
-    let changes: ChangeFanOut
+    let watch: JobWatch
 
     /// The job once it has ended, or as it is when `limit` passes or the server starts to shut
     /// down (`nil`: it is gone).
     func wait(for id: JobID, upTo limit: Duration) async throws -> Job? {
-        let deadline = ContinuousClock.now + limit
-        let changes = self.changes.subscribe()
-        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        return try await withGracefulShutdownHandler {
-            try await wait(for: id, deadline: deadline, changes: changes, wakeUps: wakeUps, wake: wake)
-        } onGracefulShutdown: {
-            wake.finish()
-        }
-    }
-
-    private func wait(
-        for id: JobID,
-        deadline: ContinuousClock.Instant,
-        changes: AsyncStream<Void>?,
-        wakeUps: AsyncStream<Void>,
-        wake: AsyncStream<Void>.Continuation
-    ) async throws -> Job? {
-        try await withThrowingTaskGroup(of: Job?.self) { group in
-            if let changes {
+        let subscription = watch.watch(id)
+        // `.some(job)`: ended (or gone, `.some(nil)`); `nil`: the wait ran out or the server is stopping.
+        let ended: Job?? = await withGracefulShutdownHandler {
+            await withTaskGroup(of: Job??.self) { group in
                 group.addTask {
-                    for await _ in changes { wake.yield() }
+                    for await job in subscription.updates where job?.status.isTerminal ?? true { return .some(job) }
                     return nil
                 }
-            }
-            group.addTask {
-                while ContinuousClock.now < deadline {
-                    try await Task.sleep(for: min(.seconds(1), deadline - .now))
-                    wake.yield()
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return nil
                 }
-                wake.finish()
-                return nil
-            }
-            // The reader ends the wait: the job ended, or the deadline finished the stream.
-            var job = try await store.job(id)
-            if job?.status.isTerminal ?? true {
+                let first = await group.next() ?? nil
                 group.cancelAll()
-                return job
+                subscription.finish()
+                return first
             }
-            for await _ in wakeUps {
-                job = try await store.job(id)
-                if job?.status.isTerminal ?? true { break }
-            }
-            group.cancelAll()
-            return job
+        } onGracefulShutdown: {
+            subscription.finish()
         }
+        if let ended { return ended }
+        return try await store.job(id)
     }
 }

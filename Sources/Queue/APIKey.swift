@@ -57,6 +57,9 @@ public struct JobQuery: Sendable, Hashable {
     public var owner: String?
     /// Only jobs strictly after this one in the order (the last job of the previous page).
     public var after: Cursor?
+    /// Only these jobs (the API's long polls and event streams read all they watch at once);
+    /// `nil`: any job.
+    public var ids: [JobID]?
     public var limit: Int
 
     /// A position in the listing order: a job's creation time and id.
@@ -70,10 +73,17 @@ public struct JobQuery: Sendable, Hashable {
         }
     }
 
-    public init(status: JobStatus? = nil, owner: String? = nil, after: Cursor? = nil, limit: Int) {
+    public init(
+        status: JobStatus? = nil,
+        owner: String? = nil,
+        after: Cursor? = nil,
+        ids: [JobID]? = nil,
+        limit: Int
+    ) {
         self.status = status
         self.owner = owner
         self.after = after
+        self.ids = ids
         self.limit = limit
     }
 }

@@ -294,9 +294,11 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     // MARK: QueryableJobQueue
 
     public func jobs(_ query: JobQuery) async throws -> [Job] {
-        read { tables in
+        let ids = query.ids.map(Set.init)
+        return read { tables in
             let selected = tables.jobs.values.map(\.job).filter { job in
-                (query.status == nil || job.status == query.status) && (query.owner == nil || job.owner == query.owner)
+                (ids?.contains(job.id) ?? true) && (query.status == nil || job.status == query.status)
+                    && (query.owner == nil || job.owner == query.owner)
                     && query.after.map {
                         (job.createdAt.milliseconds, job.id.rawValue) < ($0.createdAt, $0.id.rawValue)
                     }

@@ -83,15 +83,30 @@ extension PostgresJobStore {
         try await withConnection { connection in
             let (status, owner) = (query.status?.rawValue, query.owner)
             let (afterTime, afterID) = (query.after?.createdAt, query.after?.id.rawValue)
-            let rows = try await connection.query(
-                """
-                SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
-                WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
-                    AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
-                ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
-                """,
-                logger: self.logger
-            )
+            // Watched ids drive the lookup through the primary key; a listing walks the time index.
+            let rows: PostgresRowSequence
+            if let ids = query.ids?.map(\.rawValue) {
+                rows = try await connection.query(
+                    """
+                    SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
+                    WHERE id = ANY(\(ids)::text[])
+                        AND (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
+                        AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
+                    ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
+                    """,
+                    logger: self.logger
+                )
+            } else {
+                rows = try await connection.query(
+                    """
+                    SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
+                    WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
+                        AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
+                    ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
+                    """,
+                    logger: self.logger
+                )
+            }
             var jobs: [Job] = []
             for try await row in rows { jobs.append(try Stored(row.makeRandomAccess()).job(tracks: [])) }
             return try await self.attachTracks(jobs, connection)

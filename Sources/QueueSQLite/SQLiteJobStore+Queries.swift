@@ -69,19 +69,26 @@ extension SQLiteJobStore {
     }
 
     public func jobs(_ query: JobQuery) async throws -> [Job] {
-        try await read { db in
+        let ids = try query.ids.map { String(decoding: try JSONEncoder().encode($0.map(\.rawValue)), as: UTF8.self) }
+        // Watched ids drive the lookup through the primary key; a listing walks the time index.
+        let watched = ids == nil ? "" : "id IN (SELECT value FROM json_each(?6)) AND"
+        return try await read { db in
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT \(StoredColumns.job) FROM jobs
-                        WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
+                        WHERE \(watched) (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
                             AND (?3 IS NULL OR (created_at, id) < (?3, ?4))
                         ORDER BY created_at DESC, id DESC LIMIT ?5
                         """
                 ),
-                arguments: [
-                    query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue, query.limit,
-                ]
+                arguments: StatementArguments(
+                    [
+                        query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue,
+                        query.limit,
+                    ]
+                        + (ids.map { [$0] } ?? [])
+                )
             )
             return try rows.map { try SQLiteJobStore.job($0, db) }
         }

@@ -81,6 +81,13 @@ extension Checks {
         #expect(completed.isEmpty)
         let stored = try #require(try await h.handle(1).job(submitted[0].id))
         #expect(stored.owner == "key-a")
+
+        // Watched jobs read at once: only the ids asked for that exist (and match the other filters).
+        let watched = [submitted[2].id, submitted[5].id, JobID("00000000-0000-0000-0000-000000000000")]
+        let read = try await h.handle(2).jobs(JobQuery(ids: watched, limit: 10))
+        #expect(Set(read.map(\.id)) == [submitted[2].id, submitted[5].id])
+        #expect(try await h.store.jobs(JobQuery(owner: "key-b", ids: watched, limit: 10)).isEmpty)
+        #expect(try await h.store.jobs(JobQuery(ids: [], limit: 10)).isEmpty)
     }
 
     static func apiKeys(_ h: Harness) async throws {

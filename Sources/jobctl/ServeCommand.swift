@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import JobAPI
 import Logging
+import Observability
 import Queue
 import SafeHTTP
 import ServiceLifecycle
@@ -10,12 +11,14 @@ import ServiceLifecycle
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the HTTP API (submit, show, wait, list, cancel, retry) in front of the job database.",
+        abstract:
+            "Serve the HTTP API (submit, show, wait, events, list, cancel, retry, deliveries) in front of the job database.",
         discussion: """
-            Every route but /healthz needs `Authorization: Bearer KEY` (jobctl keys create). Any \
-            number of `jobctl serve` processes may sit in front of one database. Local paths in \
-            requests are refused unless --input-root/--output-root allow a directory. Stops on \
-            SIGTERM/SIGINT after answering the requests in flight. docs/api.md.
+            Every route but /healthz and /openapi.json needs `Authorization: Bearer KEY` (jobctl \
+            keys create). Any number of `jobctl serve` processes may sit in front of one database. \
+            Local paths in requests are refused unless --input-root/--output-root allow a \
+            directory. HTTPS with --tls-cert/--tls-key, or behind a reverse proxy that terminates \
+            TLS. Stops on SIGTERM/SIGINT after answering the requests in flight. docs/api.md.
             """
     )
 
@@ -30,6 +33,31 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "The longest ?wait= a request may ask for.")
     var maxWait = DurationArgument(.seconds(60))
+
+    @Option(
+        help: ArgumentHelp(
+            "How long a request may take, reading its body included (408 after); long polls get their wait on top. Also how long an idle connection stays open.",
+            valueName: "duration"
+        )
+    )
+    var requestTimeout = DurationArgument(.seconds(30))
+
+    @Option(
+        help: ArgumentHelp(
+            "Requests per second each API key may make to this process (bursts of twice that); 0: no limit.",
+            valueName: "n"
+        )
+    )
+    var rateLimit: Double = 100
+
+    @Flag(help: "Serve /metrics without a key (default: an admin key is needed).")
+    var publicMetrics = false
+
+    @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (with --tls-key).", valueName: "path"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "path"))
+    var tlsKey: String?
 
     @OptionGroup var webhooks: WebhookOptions
     @OptionGroup var presets: PresetOptions
@@ -47,6 +75,11 @@ struct ServeCommand: AsyncParsableCommand {
                 isDirectory.boolValue
             else { throw ValidationError("\(flag) must be an absolute path to a directory") }
         }
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit is 0 or more") }
+        guard requestTimeout.duration > .zero else { throw ValidationError("--request-timeout must be positive") }
     }
 
     static func split(_ address: String) -> (host: String, port: Int)? {
@@ -62,33 +95,41 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingFailures {
             let catalog = try presets.catalog()
             let (host, port) = Self.split(listen)!
+            let registry = PrometheusBootstrap.bootstrap()
             try await database.withStore(
                 as: (any JobStore & APIKeyStore).self,
                 lacking: "this job database keeps no API keys"
             ) { store in
-                let router = APIRoutes.router(
-                    APIConfiguration(
-                        store: store,
-                        catalog: catalog,
-                        paths: PathScope(inputRoot: inputRoot, outputRoot: outputRoot),
-                        policy: webhooks.policy,
-                        maximumWait: maxWait.duration
-                    ),
-                    logger: logger
+                let configuration = APIConfiguration(
+                    store: store,
+                    catalog: catalog,
+                    paths: PathScope(inputRoot: inputRoot, outputRoot: outputRoot),
+                    policy: webhooks.policy,
+                    maximumWait: maxWait.duration,
+                    requestTimeout: requestTimeout.duration,
+                    rateLimit: rateLimit > 0 ? RateLimit(perSecond: rateLimit) : nil,
+                    metrics: registry,
+                    publicMetrics: publicMetrics
                 )
-                let app = Application(
-                    router: router,
-                    configuration: .init(address: .hostname(host, port: port), serverName: "jobctl"),
-                    onServerRunning: { channel in
-                        let address =
-                            channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? listen
-                        Terminal.printError("listening on http://\(address)")
-                    },
-                    logger: logger
-                )
+                let scheme = tlsCert == nil ? "http" : "https"
+                let app: Application<RouterResponder<APIRequestContext>>
+                do {
+                    app = try APIServer.application(
+                        configuration,
+                        host: host,
+                        port: port,
+                        tls: tlsCert.map { APIServer.TLSFiles(certificate: $0, privateKey: tlsKey ?? "") },
+                        logger: logger
+                    ) { address in
+                        let shown = address.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? listen
+                        Terminal.printError("listening on \(scheme)://\(shown)")
+                    }
+                } catch let error as APIServerError {
+                    throw CommandFailure.usage(error.description)
+                }
                 let group = ServiceGroup(
                     configuration: .init(
-                        services: [app],
+                        services: [app, QueueGauges(store: store, logger: logger)],
                         gracefulShutdownSignals: [.sigterm, .sigint],
                         logger: logger
                     )

@@ -6,6 +6,7 @@ import JobAPI
 import Logging
 import Media
 import MediaTestKit
+import Prometheus
 import Queue
 import QueueSQLite
 import Synchronization
@@ -24,7 +25,12 @@ struct APIRouteTests {
         let admin: String
         let app: Application<RouterResponder<APIRequestContext>>
 
-        init(maximumWait: Duration = .seconds(10)) async throws {
+        let metrics = PrometheusCollectorRegistry()
+
+        init(
+            maximumWait: Duration = .seconds(10),
+            configure: (inout APIConfiguration) -> Void = { _ in }
+        ) async throws {
             directory = try TemporaryDirectory("api")
             store = try SQLiteJobStore(path: directory.file("jobs.sqlite"))
             let store = self.store
@@ -32,16 +38,17 @@ struct APIRouteTests {
             other = try await Self.key(.submit, "another tenant", store)
             read = try await Self.key(.read, "dashboard", store)
             admin = try await Self.key(.admin, "ops", store)
-            let router = APIRoutes.router(
-                APIConfiguration(
-                    store: store,
-                    catalog: try PresetCatalog(customFile: nil),
-                    paths: PathScope(inputRoot: directory.path, outputRoot: directory.path),
-                    maximumWait: maximumWait
-                ),
-                logger: Logger(label: "api-test")
+            var configuration = APIConfiguration(
+                store: store,
+                catalog: try PresetCatalog(customFile: nil),
+                paths: PathScope(inputRoot: directory.path, outputRoot: directory.path),
+                maximumWait: maximumWait,
+                rateLimit: nil,
+                metrics: metrics,
+                watchInterval: .milliseconds(200)
             )
-            app = Application(router: router)
+            configure(&configuration)
+            app = Application(router: APIRoutes.router(configuration, logger: Logger(label: "api-test")))
         }
 
         static func key(_ scope: APIScope, _ name: String, _ store: SQLiteJobStore) async throws -> String {
@@ -256,40 +263,65 @@ struct APIRouteTests {
         }
     }
 
-    @Test("cursor pagination over 60 jobs, 7 a page, while jobs keep arriving: each job exactly once")
+    @Test("cursor pagination over 1,000 jobs, 37 a page, while jobs keep arriving: each job exactly once")
     func pagination() async throws {
         let f = try await Fixture()
         defer { f.directory.remove() }
-        try await f.app.test(.router) { client in
-            var submitted: Set<String> = []
-            for index in 0..<60 {
-                let response = try await client.execute(
-                    uri: "/v1/jobs",
-                    method: .post,
-                    headers: Self.headers(f.submit),
-                    body: f.body(output: f.directory.file("out-\(index).mp4"))
-                )
-                submitted.insert(try #require(Self.json(response)["id"] as? String))
+        let owner = try #require(APIKeys.parse(Substring(f.submit))?.id)
+        let store = f.store
+        @Sendable func add(_ name: String) async throws -> String {
+            let request = JobRequest(
+                input: f.directory.file("in.mov"),
+                output: f.directory.file("\(name).mp4"),
+                preset: "low",
+                owner: owner
+            )
+            return try await store.submit(request).job.id.rawValue
+        }
+        // Eight submitters at once: the store's group commit keeps this to a second or two.
+        let submitted = try await withThrowingTaskGroup(of: [String].self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    var ids: [String] = []
+                    for index in 0..<125 { ids.append(try await add("out-\(lane)-\(index)")) }
+                    return ids
+                }
             }
+            return try await group.reduce(into: Set<String>()) { $0.formUnion($1) }
+        }
+        #expect(submitted.count == 1000)
+        try await f.app.test(.router) { client in
+            // From the first page on, jobs keep arriving: newer than any cursor, never in a later page.
+            var arriving: Task<Int, any Error>?
             var seen: [String] = []
             var cursor: String?
-            for page in 0..<20 {
-                let uri = "/v1/jobs?limit=7" + (cursor.map { "&cursor=\($0)" } ?? "")
+            for _ in 0..<40 {
+                defer {
+                    if arriving == nil {
+                        arriving = Task {
+                            var index = 0
+                            while !Task.isCancelled {
+                                _ = try await add("late-\(index)")
+                                index += 1
+                                try await Task.sleep(for: .milliseconds(5))
+                            }
+                            return index
+                        }
+                    }
+                }
+                let uri = "/v1/jobs?limit=37" + (cursor.map { "&cursor=\($0)" } ?? "")
                 let response = try await client.execute(uri: uri, method: .get, headers: Self.headers(f.submit))
                 #expect(response.status == .ok)
                 let body = Self.json(response)
-                seen += (body["jobs"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                let jobs = (body["jobs"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                seen += jobs
                 cursor = body["next_cursor"] as? String
-                // New jobs between pages come before the cursor: never in a later page.
-                _ = try await client.execute(
-                    uri: "/v1/jobs",
-                    method: .post,
-                    headers: Self.headers(f.submit),
-                    body: f.body(output: f.directory.file("late-\(page).mp4"))
-                )
                 if cursor == nil { break }
             }
-            #expect(seen.count == 60 && Set(seen) == submitted, "\(seen.count) listed")
+            arriving?.cancel()
+            let late = try? await arriving?.value
+            #expect(seen.count == 1000 && Set(seen) == submitted, "\(seen.count) listed, \(Set(seen).count) distinct")
+            #expect(late ?? 1 > 0, "jobs were added during the listing")
             try await client.execute(uri: "/v1/jobs?cursor=bm9wZQ", method: .get, headers: Self.headers(f.submit)) {
                 #expect(Self.errorCode($0).field == "cursor")
             }
@@ -394,7 +426,7 @@ struct APIRouteTests {
         let f = try await Fixture()
         defer { f.directory.remove() }
         let router = APIRoutes.router(
-            APIConfiguration(store: f.store, catalog: try PresetCatalog(customFile: nil)),
+            APIConfiguration(store: f.store, catalog: try PresetCatalog(customFile: nil), metrics: f.metrics),
             logger: Logger(label: "api-test")
         )
         let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })

@@ -12,9 +12,18 @@ struct APILiveTests {
         let process: JobctlProcess
         let base: String
         let key: String
+        /// curl's options for this server (`--cacert` for HTTPS).
+        let curl: [String]
 
         /// Creates a key, starts `jobctl serve` on a free port, waits for its address.
-        init(_ directory: TemporaryDirectory, db: String, inputRoot: String) async throws {
+        init(
+            _ directory: TemporaryDirectory,
+            db: String,
+            inputRoot: String,
+            extra: [String] = [],
+            curl: [String] = []
+        ) async throws {
+            self.curl = curl
             let created = try await Jobctl.run(["keys", "create", "--name", "live", "--db", db])
             try #require(created.status == 0, "keys create: \(created.stderr)")
             key = created.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -22,7 +31,7 @@ struct APILiveTests {
                 [
                     "serve", "--db", db, "--listen", "127.0.0.1:0", "--input-root", inputRoot, "--output-root",
                     directory.path, "--allow-private-webhooks",
-                ],
+                ] + extra,
                 log: directory.file("serve.log")
             )
             var address: String?
@@ -33,6 +42,15 @@ struct APILiveTests {
                 return address != nil || process.exited != nil
             }
             base = try #require(address, "serve did not start: \(process.log)")
+        }
+
+        /// The job's event stream, read with `curl -N` until the server ends it (or `seconds` pass).
+        func events(_ id: String, within seconds: Int) async throws -> ProcessResult {
+            try await ProcessRunner.run(
+                "curl",
+                curl + ["-sS", "-N", "--max-time", "\(seconds)", "-H", "Authorization: Bearer \(key)"]
+                    + [base + "/v1/jobs/\(id)/events"]
+            )
         }
 
         /// curl with the key; returns the status code and the body.
@@ -48,13 +66,18 @@ struct APILiveTests {
                 "--max-time", "\(timeout)",
             ]
             if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
-            let result = try await ProcessRunner.run("curl", arguments + [base + path])
+            let result = try await ProcessRunner.run("curl", curl + arguments + [base + path])
             let lines = result.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
             let status = Int(lines.last ?? "") ?? 0
             let text = lines.dropLast().joined(separator: "\n")
             let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
             return (status, json)
         }
+    }
+
+    static func script(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/\(name)").path
     }
 
     @Test func submitOverHTTPThenAWorkerRunsItAndTheLongPollAndTheWebhookSeeItEnd() async throws {
@@ -76,6 +99,9 @@ struct APILiveTests {
         )
         #expect(submitted.status == 201, "\(submitted.json)")
         let id = try #require(submitted.json["id"] as? String)
+        // The event stream, opened before a worker runs: curl returns when the server ends it.
+        let events = Task { try await server.events(id, within: 90) }
+        try await Task.sleep(for: .milliseconds(300))
 
         let worker = try JobctlProcess(
             ["worker", "--db", db, "--name", "w", "--once", "--allow-private-webhooks"],
@@ -95,6 +121,89 @@ struct APILiveTests {
         #expect(records.count == 1 && records.first?["type"] as? String == "job.completed")
         #expect(records.first?["valid"] as? Bool == true)
         #expect(records.first?["jobId"] as? String == id)
+
+        // The stream saw the job start and end, and ended by itself.
+        let stream = try await events.value
+        #expect(stream.status == 0, "curl: \(stream.stderr)")
+        let kinds = stream.stdoutText.split(separator: "\n").filter { $0.hasPrefix("event: ") }
+        let statuses = stream.stdoutText.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap {
+            ((try? JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8))) as? [String: Any])?["status"]
+                as? String
+        }
+        #expect(kinds.first == "event: status" && statuses.first == "unknown", "\(stream.stdoutText)")
+        #expect(statuses.contains("reading") && statuses.last == "completed", "\(statuses)")
+
+        // The webhook log over HTTP, then a redelivery with the same webhook-id.
+        let log = try await server.request("GET", "/v1/jobs/\(id)/deliveries")
+        let deliveries = log.json["deliveries"] as? [[String: Any]] ?? []
+        #expect(deliveries.count == 1 && deliveries.first?["status"] as? String == "delivered", "\(log.json)")
+        let attempts = deliveries.first?["log"] as? [[String: Any]] ?? []
+        #expect(attempts.first?["statusCode"] as? Int == 200, "\(attempts)")
+        let message = try #require(deliveries.first?["id"] as? String)
+        #expect(try await server.request("POST", "/v1/jobs/\(id)/deliveries/\(message)/redeliver").status == 202)
+        let dispatcher = try JobctlProcess(
+            ["webhooks", "dispatch", "--db", db, "--allow-private-webhooks"],
+            log: directory.file("dispatch.log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret]
+        )
+        defer { dispatcher.signal(SIGKILL) }
+        let redelivered = await eventually(within: .seconds(20)) { receiver.records().count == 2 }
+        #expect(redelivered, "\(dispatcher.log)")
+        #expect(Set(receiver.records().compactMap { $0["id"] as? String }) == [message])
+    }
+
+    @Test func httpsWithACertificateAndSlowOrSilentClientsCutOffAtTheRequestTimeout() async throws {
+        let directory = try TemporaryDirectory("api-tls")
+        defer { directory.remove() }
+        let (certificate, key) = (directory.file("cert.pem"), directory.file("key.pem"))
+        let made = try await ProcessRunner.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                "-out", certificate, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+            ]
+        )
+        try #require(made.status == 0, "openssl: \(made.stderr)")
+        let db = directory.file("jobs.sqlite")
+        let server = try await Server(
+            directory,
+            db: db,
+            inputRoot: directory.path,
+            extra: ["--tls-cert", certificate, "--tls-key", key, "--request-timeout", "1s"],
+            curl: ["--cacert", certificate]
+        )
+        defer { server.process.signal(SIGKILL) }
+        #expect(server.base.hasPrefix("https://"), "\(server.base)")
+        let listed = try await server.request("GET", "/v1/jobs")
+        #expect(listed.status == 200, "\(listed)")
+        // Plain HTTP to the TLS port gets no HTTP answer.
+        let plain = try await ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                server.base.replacingOccurrences(of: "https:", with: "http:") + "/healthz",
+            ]
+        )
+        #expect(plain.stdoutText == "000", "\(plain.stdoutText)")
+
+        // Clients that are too slow, over TLS (scripts/slow-client.py): a body a byte every half
+        // second, a connection that says nothing, headers a byte at a time.
+        let port = try #require(server.base.split(separator: ":").last.map(String.init))
+        let result = try await ProcessRunner.run(
+            "python3",
+            [Self.script("slow-client.py"), port, certificate, server.key]
+        )
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(result.stdoutText) \(result.stderr)")
+        let slow = lines.first { $0.hasPrefix("slow-body") } ?? ""
+        #expect(slow.contains("408"), "\(slow)")
+        let silent = lines.first { $0.hasPrefix("silent") } ?? ""
+        #expect(silent.hasPrefix("silent b''"), "the idle connection stayed open: \(silent)")
+        let dribble = lines.first { $0.hasPrefix("dribble") } ?? ""
+        #expect(
+            dribble.hasPrefix("dribble True"),
+            "a client sending headers a byte at a time kept the connection: \(dribble)"
+        )
     }
 
     @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
@@ -146,10 +255,14 @@ struct APILiveTests {
             let answer = try await server.request("GET", "/v1/jobs/\(queuedID)?wait=20s")
             return (answer.status, answer.json["status"] as? String)
         }
+        let streaming = Task { try await server.events(queuedID, within: 25) }
         try await Task.sleep(for: .milliseconds(500))
         server.process.signal(SIGTERM)
         let answer = try await polling.value
         #expect(answer == (200, "unknown"), "\(answer)")
+        // An event stream in flight is ended (its client reconnects elsewhere), not left open.
+        let stream = try await streaming.value
+        #expect(stream.status == 0 && stream.stdoutText.hasPrefix("id: 1\nevent: status\n"), "\(stream.stderr)")
         #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
         #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
     }

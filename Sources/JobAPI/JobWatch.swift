@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import Queue
+import Synchronization
+
+/// Every long poll and event stream of a server watches its job through one `JobWatch`:
+///
+/// - **One change subscription per server.** On SQLite a subscription is an inotify instance
+///   and a thread, and Linux allows 128 instances per user by default; one per request would
+///   not scale (and would let clients open threads at will).
+/// - **One read per wake-up for every watched job** (`JobQuery.ids`, in chunks), not one per
+///   watcher: 10,000 idle long polls cost a query a second, not 10,000.
+/// - **A tick every `interval`** besides the notifications, as workers poll: a notification
+///   may be missed, PostgreSQL sends none for progress, and a memory store has none at all.
+///
+/// The loop runs while anybody watches and stops with the last watcher.
+final class JobWatch: Sendable {
+    /// A watcher's view: the job after each wake-up (`nil`: it is gone), until `finish()`.
+    struct Subscription: Sendable {
+        let updates: AsyncStream<Job?>
+        fileprivate let continuation: AsyncStream<Job?>.Continuation
+
+        /// Ends `updates` (graceful shutdown, a deadline): the watcher's loop returns.
+        func finish() { continuation.finish() }
+    }
+
+    private struct Watcher {
+        let job: JobID
+        let continuation: AsyncStream<Job?>.Continuation
+    }
+
+    private struct State {
+        var watchers: [UUID: Watcher] = [:]
+        var loop: Task<Void, Never>?
+        var wake: AsyncStream<Void>.Continuation?
+    }
+
+    /// Jobs per read.
+    static let chunk = 500
+
+    private let store: any JobStore
+    private let interval: Duration
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(store: any JobStore, interval: Duration = .seconds(1), logger: Logger) {
+        self.store = store
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// How many watchers there are (tests, metrics).
+    var count: Int { state.withLock { $0.watchers.count } }
+
+    /// Starts watching `id`. The first update follows at the next wake-up, which subscribing
+    /// asks for; each update is the newest (a slow watcher skips to the latest).
+    func watch(_ id: JobID) -> Subscription {
+        let (updates, continuation) = AsyncStream<Job?>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let token = UUID()
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.watchers[token] = Watcher(job: id, continuation: continuation)
+            if state.loop == nil {
+                let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                state.wake = wake
+                state.loop = Task { [weak self] in await self?.run(wakeUps: wakeUps, wake: wake) }
+            }
+            return state.wake
+        }
+        continuation.onTermination = { [weak self] _ in
+            let stopped = self?.state.withLock { state -> Task<Void, Never>? in
+                state.watchers[token] = nil
+                guard state.watchers.isEmpty, let loop = state.loop else { return nil }
+                state.loop = nil
+                state.wake?.finish()
+                state.wake = nil
+                return loop
+            }
+            stopped?.cancel()
+        }
+        wake?.yield()
+        return Subscription(updates: updates, continuation: continuation)
+    }
+
+    private func run(wakeUps: AsyncStream<Void>, wake: AsyncStream<Void>.Continuation) async {
+        await withDiscardingTaskGroup { group in
+            if let notifying = store as? any JobStoreChangeNotifying {
+                group.addTask {
+                    for await _ in notifying.changes() { wake.yield() }
+                }
+            }
+            group.addTask { [interval] in
+                while (try? await Task.sleep(for: interval)) != nil { wake.yield() }
+            }
+            for await _ in wakeUps { await readWatchedJobs() }
+            group.cancelAll()
+        }
+    }
+
+    private func readWatchedJobs() async {
+        let watchers = state.withLock { Array($0.watchers.values) }
+        guard !watchers.isEmpty else { return }
+        let ids = Array(Set(watchers.map(\.job)))
+        var jobs: [JobID: Job] = [:]
+        do {
+            for start in stride(from: 0, to: ids.count, by: Self.chunk) {
+                let chunk = Array(ids[start..<min(start + Self.chunk, ids.count)])
+                for job in try await store.jobs(JobQuery(ids: chunk, limit: chunk.count)) { jobs[job.id] = job }
+            }
+        } catch {
+            // The watchers keep what they have; the next wake-up tries again.
+            logger.warning("Reading watched jobs failed", metadata: ["error": "\(error)", "jobs": "\(ids.count)"])
+            return
+        }
+        for watcher in watchers { watcher.continuation.yield(jobs[watcher.job]) }
+    }
+}

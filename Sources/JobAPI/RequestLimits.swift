@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import JobctlCore
+import Prometheus
+import Synchronization
+
+/// A rate: so many requests per second on average, up to `burst` at once.
+public struct RateLimit: Sendable, Hashable {
+    public var perSecond: Double
+    public var burst: Double
+
+    public init(perSecond: Double, burst: Double? = nil) {
+        self.perSecond = perSecond
+        self.burst = max(1, burst ?? perSecond * 2)
+    }
+}
+
+/// Token buckets by name (an API key's id, a peer address), in this process: with N `jobctl
+/// serve` processes behind a balancer a key gets up to N times the rate.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var at: ContinuousClock.Instant
+    }
+
+    /// Buckets kept before the full ones are dropped (a full bucket is the same as none).
+    private static let capacity = 10_000
+
+    let limit: RateLimit
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    init(_ limit: RateLimit) { self.limit = limit }
+
+    /// Takes a token from `name`'s bucket: `nil` when there was one, or the whole seconds to
+    /// wait for the next (`Retry-After`).
+    func take(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
+        buckets.withLock { buckets in
+            var bucket = refilled(buckets[name], now: now)
+            defer {
+                buckets[name] = bucket
+                if buckets.count > Self.capacity { prune(&buckets, now: now) }
+            }
+            guard bucket.tokens < 1 else {
+                bucket.tokens -= 1
+                return nil
+            }
+            return secondsUntilOne(bucket)
+        }
+    }
+
+    /// Whether `name` would be refused now, without taking a token: the seconds to wait, or `nil`.
+    func wait(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[name] else { return nil }
+            let current = refilled(bucket, now: now)
+            return current.tokens < 1 ? secondsUntilOne(current) : nil
+        }
+    }
+
+    private func refilled(_ bucket: Bucket?, now: ContinuousClock.Instant) -> Bucket {
+        guard var bucket else { return Bucket(tokens: limit.burst, at: now) }
+        let elapsed = now - bucket.at
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        bucket.tokens = min(limit.burst, bucket.tokens + seconds * limit.perSecond)
+        bucket.at = now
+        return bucket
+    }
+
+    private func secondsUntilOne(_ bucket: Bucket) -> Int {
+        max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
+    }
+
+    private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+        buckets = buckets.filter { refilled($0.value, now: now).tokens < limit.burst }
+    }
+}
+
+/// Bounds every request but the ones that wait on purpose: a long poll gets its `?wait=` on top
+/// (at most the server's maximum), an event stream answers at once and then streams. A request
+/// past its time is cancelled and answered 408 `request_timeout` (a body sent too slowly, a
+/// database that does not answer). A submit that timed out may still have been stored: retry it
+/// with the same `Idempotency-Key`.
+struct RequestTimeout: RouterMiddleware {
+    let configuration: APIConfiguration
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let waits = request.uri.queryParameters.get("wait") != nil
+        let limit = configuration.requestTimeout + (waits ? configuration.maximumWait : .zero)
+        let timedOut = AtomicFlag()
+        return try await withoutActuallyEscaping(next) { next in
+            let handler = UncheckedSendable(next)
+            return try await withThrowingTaskGroup(of: Response?.self) { group in
+                group.addTask { try await handler.value(request, context) }
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    timedOut.set()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                do {
+                    if let response = try await group.next() ?? nil { return response }
+                } catch  where !timedOut.isSet {
+                    throw error
+                } catch {}
+                throw APIError(
+                    .requestTimeout,
+                    "request_timeout",
+                    "the request took longer than \(limit); a submit may have been stored: retry it with the same Idempotency-Key"
+                )
+            }
+        }
+    }
+}
+
+/// A value that crosses into a child task of a group its creator awaits (a middleware's `next`).
+private struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Requests by route, method and status (`jobctl_http_requests_total`) and their durations
+/// (`jobctl_http_request_duration_seconds`, to the response's head: an event stream counts
+/// until it starts), in the registry `/metrics` serves.
+struct HTTPMetrics: RouterMiddleware {
+    static let buckets: [Duration] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000, 60_000].map {
+        .milliseconds($0)
+    }
+
+    let registry: PrometheusCollectorRegistry
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let start = ContinuousClock.now
+        do {
+            let response = try await next(request, context)
+            record(context.endpointPath, request.method, response.status.code, since: start)
+            return response
+        } catch {
+            record(
+                context.endpointPath,
+                request.method,
+                (error as? any HTTPResponseError)?.status.code ?? 500,
+                since: start
+            )
+            throw error
+        }
+    }
+
+    private func record(
+        _ route: String?,
+        _ method: HTTPRequest.Method,
+        _ status: Int,
+        since start: ContinuousClock.Instant
+    ) {
+        // Unrouted paths share one label: a scanner must not grow the registry.
+        let route = route ?? "unmatched"
+        registry.makeCounter(
+            name: "jobctl_http_requests_total",
+            labels: [("route", route), ("method", method.rawValue), ("status", "\(status)")]
+        )
+        .increment()
+        registry.makeDurationHistogram(
+            name: "jobctl_http_request_duration_seconds",
+            labels: [("route", route), ("method", method.rawValue)],
+            buckets: Self.buckets
+        )
+        .record(ContinuousClock.now - start)
+    }
+}
