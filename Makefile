@@ -14,7 +14,7 @@ SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
 DEMO := demo
 
-.PHONY: all deps test-deps build release demo test test-unit test-media test-integration format lint bench clean
+.PHONY: test-fuzz all deps test-deps build release demo test test-unit test-media test-integration format lint bench clean
 
 all: build
 
@@ -77,7 +77,7 @@ test: test-deps lint
 	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
-	$(MAKE) --no-print-directory test-unit test-media test-integration
+	$(MAKE) --no-print-directory test-unit test-media test-integration test-fuzz
 
 test-unit:
 	$(SWIFT) test --skip-build --filter '$(UNIT)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
@@ -87,6 +87,11 @@ test-media:
 
 test-integration:
 	scripts/test-postgres.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+
+# schemathesis against a running `jobctl serve`, on SQLite and on PostgreSQL (scripts/fuzz-api.sh).
+test-fuzz:
+	scripts/fuzz-api.sh
+	scripts/test-postgres.sh run bash -c 'scripts/fuzz-api.sh "$$JOBCTL_TEST_POSTGRES"'
 
 # The style of swift-nio (.swift-format: 120 columns, one argument per line when a call wraps).
 # `make format` rewrites the tree; `make lint` (part of `make test`) fails on any difference.

@@ -4,9 +4,6 @@
 # The tests check that the document and the router list the same routes (APITests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=.build-venv/openapi
-if [ ! -x "$venv/bin/openapi-spec-validator" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "openapi-spec-validator==0.9.0"
-fi
+. scripts/venv.sh
+venv=$(venv_with openapi "openapi-spec-validator==0.9.0")
 "$venv/bin/openapi-spec-validator" Sources/JobAPI/openapi.json

@@ -11,6 +11,8 @@ public struct APIError: HTTPResponseError, Sendable {
     public var field: String?
     /// Seconds, for 429.
     public var retryAfter: Int?
+    /// The methods the path has, for 405.
+    public var allow: [String]?
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, field: String? = nil) {
         self.status = status
@@ -44,6 +46,7 @@ public struct APIError: HTTPResponseError, Sendable {
         )
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
+        if let allow { response.headers[.allow] = allow.joined(separator: ", ") }
         return response
     }
 }

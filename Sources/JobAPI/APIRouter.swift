@@ -8,6 +8,7 @@ import Prometheus
 import Queue
 import SafeHTTP
 import ServiceLifecycle
+import Synchronization
 
 /// The request context: the API key the request was authenticated with (every route but
 /// `/healthz`), and a small body limit.
@@ -36,6 +37,9 @@ public struct APIConfiguration: Sendable {
     public var policy: AddressPolicy
     /// The longest `?wait=` a client may ask for.
     public var maximumWait: Duration
+    /// How long an event stream runs before the server ends it (its client reconnects), so
+    /// that connections move to new servers after a deploy and none lives for ever.
+    public var maximumStream: Duration
     /// How long any other request may take, reading its body included (408 after).
     public var requestTimeout: Duration
     /// Requests per second per API key in this process, and the burst above it; `nil`: no limit.
@@ -53,6 +57,7 @@ public struct APIConfiguration: Sendable {
         paths: PathScope = PathScope(),
         policy: AddressPolicy = AddressPolicy(),
         maximumWait: Duration = .seconds(60),
+        maximumStream: Duration = .seconds(30 * 60),
         requestTimeout: Duration = .seconds(30),
         rateLimit: RateLimit? = RateLimit(perSecond: 100),
         metrics: PrometheusCollectorRegistry? = nil,
@@ -64,6 +69,7 @@ public struct APIConfiguration: Sendable {
         self.paths = paths
         self.policy = policy
         self.maximumWait = maximumWait
+        self.maximumStream = maximumStream
         self.requestTimeout = requestTimeout
         self.rateLimit = rateLimit
         self.metrics = metrics
@@ -81,8 +87,9 @@ public struct APIConfiguration: Sendable {
 public enum APIRoutes {
     public static func router(_ configuration: APIConfiguration, logger: Logger) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
+        let table = RouteTable()
         if let registry = configuration.metrics { router.add(middleware: HTTPMetrics(registry: registry)) }
-        router.add(middleware: ErrorShape(logger: logger))
+        router.add(middleware: ErrorShape(routes: table, logger: logger))
         router.add(middleware: RequestTimeout(configuration: configuration))
         router.add(
             middleware: KeyAuthentication(
@@ -130,14 +137,16 @@ public enum APIRoutes {
         router.post("/v1/jobs/{id}/retry", use: jobs.retry)
         router.get("/v1/jobs/{id}/deliveries", use: jobs.deliveries)
         router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
+        table.set(router.routes.map { ($0.method, $0.path.description) })
         return router
     }
 }
 
 /// Every error leaves in the API's one shape: Hummingbird's own (413, 404) keep their status,
-/// a database error is 503 `database_unavailable`, anything else 500 `internal`, with the
-/// details in the log only.
+/// a method a path does not have is 405 with `Allow`, a database error is 503
+/// `database_unavailable`, anything else 500 `internal`, with the details in the log only.
 struct ErrorShape: RouterMiddleware {
+    let routes: RouteTable
     let logger: Logger
 
     func handle(
@@ -150,6 +159,18 @@ struct ErrorShape: RouterMiddleware {
         } catch let error as APIError {
             throw error
         } catch let error as Hummingbird.HTTPError {
+            if error.status == .notFound {
+                let allowed = routes.methods(for: request.uri.path)
+                if !allowed.isEmpty {
+                    var refusal = APIError(
+                        .methodNotAllowed,
+                        "method_not_allowed",
+                        "\(request.uri.path) answers \(allowed.joined(separator: ", "))"
+                    )
+                    refusal.allow = allowed
+                    throw refusal
+                }
+            }
             let code = error.status == .notFound ? "not_found" : "invalid_request"
             throw APIError(error.status, code, error.body ?? error.status.reasonPhrase)
         } catch let error as JobStoreError where error.code != .conflict && error.code != .notFound {
@@ -159,6 +180,29 @@ struct ErrorShape: RouterMiddleware {
             logger.error("A request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             throw APIError(.internalServerError, "internal", "the request failed; the server's log has the details")
         }
+    }
+}
+
+/// The router's routes, to tell a path that does not exist (404) from a method a path does not
+/// have (405). Filled once, when the router is built.
+final class RouteTable: Sendable {
+    private let routes = Mutex<[(method: HTTPRequest.Method, segments: [Substring])]>([])
+
+    func set(_ routes: [(HTTPRequest.Method, String)]) {
+        self.routes.withLock { $0 = routes.map { ($0.0, $0.1.split(separator: "/")) } }
+    }
+
+    /// The methods routed for `path` (`{name}` segments match any segment), sorted.
+    func methods(for path: String) -> [String] {
+        let segments = path.split(separator: "/")
+        let methods = routes.withLock { routes in
+            routes.filter { route in
+                route.segments.count == segments.count
+                    && zip(route.segments, segments).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
+            }
+            .map(\.method.rawValue)
+        }
+        return Set(methods).sorted()
     }
 }
 

@@ -11,8 +11,8 @@ import ServiceLifecycle
 /// - A comment (`: keep-alive`) after 15 s without an event, so proxies keep the connection.
 /// - The stream ends after the event that shows the job ended. A client that reconnects to an
 ///   ended job with `Last-Event-ID` gets `204 No Content`, which tells `EventSource` to stop.
-/// - On SIGTERM the stream ends; the client reconnects (to another server) and gets the job's
-///   current state first.
+/// - On SIGTERM, and after the server's `maximumStream`, the stream ends; the client reconnects
+///   (to another server) and gets the job's current state first.
 extension JobRoutes {
     static let keepAlive: Duration = .seconds(15)
 
@@ -24,6 +24,7 @@ extension JobRoutes {
             return Response(status: .noContent)
         }
         let watch = self.watch
+        let lifetime = configuration.maximumStream
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
@@ -33,6 +34,11 @@ extension JobRoutes {
                 guard !job.status.isTerminal else { return try await writer.finish(nil) }
                 let subscription = watch.watch(id)
                 defer { subscription.finish() }
+                let ending = Task {
+                    try await Task.sleep(for: lifetime)
+                    subscription.finish()
+                }
+                defer { ending.cancel() }
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
                     for await update in subscription.updates {

@@ -36,6 +36,14 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "End an event stream after this long (its client reconnects by itself).",
+            valueName: "duration"
+        )
+    )
+    var maxStream = DurationArgument(.seconds(30 * 60))
+
+    @Option(
+        help: ArgumentHelp(
             "How long a request may take, reading its body included (408 after); long polls get their wait on top. Also how long an idle connection stays open.",
             valueName: "duration"
         )
@@ -80,6 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit is 0 or more") }
         guard requestTimeout.duration > .zero else { throw ValidationError("--request-timeout must be positive") }
+        guard maxStream.duration > .zero else { throw ValidationError("--max-stream must be positive") }
     }
 
     static func split(_ address: String) -> (host: String, port: Int)? {
@@ -106,6 +115,7 @@ struct ServeCommand: AsyncParsableCommand {
                     paths: PathScope(inputRoot: inputRoot, outputRoot: outputRoot),
                     policy: webhooks.policy,
                     maximumWait: maxWait.duration,
+                    maximumStream: maxStream.duration,
                     requestTimeout: requestTimeout.duration,
                     rateLimit: rateLimit > 0 ? RateLimit(perSecond: rateLimit) : nil,
                     metrics: registry,

@@ -195,6 +195,39 @@ struct APIStreamTests {
         }
     }
 
+    @Test("a stream ends after the server's maximum (the client reconnects); a huge ?wait= is 422, not a crash")
+    func streamLifetimeAndHugeWaits() async throws {
+        let f = try await F { $0.maximumStream = .milliseconds(700) }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let id = try await f.submitJob(client)
+            let started = ContinuousClock.now
+            let response = try await client.execute(
+                uri: "/v1/jobs/\(id)/events",
+                method: .get,
+                headers: APIRouteTests.headers(f.submit)
+            )
+            #expect(response.status == .ok)
+            #expect(Self.events(response.body).map(\.event) == ["status"])
+            #expect(ContinuousClock.now - started < .seconds(5))
+            // Found by schemathesis: this once overflowed and took the server down.
+            try await client.execute(
+                uri: "/v1/jobs/\(id)?wait=4084410497952903323145ms",
+                method: .get,
+                headers: APIRouteTests.headers(f.submit)
+            ) {
+                #expect($0.status == .unprocessableContent)
+                #expect(APIRouteTests.errorCode($0).field == "wait")
+            }
+            // A method a path does not have: 405 with Allow, in the API's error shape.
+            try await client.execute(uri: "/v1/jobs/\(id)", method: .delete, headers: APIRouteTests.headers(f.submit)) {
+                #expect($0.status == .methodNotAllowed)
+                #expect($0.headers[.allow] == "GET")
+                #expect(APIRouteTests.errorCode($0).code == "method_not_allowed")
+            }
+        }
+    }
+
     @Test("a key over its rate gets 429 with Retry-After; so does an address that keeps sending bad keys")
     func rateLimits() async throws {
         let f = try await F { $0.rateLimit = RateLimit(perSecond: 1, burst: 3) }
