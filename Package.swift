@@ -99,6 +99,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What `jobctl submit` and `POST /v1/jobs` share: a job's recipe (preset or kind options)
+        // checked and turned into what the job row stores.
+        .target(name: "Submission", dependencies: ["Media", "Queue", "JobctlCore"]),
         // Prometheus metrics and the health endpoint of a worker process (--metrics-port).
         .target(
             name: "Observability",
@@ -118,7 +121,7 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "Submission",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -142,7 +145,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI",
+                "JobAPI", "Submission",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

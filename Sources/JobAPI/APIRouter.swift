@@ -439,6 +439,7 @@ struct JobRoutes: Sendable {
             && job.preset == request.preset && job.range == request.range && job.priority == request.priority
             && job.metadata == request.metadata && job.webhook == request.webhook && job.owner == request.owner
             && job.maxAttempts >= request.maxAttempts && job.presetSettings == request.presetSettings
+            && job.format == request.format
     }
 
     static func describe(_ error: DecodingError) -> APIError {

@@ -3,12 +3,17 @@ import JobctlCore
 import Media
 import Queue
 import SafeHTTP
+import Submission
 
 /// The body of `POST /v1/jobs`, checked field by field into a `JobRequest`.
 struct SubmitRequest: Decodable, Sendable, Hashable {
     var input: String
     var kind: String?
-    var preset: String?
+    var preset: PresetValue?
+    var format: String?
+    var thumbnails: ThumbnailsBody?
+    var storyboard: StoryboardBody?
+    var waveform: WaveformBody?
     var range: RangeValue?
     var output: String
     var priority: Int?
@@ -73,11 +78,10 @@ extension SubmitRequest {
         scope: PathScope,
         policy: AddressPolicy
     ) throws(APIError) -> JobRequest {
-        let kind = JobKind(rawValue: self.kind ?? "export")
-        guard let kind, kind == .export || kind == .noop else {
+        guard let kind = JobKind(rawValue: self.kind ?? "export") else {
             throw .invalid(
                 "kind",
-                "kind is export over HTTP for now (thumbnails, storyboard and waveform: with the CLI), not '\(self.kind ?? "")'"
+                "kind is export, thumbnails, storyboard or waveform, not '\((self.kind ?? "").prefix(20))'"
             )
         }
         try Self.checkLocation(input, field: "input", root: scope.inputRoot, policy: policy, code: "input_unreadable")
@@ -88,20 +92,18 @@ extension SubmitRequest {
             policy: policy,
             code: "output_forbidden"
         )
-        var presetName = "noop"
-        var settings = JSONValue.null
-        if kind == .export {
-            guard let name = preset, !name.isEmpty else {
-                throw .invalid("preset", "preset is required (GET the names with `jobctl presets`)")
-            }
-            do {
-                let found = try catalog.preset(named: name)
-                presetName = found.name
-                settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(found))
-            } catch let error as MediaError {
-                throw APIError.invalid("preset", error.message, code: error.code.rawValue)
+        if let problem = Submission.outputProblem(output, kind: kind) { throw .invalid("output", problem) }
+        let range = try range.map(Self.range)
+        let timeRange = range.flatMap { TimeRange(seconds: $0.start, duration: $0.duration) }
+        // The same recipe, checks and stored form as `jobctl submit` (the Submission module).
+        var plan = SubmissionPlan(preset: "noop", settings: .null, format: nil, defaultOutput: output)
+        if kind != .noop {
+            let recipe = try recipe(kind, catalog: catalog)
+            do throws(MediaError) {
+                plan = try Submission.plan(recipe, input: input, output: output, range: timeRange ?? .all)
+                try Submission.checkLocalOutput(output, input: input, kind: kind)
             } catch {
-                throw APIError.invalid("preset", "\(error)")
+                throw .invalid(Self.field(of: error, kind: kind), error.message, code: error.code.rawValue)
             }
         }
         let maxAttempts = self.maxAttempts ?? 3
@@ -131,9 +133,10 @@ extension SubmitRequest {
             kind: kind,
             input: input,
             output: output,
-            preset: presetName,
-            presetSettings: settings,
-            range: try range.map(Self.range),
+            preset: plan.preset,
+            presetSettings: plan.settings,
+            format: plan.format,
+            range: range,
             priority: priority,
             maxAttempts: maxAttempts,
             idempotencyKey: idempotencyKey.map { "api:\(owner.id):\($0)" },
@@ -141,6 +144,16 @@ extension SubmitRequest {
             webhook: webhook,
             owner: owner.id
         )
+    }
+
+    /// The request field a submission error is about.
+    static func field(of error: MediaError, kind: JobKind) -> String {
+        switch error.code {
+        case .inputUnsupported: "input"
+        case .outputForbidden, .outputUnwritable: "output"
+        case .presetUnknown, .limitExceeded: kind == .export ? "preset" : kind.rawValue
+        default: kind == .export ? "preset" : "input"
+        }
     }
 
     static func range(_ value: RangeValue) throws(APIError) -> Job.Range {
@@ -153,11 +166,12 @@ extension SubmitRequest {
                 throw .invalid("range", error.description, code: "range_out_of_bounds")
             }
         case .seconds(let start, let duration):
-            guard start.isFinite, start >= 0, start < 1e9, duration.map({ $0.isFinite && $0 > 0 && $0 < 1e9 }) ?? true
-            else {
+            // What a worker can turn into microseconds: a duration of at least one (5e-324 once
+            // passed a `> 0` check, and the worker trapped on the stored row).
+            guard start < 1e9, (duration ?? 1) < 1e9, TimeRange(seconds: start, duration: duration) != nil else {
                 throw .invalid(
                     "range",
-                    "range.start is 0 or more and range.duration more than 0 (seconds)",
+                    "range.start is 0 or more and range.duration at least a microsecond (seconds, both under 10^9)",
                     code: "range_out_of_bounds"
                 )
             }

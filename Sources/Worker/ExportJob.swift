@@ -16,7 +16,7 @@ struct ExportJob: PreparedJob {
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob
     {
         let preset = try decodePreset(job)
-        let range = job.timeRange
+        let range = try job.timeRange()
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
             guard let format = ContainerFormat(rawValue: name) else {
                 throw MediaError(.presetIncompatible, "unknown format '\(name)'")
@@ -127,13 +127,18 @@ struct ExportJob: PreparedJob {
 }
 
 extension Job {
-    /// The job's range as the media module takes it (microseconds); `.all` without one.
-    var timeRange: TimeRange {
-        range.map {
-            TimeRange(
-                start: Int64(($0.start * 1_000_000).rounded()),
-                duration: $0.duration.map { Int64(($0 * 1_000_000).rounded()) }
+    /// The job's range as the media module takes it (microseconds); `.all` without one. A
+    /// stored range that makes no range (written by an older API, or by hand: a duration under
+    /// a microsecond, a negative start) fails the job, `range_out_of_bounds`, instead of
+    /// trapping the worker.
+    func timeRange() throws(MediaError) -> TimeRange {
+        guard let range else { return .all }
+        guard let timeRange = TimeRange(seconds: range.start, duration: range.duration) else {
+            throw MediaError(
+                .rangeOutOfBounds,
+                "the job's range (start \(range.start) s, duration \(range.duration.map { "\($0) s" } ?? "to the end")) is not a valid range"
             )
-        } ?? .all
+        }
+        return timeRange
     }
 }

@@ -47,7 +47,7 @@ struct FileSetJob: PreparedJob {
 
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> FileSetJob
     {
-        let range = job.timeRange
+        let range = try job.timeRange()
         let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
         try confinement.checkInput(job.input)
         try confinement.checkOutput(job.output)

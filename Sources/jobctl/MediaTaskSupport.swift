@@ -40,13 +40,8 @@ struct MaximumSize: ExpressibleByArgument, Sendable {
     var size: PictureSize
 
     init?(argument: String) {
-        let parts = argument.lowercased().split(separator: "x", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
-        let width = parts[0].isEmpty ? 0 : Int(parts[0])
-        let height = parts[1].isEmpty ? 0 : Int(parts[1])
-        guard let width, let height, width >= 0, height >= 0, width + height > 0, width <= 16384, height <= 16384
-        else { return nil }
-        size = PictureSize(width: width, height: height)
+        guard let size = PictureSize(maximum: argument) else { return nil }
+        self.size = size
     }
 
     var defaultValueDescription: String { "\(size.width)x\(size.height)" }

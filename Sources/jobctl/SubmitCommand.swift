@@ -4,6 +4,7 @@ import JobctlCore
 import Media
 import Queue
 import SafeHTTP
+import Submission
 import Webhooks
 
 struct SubmitCommand: AsyncParsableCommand {
@@ -156,7 +157,12 @@ struct SubmitCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try range.map { try TimeRange(parsing: $0) }
             let input = SubmitCommand.absolute(self.input)
-            let work = try await work(input: input)
+            let work = try Submission.plan(
+                try recipe(),
+                input: input,
+                output: self.output,
+                range: timeRange ?? .all
+            )
             let output = SubmitCommand.absolute(self.output ?? work.defaultOutput)
             let request = JobRequest(
                 kind: kind,
@@ -200,15 +206,7 @@ struct SubmitCommand: AsyncParsableCommand {
                     "\(MediaLocation.displayed(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)"
                 )
             }
-            // What this host can see now (the worker checks again): never a device, a FIFO, a
-            // link or the input itself at the output path; a directory for a set of files.
-            if !MediaLocation.isRemote(output) {
-                if kind.writesFileSet {
-                    try SubmitCommand.checkDirectory(output)
-                } else {
-                    try OutputDestination.check(output, input: input)
-                }
-            }
+            try Submission.checkLocalOutput(output, input: input, kind: kind)
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
                 if !created {
@@ -229,23 +227,5 @@ struct SubmitCommand: AsyncParsableCommand {
         if path.contains("://") || path.hasPrefix("/") { return path }
         return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL.path
-    }
-
-    /// `/in/talk.mov` + `low` → `/in/talk.low.mp4`.
-    static func defaultOutput(for input: String, preset: Preset, format: ContainerFormat?) -> String {
-        besideInput(input, suffix: "\(preset.name).\((format ?? preset.format).fileExtension)")
-    }
-
-    /// `NAME.SUFFIX` in the input's directory (the current directory for a URL), NAME being
-    /// the input's name without its extension.
-    static func besideInput(_ input: String, suffix: String) -> String {
-        let name =
-            URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil }
-            ?? (input as NSString).lastPathComponent
-        let stem = (name as NSString).deletingPathExtension
-        let directory =
-            input.contains("://")
-            ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
-        return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(suffix)")
     }
 }

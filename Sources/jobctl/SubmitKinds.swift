@@ -3,6 +3,7 @@ import Foundation
 import JobctlCore
 import Media
 import Queue
+import Submission
 
 extension JobKind: ExpressibleByArgument {
     /// `noop` exists for `jobctl bench`; it is not offered.
@@ -12,17 +13,6 @@ extension JobKind: ExpressibleByArgument {
 /// `submit --kind`: what each kind stores with the job (the preset, or the kind's options as
 /// `presetSettings`), where its output goes by default, and the checks made before queueing.
 extension SubmitCommand {
-    /// What a job of this kind is submitted with.
-    struct Work {
-        /// The preset's name (exports) or the kind's name.
-        var preset: String
-        /// The preset's settings, or the kind's options (`ThumbnailOptions`…), as JSON.
-        var settings: JSONValue
-        /// The container of an export (`nil`: from the output's extension or the preset).
-        var format: String?
-        var defaultOutput: String
-    }
-
     /// The options that belong to one kind, each with whether it was given.
     private var kindOptions: [(option: String, kind: JobKind, given: Bool)] {
         [
@@ -67,22 +57,8 @@ extension SubmitCommand {
         {
             throw ValidationError("--width, --height, --color and --background are for the PNG: add png to --files")
         }
-        if let output {
-            // {name} goes in a remote URL's path (the query is the signature, shown nowhere).
-            let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
-            let inPath = MediaLocation.isRemote(output) && path.contains("{name}")
-            if output.contains("{name}") && !(kind.writesFileSet && inPath) {
-                throw ValidationError(
-                    kind.writesFileSet
-                        ? "{name} belongs in the path of a remote --output, e.g. 'https://bucket.example/out/{name}?sig=...'"
-                        : "{name} in --output is for thumbnails, storyboard and waveform jobs"
-                )
-            }
-            if kind.writesFileSet && MediaLocation.isRemote(output) && !inPath {
-                throw ValidationError(
-                    "a \(kind) job writes several files: a remote --output is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
-                )
-            }
+        if let output, let problem = Submission.outputProblem(output, kind: kind) {
+            throw ValidationError(problem.replacingOccurrences(of: "remote output", with: "remote --output"))
         }
     }
 
@@ -96,87 +72,26 @@ extension SubmitCommand {
         return (names.contains("json"), names.contains("dat"), names.contains("png"))
     }
 
-    /// The preset or options to store, and the default output; checks a local input's tracks.
-    func work(input: String) async throws -> Work {
+    /// What the options ask for, as the API builds it from JSON.
+    func recipe() throws -> JobRecipe {
         let imageFormat = format.flatMap { ImageFormat(name: $0) } ?? .jpeg
         switch kind {
         case .export, .noop:
-            let preset = try presets.catalog().preset(named: preset ?? "")
-            let container = format.flatMap { ContainerFormat(rawValue: $0) }
-            return Work(
-                preset: preset.name,
-                settings: try Self.json(preset),
-                format: container?.rawValue,
-                defaultOutput: Self.defaultOutput(for: input, preset: preset, format: container)
+            return .export(
+                try presets.catalog().preset(named: preset ?? ""),
+                container: format.flatMap { ContainerFormat(rawValue: $0) }
             )
         case .thumbnails:
-            let options = thumbnails.options(format: imageFormat)
-            return try fileSet(input, options) { asset, range throws(MediaError) in
-                _ = try ThumbnailSession(asset: asset, options: options, timeRange: range)
-            }
+            return .thumbnails(thumbnails.options(format: imageFormat))
         case .storyboard:
-            let options = storyboard.options(format: imageFormat)
-            return try fileSet(input, options) { asset, range throws(MediaError) in
-                _ = try StoryboardSession(asset: asset, options: options, timeRange: range)
-            }
+            return .storyboard(storyboard.options(format: imageFormat))
         case .waveform:
             var options = waveform.options
             let files = try waveformFiles()
             options.json = files.json
             options.dat = files.dat
             options.png = files.png ? waveform.picture : nil
-            return try fileSet(input, options) { [options] asset, range throws(MediaError) in
-                _ = try WaveformReader(asset: asset, options: options, timeRange: range)
-            }
+            return .waveform(options)
         }
-    }
-
-    /// A file-set kind's work: its options, a directory beside the input, the input checked
-    /// by building the kind's session (`check`) when it is local.
-    private func fileSet(
-        _ input: String,
-        _ options: some Encodable,
-        check: (Asset, TimeRange) throws(MediaError) -> Void
-    ) throws -> Work {
-        try checkLocalInput(input, check)
-        return Work(
-            preset: kind.rawValue,
-            settings: try Self.json(options),
-            defaultOutput: Self.besideInput(input, suffix: kind.rawValue)
-        )
-    }
-
-    /// Opens a local input that exists and lets `check` refuse it: no video track for images,
-    /// no audio for a waveform (`input_unsupported`), a sprite or a waveform too large
-    /// (`limit_exceeded`). Anything else — a missing or unreadable file, or an image encoder
-    /// this host's FFmpeg lacks (the workers' may have it) — is left for the job to report.
-    private func checkLocalInput(_ input: String, _ check: (Asset, TimeRange) throws(MediaError) -> Void) throws {
-        guard !MediaLocation.isRemote(input) else { return }
-        let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
-        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input) else { return }
-        let timeRange = try RangeArgument.timeRange(range)
-        do throws(MediaError) {
-            try check(asset, timeRange)
-        } catch  where [.inputUnsupported, .limitExceeded, .presetUnknown].contains(error.code) {
-            throw error
-        } catch {
-            return
-        }
-    }
-
-    /// A set's output directory: missing (the worker creates it) or a real directory.
-    static func checkDirectory(_ path: String) throws(MediaError) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw MediaError(
-                .outputForbidden,
-                "\(path) exists and is not a directory (a symbolic link is refused too): the files go into a directory"
-            )
-        }
-    }
-
-    private static func json(_ value: some Encodable) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
     }
 }

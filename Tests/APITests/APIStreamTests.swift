@@ -219,6 +219,18 @@ struct APIStreamTests {
                 #expect($0.status == .unprocessableContent)
                 #expect(APIRouteTests.errorCode($0).field == "wait")
             }
+            // Also found by schemathesis: a duration that rounds to 0 µs was stored, and trapped
+            // the worker that claimed it.
+            for range in [#"{"start":1.5,"duration":5e-324}"#, #"{"start":1e300}"#, #"{"start":0,"duration":1e-7}"#] {
+                let response = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit),
+                    body: f.body(extra: #","range":\#(range)"#)
+                )
+                #expect(response.status == .unprocessableContent, "\(range)")
+                #expect(APIRouteTests.errorCode(response) == ("range_out_of_bounds", "range"), "\(range)")
+            }
             // A method a path does not have: 405 with Allow, in the API's error shape.
             try await client.execute(uri: "/v1/jobs/\(id)", method: .delete, headers: APIRouteTests.headers(f.submit)) {
                 #expect($0.status == .methodNotAllowed)

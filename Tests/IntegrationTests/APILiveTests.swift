@@ -152,6 +152,38 @@ struct APILiveTests {
         #expect(Set(receiver.records().compactMap { $0["id"] as? String }) == [message])
     }
 
+    @Test func thumbnailsSubmittedOverHTTPAreWrittenByAWorker() async throws {
+        let directory = try TemporaryDirectory("api-thumbs")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        let input = try await Fixtures.shared.path(.basic)
+        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        defer { server.process.signal(SIGKILL) }
+        let output = directory.file("thumbs")
+        let submitted = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body:
+                #"{"kind":"thumbnails","input":"\#(input)","output":"\#(output)","format":"png","thumbnails":{"count":3,"size":"160x"}}"#
+        )
+        #expect(submitted.status == 201, "\(submitted.json)")
+        let id = try #require(submitted.json["id"] as? String)
+        let worker = try JobctlProcess(
+            ["worker", "--db", db, "--name", "w", "--once"],
+            log: directory.file("worker.log")
+        )
+        let waited = try await server.request("GET", "/v1/jobs/\(id)?wait=60s", timeout: 90)
+        #expect(waited.json["status"] as? String == "completed", "\(waited.json) \(worker.log)")
+        _ = try await worker.waitForExit(timeout: .seconds(60))
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: output))?.sorted() ?? []
+        #expect(files == ["thumb-001.png", "thumb-002.png", "thumb-003.png"], "\(files)")
+        for file in files {
+            let probe = try await FFProbe.probe((output as NSString).appendingPathComponent(file))
+            #expect(probe.video?.codec_name == "png")
+            #expect(probe.video?.width == 160, "\(file): \(probe.video?.width ?? 0) wide")
+        }
+    }
+
     @Test func httpsWithACertificateAndSlowOrSilentClientsCutOffAtTheRequestTimeout() async throws {
         let directory = try TemporaryDirectory("api-tls")
         defer { directory.remove() }

@@ -104,6 +104,24 @@ struct WorkerInProcessTests {
         #expect(bench.outputs() == [])
     }
 
+    @Test("a stored range that makes no range (under a microsecond, negative) fails its job; the worker goes on")
+    func impossibleStoredRanges() async throws {
+        let bench = try Bench("bad-range")
+        defer { bench.directory.remove() }
+        let input = try await Fixtures.shared.path(.basic)
+        // Written by an older API or by hand: 5e-324 s rounds to 0 µs, where TimeRange traps.
+        let tiny = try await bench.submit(input, range: Job.Range(start: 1.5, duration: 5e-324))
+        let negative = try await bench.submit(input, range: Job.Range(start: -1, duration: 1))
+        let fine = try await bench.submit(input, range: Job.Range(start: 0, duration: 0.5))
+        try await bench.worker(once: true).run()
+        for id in [tiny.id, negative.id] {
+            let failed = try await bench.job(id)
+            #expect(failed.status == .failed)
+            #expect(failed.error?.code == "range_out_of_bounds", "\(String(describing: failed.error))")
+        }
+        #expect(try await bench.job(fine.id).status == .completed, "the worker went on to the next job")
+    }
+
     @Test("a retryable failure runs again until its attempts are spent")
     func retriesUntilExhausted() async throws {
         let bench = try Bench("retry")

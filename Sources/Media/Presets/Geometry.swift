@@ -8,6 +8,18 @@ public struct PictureSize: Sendable, Hashable, Codable, CustomStringConvertible 
         self.height = height
     }
 
+    /// A maximum size as written on the command line and in API requests: `320x180` (a box),
+    /// `320x` (a width), `x180` (a height); sides up to 16384.
+    public init?(maximum text: String) {
+        let parts = text.lowercased().split(separator: "x", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let width = parts[0].isEmpty ? 0 : Int(parts[0])
+        let height = parts[1].isEmpty ? 0 : Int(parts[1])
+        guard let width, let height, width >= 0, height >= 0, width + height > 0, width <= 16384, height <= 16384
+        else { return nil }
+        self.init(width: width, height: height)
+    }
+
     public var description: String { "\(width)x\(height)" }
 }
 

@@ -89,6 +89,43 @@ public struct PresetCatalog: Sendable {
         return path.isEmpty ? "top level" : path
     }
 
+    /// A preset given inline (an HTTP request's `"preset": {…}`): the fields of `presets
+    /// --json`, checked as a presets file's are. `name` and `summary` may be left out
+    /// (`inline`); a name this catalog already has is refused, so that a job's preset name
+    /// always means one thing. Errors are `preset_unknown` naming the field.
+    public func inlinePreset(_ json: Data) throws(MediaError) -> Preset {
+        guard var object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else {
+            throw MediaError(
+                .presetUnknown,
+                "an inline preset is a JSON object with the fields of `jobctl presets --json`"
+            )
+        }
+        if object["name"] == nil || object["name"] is NSNull { object["name"] = "inline" }
+        if object["summary"] == nil || object["summary"] is NSNull { object["summary"] = "an inline preset" }
+        if let problem = PresetShape.problem(in: [object]) {
+            throw MediaError(
+                .presetUnknown,
+                "inline \(problem.replacingOccurrences(of: "preset 1: ", with: "preset: "))"
+            )
+        }
+        let preset: Preset
+        do {
+            preset = try JSONDecoder().decode(Preset.self, from: JSONSerialization.data(withJSONObject: object))
+        } catch {
+            throw MediaError(.presetUnknown, "inline preset: \(error)")
+        }
+        if let problem = preset.validationProblem {
+            throw MediaError(.presetUnknown, "inline preset '\(preset.name)': \(problem)")
+        }
+        guard !presets.contains(where: { $0.name == preset.name }) else {
+            throw MediaError(
+                .presetUnknown,
+                "inline preset '\(preset.name)' has the name of a known preset: give it another name, or send the name alone"
+            )
+        }
+        return preset
+    }
+
     /// The preset called `name`, or `preset_unknown` listing the names there are.
     public func preset(named name: String) throws(MediaError) -> Preset {
         if let preset = presets.first(where: { $0.name == name }) { return preset }

@@ -17,6 +17,23 @@ public struct TimeRange: Sendable, Hashable, CustomStringConvertible {
         self.duration = duration
     }
 
+    /// The range from `start` for `duration` seconds as a job row or an API request stores
+    /// them, or `nil` when they make no range: negative, not finite, beyond 10⁹ s, or a
+    /// duration under a microsecond (`init` traps on those; a stored row must never reach it).
+    public init?(seconds start: Double, duration: Double?) {
+        func microseconds(_ seconds: Double) -> Int64? {
+            guard seconds.isFinite, seconds >= 0, seconds <= 1e9 else { return nil }
+            return Int64((seconds * 1_000_000).rounded())
+        }
+        guard let start = microseconds(start) else { return nil }
+        if let duration {
+            guard let microseconds = microseconds(duration), microseconds > 0 else { return nil }
+            self.init(start: start, duration: microseconds)
+        } else {
+            self.init(start: start, duration: nil)
+        }
+    }
+
     /// The whole asset.
     public static let all = TimeRange(start: 0, duration: nil)
 

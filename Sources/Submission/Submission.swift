@@ -1,0 +1,185 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+
+/// What a job is made with: an export's preset, or a file-set kind's options. The command line
+/// (`jobctl submit`) and the HTTP API (`POST /v1/jobs`) each build one from their own syntax,
+/// then share every check and the stored form (`Submission.plan`).
+public enum JobRecipe: Sendable {
+    case export(Preset, container: ContainerFormat?)
+    case thumbnails(ThumbnailOptions)
+    case storyboard(StoryboardOptions)
+    case waveform(WaveformOptions)
+
+    public var kind: JobKind {
+        switch self {
+        case .export: .export
+        case .thumbnails: .thumbnails
+        case .storyboard: .storyboard
+        case .waveform: .waveform
+        }
+    }
+}
+
+/// What a job row stores for its recipe, and where its output goes by default.
+public struct SubmissionPlan: Sendable {
+    /// The preset's name (exports) or the kind's name.
+    public var preset: String
+    /// The preset's settings, or the kind's options (`ThumbnailOptions`…), as JSON.
+    public var settings: JSONValue
+    /// The container of an export (`nil`: from the output's extension or the preset).
+    public var format: String?
+    /// Beside the input: `NAME.PRESET.EXT`, or the directory `NAME.KIND/`.
+    public var defaultOutput: String
+
+    public init(preset: String, settings: JSONValue, format: String?, defaultOutput: String) {
+        self.preset = preset
+        self.settings = settings
+        self.format = format
+        self.defaultOutput = defaultOutput
+    }
+}
+
+/// The checks a job gets before it is queued, whoever submits it.
+public enum Submission {
+    /// The stored form of `recipe`, after the kind's own checks and, for a local input that
+    /// exists, a look at its tracks: a preset it cannot be exported with (`preset_incompatible`:
+    /// audio only into a video-only preset, a codec that cannot be copied into the container),
+    /// no video for images, no audio for a waveform (`input_unsupported`), a sprite or a
+    /// waveform too large (`limit_exceeded`). Anything else about the input (missing,
+    /// unreadable, an encoder this host lacks but workers may have) is left for the job to
+    /// report. `output` (when known) decides an export's container with its extension.
+    public static func plan(
+        _ recipe: JobRecipe,
+        input: String,
+        output: String?,
+        range: TimeRange
+    ) throws(MediaError) -> SubmissionPlan {
+        switch recipe {
+        case .export(let preset, let container):
+            let path = output.map { $0.split(separator: "?", maxSplits: 1).first.map(String.init) ?? $0 }
+            let format =
+                container ?? path.flatMap { ContainerFormat(pathExtension: ($0 as NSString).pathExtension) }
+                ?? preset.format
+            try checkLocalInput(input, range, refusing: [.presetIncompatible, .inputUnsupported]) {
+                asset,
+                _ throws(MediaError) in
+                if let error = preset.incompatibility(with: asset, format: format) { throw error }
+            }
+            return SubmissionPlan(
+                preset: preset.name,
+                settings: try json(preset),
+                format: container?.rawValue,
+                defaultOutput: besideInput(
+                    input,
+                    suffix: "\(preset.name).\((container ?? preset.format).fileExtension)"
+                )
+            )
+        case .thumbnails(let options):
+            try options.check()
+            try checkLocalInput(input, range) { asset, range throws(MediaError) in
+                _ = try ThumbnailSession(asset: asset, options: options, timeRange: range)
+            }
+            return fileSet(.thumbnails, input, try json(options))
+        case .storyboard(let options):
+            try options.check()
+            try checkLocalInput(input, range) { asset, range throws(MediaError) in
+                _ = try StoryboardSession(asset: asset, options: options, timeRange: range)
+            }
+            return fileSet(.storyboard, input, try json(options))
+        case .waveform(let options):
+            try options.check()
+            try checkLocalInput(input, range) { asset, range throws(MediaError) in
+                _ = try WaveformReader(asset: asset, options: options, timeRange: range)
+            }
+            return fileSet(.waveform, input, try json(options))
+        }
+    }
+
+    /// What is wrong with `output` for a job of `kind`, or `nil`: `{name}` belongs in the path
+    /// of a remote output of a file-set kind, and such an output needs it (each file is PUT to
+    /// its own URL).
+    public static func outputProblem(_ output: String, kind: JobKind) -> String? {
+        // {name} goes in a remote URL's path (the query is the signature, shown nowhere).
+        let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
+        let inPath = MediaLocation.isRemote(output) && path.contains("{name}")
+        if output.contains("{name}") && !(kind.writesFileSet && inPath) {
+            return kind.writesFileSet
+                ? "{name} belongs in the path of a remote output, e.g. 'https://bucket.example/out/{name}?sig=...'"
+                : "{name} in the output is for thumbnails, storyboard and waveform jobs"
+        }
+        if kind.writesFileSet && MediaLocation.isRemote(output) && !inPath {
+            return
+                "a \(kind) job writes several files: a remote output is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
+        }
+        return nil
+    }
+
+    /// What this host can see of a local output now (the worker checks again): never a device,
+    /// a FIFO, a link or the input itself for an export; a directory (or nothing yet) for a set
+    /// of files.
+    public static func checkLocalOutput(_ output: String, input: String, kind: JobKind) throws(MediaError) {
+        guard !MediaLocation.isRemote(output) else { return }
+        if kind.writesFileSet {
+            var info = stat()
+            guard lstat(output, &info) == 0 else { return }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw MediaError(
+                    .outputForbidden,
+                    "\(output) exists and is not a directory (a symbolic link is refused too): the files go into a directory"
+                )
+            }
+        } else {
+            try OutputDestination.check(output, input: input)
+        }
+    }
+
+    /// `NAME.SUFFIX` in the input's directory (the current directory for a URL), NAME being
+    /// the input's name without its extension.
+    public static func besideInput(_ input: String, suffix: String) -> String {
+        let name =
+            URL(string: input).flatMap { input.contains("://") ? $0.lastPathComponent : nil }
+            ?? (input as NSString).lastPathComponent
+        let stem = (name as NSString).deletingPathExtension
+        let directory =
+            input.contains("://")
+            ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
+        return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(suffix)")
+    }
+
+    private static func fileSet(_ kind: JobKind, _ input: String, _ settings: JSONValue) -> SubmissionPlan {
+        SubmissionPlan(
+            preset: kind.rawValue,
+            settings: settings,
+            format: nil,
+            defaultOutput: besideInput(input, suffix: kind.rawValue)
+        )
+    }
+
+    private static func checkLocalInput(
+        _ input: String,
+        _ range: TimeRange,
+        refusing refused: [MediaError.Code] = [.inputUnsupported, .limitExceeded, .presetUnknown],
+        _ check: (Asset, TimeRange) throws(MediaError) -> Void
+    ) throws(MediaError) {
+        guard !MediaLocation.isRemote(input) else { return }
+        let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
+        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input) else { return }
+        do throws(MediaError) {
+            try check(asset, range)
+        } catch  where refused.contains(error.code) {
+            throw error
+        } catch {
+            return
+        }
+    }
+
+    private static func json(_ value: some Encodable) throws(MediaError) -> JSONValue {
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+        } catch {
+            throw MediaError(.presetUnknown, "the job's settings cannot be stored: \(error)")
+        }
+    }
+}
