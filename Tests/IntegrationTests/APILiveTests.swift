@@ -80,10 +80,14 @@ struct APILiveTests {
             .deletingLastPathComponent().appendingPathComponent("scripts/\(name)").path
     }
 
-    @Test func submitOverHTTPThenAWorkerRunsItAndTheLongPollAndTheWebhookSeeItEnd() async throws {
+    /// On a SQLite file and on PostgreSQL: the same routes, the store's own notifications.
+    @Test(arguments: ["sqlite", "postgres"])
+    func submitOverHTTPThenAWorkerRunsItAndTheLongPollAndTheWebhookSeeItEnd(store: String) async throws {
         let directory = try TemporaryDirectory("api-live")
         defer { directory.remove() }
-        let db = directory.file("jobs.sqlite")
+        let db =
+            store == "postgres"
+            ? try await TestPostgres.shared.freshDatabase("api") : directory.file("jobs.sqlite")
         let input = try await Fixtures.shared.path(.basic)
         let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
         defer { server.process.signal(SIGKILL) }
@@ -131,7 +135,10 @@ struct APILiveTests {
                 as? String
         }
         #expect(kinds.first == "event: status" && statuses.first == "unknown", "\(stream.stdoutText)")
-        #expect(statuses.contains("reading") && statuses.last == "completed", "\(statuses)")
+        #expect(statuses.last == "completed", "\(statuses)")
+        // SQLite wakes the stream at every write; PostgreSQL sends no notification for a claim,
+        // so a job shorter than the 1 s tick may go from queued to completed in one event.
+        if store == "sqlite" { #expect(statuses.contains("reading"), "\(statuses)") }
 
         // The webhook log over HTTP, then a redelivery with the same webhook-id.
         let log = try await server.request("GET", "/v1/jobs/\(id)/deliveries")
