@@ -8,7 +8,7 @@ PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-d
 # and python3-venv for openapi-spec-validator (scripts/check-openapi.sh).
 TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv
 # The benchmarks also make a virtualenv for PgQueuer (bench/queue.sh).
-BENCH_PACKAGES := python3-venv
+BENCH_PACKAGES := python3-venv wrk
 
 SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
@@ -113,6 +113,7 @@ bench: test-deps
 	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
 	bench/queue.sh
 	.build-release/release/jobctl bench webhooks --jobs 3000 --webhook-concurrency 8
+	bench/api.sh
 
 clean:
 	rm -rf .build $(DEMO)

@@ -50,6 +50,9 @@ public struct APIConfiguration: Sendable {
     public var publicMetrics: Bool
     /// How often watched jobs are read when no notification comes (long polls, event streams).
     public var watchInterval: Duration
+    /// How long a key row read from the database is used again: a revoked key is refused
+    /// within this long (`.zero`: read on every request).
+    public var keyCacheLifetime: Duration
 
     public init(
         store: any JobStore & APIKeyStore,
@@ -62,7 +65,8 @@ public struct APIConfiguration: Sendable {
         rateLimit: RateLimit? = RateLimit(perSecond: 100),
         metrics: PrometheusCollectorRegistry? = nil,
         publicMetrics: Bool = false,
-        watchInterval: Duration = .seconds(1)
+        watchInterval: Duration = .seconds(1),
+        keyCacheLifetime: Duration = .seconds(2)
     ) {
         self.store = store
         self.catalog = catalog
@@ -75,6 +79,7 @@ public struct APIConfiguration: Sendable {
         self.metrics = metrics
         self.publicMetrics = publicMetrics
         self.watchInterval = watchInterval
+        self.keyCacheLifetime = keyCacheLifetime
     }
 
     /// The routes that need no key.
@@ -95,6 +100,8 @@ public enum APIRoutes {
             middleware: KeyAuthentication(
                 store: configuration.store,
                 openPaths: configuration.openPaths,
+                cache: configuration.keyCacheLifetime > .zero
+                    ? APIKeyCache(lifetime: configuration.keyCacheLifetime) : nil,
                 keyLimiter: configuration.rateLimit.map(RateLimiter.init),
                 failureLimiter: RateLimiter(RateLimit(perSecond: 10)),
                 logger: logger
@@ -213,6 +220,7 @@ final class RouteTable: Sendable {
 struct KeyAuthentication: RouterMiddleware {
     let store: any APIKeyStore
     let openPaths: Set<String>
+    let cache: APIKeyCache?
     let keyLimiter: RateLimiter?
     let failureLimiter: RateLimiter
     let logger: Logger
@@ -232,7 +240,7 @@ struct KeyAuthentication: RouterMiddleware {
         let text = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
         let key: APIKey?
         do {
-            key = try await APIKeys.verify(Substring(text), in: store)
+            key = try await APIKeys.verify(Substring(text), in: store, cache: cache)
         } catch {
             logger.error("Checking an API key failed", metadata: ["error": "\(error)"])
             throw APIError(.serviceUnavailable, "database_unavailable", "the job database cannot be reached; try again")
@@ -489,26 +497,16 @@ struct JobWaiter: Sendable {
     let store: any JobStore
     let watch: JobWatch
 
-    /// The job once it has ended, or as it is when `limit` passes or the server starts to shut
-    /// down (`nil`: it is gone).
+    /// The job once it has ended, or as it is when `limit` passes (within the watch's tick) or
+    /// the server starts to shut down (`nil`: it is gone). No task of its own: the request's
+    /// task waits on the watch's updates, which end at the deadline.
     func wait(for id: JobID, upTo limit: Duration) async throws -> Job? {
-        let subscription = watch.watch(id)
+        let subscription = watch.watch(id, until: .now + limit)
         // `.some(job)`: ended (or gone, `.some(nil)`); `nil`: the wait ran out or the server is stopping.
         let ended: Job?? = await withGracefulShutdownHandler {
-            await withTaskGroup(of: Job??.self) { group in
-                group.addTask {
-                    for await job in subscription.updates where job?.status.isTerminal ?? true { return .some(job) }
-                    return nil
-                }
-                group.addTask {
-                    try? await Task.sleep(for: limit)
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                subscription.finish()
-                return first
-            }
+            defer { subscription.finish() }
+            for await job in subscription.updates where job?.status.isTerminal ?? true { return .some(job) }
+            return nil
         } onGracefulShutdown: {
             subscription.finish()
         }

@@ -32,13 +32,8 @@ extension JobRoutes {
                 var stream = EventStream()
                 try await writer.write(stream.event(for: job))
                 guard !job.status.isTerminal else { return try await writer.finish(nil) }
-                let subscription = watch.watch(id)
+                let subscription = watch.watch(id, until: .now + lifetime)
                 defer { subscription.finish() }
-                let ending = Task {
-                    try await Task.sleep(for: lifetime)
-                    subscription.finish()
-                }
-                defer { ending.cancel() }
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
                     for await update in subscription.updates {

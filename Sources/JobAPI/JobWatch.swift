@@ -26,6 +26,8 @@ final class JobWatch: Sendable {
 
     private struct Watcher {
         let job: JobID
+        /// When the watch ends by itself (a long poll's wait, a stream's lifetime).
+        let deadline: ContinuousClock.Instant
         let continuation: AsyncStream<Job?>.Continuation
     }
 
@@ -52,13 +54,18 @@ final class JobWatch: Sendable {
     /// How many watchers there are (tests, metrics).
     var count: Int { state.withLock { $0.watchers.count } }
 
-    /// Starts watching `id`. The first update follows at the next wake-up, which subscribing
+    /// Starts watching `id` until `deadline` (then `updates` ends, at the first tick after
+    /// it: within `interval`). The first update follows at the next wake-up, which subscribing
     /// asks for; each update is the newest (a slow watcher skips to the latest).
-    func watch(_ id: JobID) -> Subscription {
+    ///
+    /// The deadline is kept here rather than in a timer task per watcher: a task, its frames
+    /// and a task group per long poll cost tens of kilobytes, and 10,000 idle long polls are the
+    /// point of sharing the watch.
+    func watch(_ id: JobID, until deadline: ContinuousClock.Instant) -> Subscription {
         let (updates, continuation) = AsyncStream<Job?>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = UUID()
         let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
-            state.watchers[token] = Watcher(job: id, continuation: continuation)
+            state.watchers[token] = Watcher(job: id, deadline: deadline, continuation: continuation)
             if state.loop == nil {
                 let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 state.wake = wake
@@ -97,9 +104,13 @@ final class JobWatch: Sendable {
     }
 
     private func readWatchedJobs() async {
+        let now = ContinuousClock.now
         let watchers = state.withLock { Array($0.watchers.values) }
-        guard !watchers.isEmpty else { return }
-        let ids = Array(Set(watchers.map(\.job)))
+        // Past their deadline: ended (each one's termination handler removes it).
+        for watcher in watchers where watcher.deadline <= now { watcher.continuation.finish() }
+        let watching = watchers.filter { $0.deadline > now }
+        guard !watching.isEmpty else { return }
+        let ids = Array(Set(watching.map(\.job)))
         var jobs: [JobID: Job] = [:]
         do {
             for start in stride(from: 0, to: ids.count, by: Self.chunk) {
@@ -111,6 +122,6 @@ final class JobWatch: Sendable {
             logger.warning("Reading watched jobs failed", metadata: ["error": "\(error)", "jobs": "\(ids.count)"])
             return
         }
-        for watcher in watchers { watcher.continuation.yield(jobs[watcher.job]) }
+        for watcher in watching { watcher.continuation.yield(jobs[watcher.job]) }
     }
 }

@@ -75,8 +75,8 @@ final class RateLimiter: Sendable {
     }
 }
 
-/// Bounds every request but the ones that wait on purpose: a long poll gets its `?wait=` on top
-/// (at most the server's maximum), an event stream answers at once and then streams. A request
+/// Bounds every request but the ones that wait on purpose: a long poll is bounded by its
+/// `?wait=` (at most the server's maximum), an event stream answers at once and then streams. A request
 /// past its time is cancelled and answered 408 `request_timeout` (a body sent too slowly, a
 /// database that does not answer). A submit that timed out may still have been stored: retry it
 /// with the same `Idempotency-Key`.
@@ -88,8 +88,12 @@ struct RequestTimeout: RouterMiddleware {
         context: APIRequestContext,
         next: (Request, APIRequestContext) async throws -> Response
     ) async throws -> Response {
-        let waits = request.uri.queryParameters.get("wait") != nil
-        let limit = configuration.requestTimeout + (waits ? configuration.maximumWait : .zero)
+        // A long poll is bounded by its own wait (at most --max-wait), and holds no body to read:
+        // no timer and no task group for it, which would cost more than the poll itself.
+        if request.method == .get, request.uri.queryParameters.get("wait") != nil {
+            return try await next(request, context)
+        }
+        let limit = configuration.requestTimeout
         let timedOut = AtomicFlag()
         return try await withoutActuallyEscaping(next) { next in
             let handler = UncheckedSendable(next)

@@ -100,7 +100,7 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Revoke a key: its next request is refused (401)."
+            abstract: "Revoke a key: refused (401) by every server within 2 s."
         )
 
         @Argument(help: "The key's id (the 12 hex digits after jck_), or the whole key.")

@@ -95,7 +95,7 @@ struct APIRouteTests {
 
     @Test("no key, a malformed key, a wrong secret and a revoked key are 401; /healthz needs none")
     func authentication() async throws {
-        let f = try await Fixture()
+        let f = try await Fixture { $0.keyCacheLifetime = .milliseconds(300) }
         defer { f.directory.remove() }
         try await f.app.test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
@@ -119,8 +119,14 @@ struct APIRouteTests {
                 #expect($0.status == .notFound)
                 #expect(Self.errorCode($0).code == "not_found")
             }
+            // The key's row is cached now: a wrong secret for its id is still refused.
+            try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(forged)) {
+                #expect($0.status == .unauthorized)
+            }
+            // A revocation takes effect once the cached row is older than its lifetime (300 ms here).
             let id = try #require(APIKeys.parse(Substring(f.submit))?.id)
             #expect(try await f.store.revokeAPIKey(id: id, at: Date()))
+            try await Task.sleep(for: .milliseconds(400))
             try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit)) {
                 #expect($0.status == .unauthorized)
             }
