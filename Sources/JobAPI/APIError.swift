@@ -37,6 +37,16 @@ public struct APIError: HTTPResponseError, Sendable {
         return error
     }
 
+    static func tooManyWatches(_ maximum: Int) -> APIError {
+        var error = APIError(
+            .tooManyRequests,
+            "too_many_watches",
+            "this key holds \(maximum) long polls and event streams on this server already; close some, or retry later"
+        )
+        error.retryAfter = 5
+        return error
+    }
+
     static func noJob(_ id: String) -> APIError { APIError(.notFound, "job_not_found", "no job \(id)") }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

@@ -50,6 +50,8 @@ public struct APIConfiguration: Sendable {
     public var publicMetrics: Bool
     /// How often watched jobs are read when no notification comes (long polls, event streams).
     public var watchInterval: Duration
+    /// Long polls and event streams one key may hold open on one server (429 past it).
+    public var maximumWatchesPerKey: Int
     /// How long a key row read from the database is used again: a revoked key is refused
     /// within this long (`.zero`: read on every request).
     public var keyCacheLifetime: Duration
@@ -66,7 +68,8 @@ public struct APIConfiguration: Sendable {
         metrics: PrometheusCollectorRegistry? = nil,
         publicMetrics: Bool = false,
         watchInterval: Duration = .seconds(1),
-        keyCacheLifetime: Duration = .seconds(2)
+        keyCacheLifetime: Duration = .seconds(2),
+        maximumWatchesPerKey: Int = 1000
     ) {
         self.store = store
         self.catalog = catalog
@@ -80,6 +83,7 @@ public struct APIConfiguration: Sendable {
         self.publicMetrics = publicMetrics
         self.watchInterval = watchInterval
         self.keyCacheLifetime = keyCacheLifetime
+        self.maximumWatchesPerKey = maximumWatchesPerKey
     }
 
     /// The routes that need no key.
@@ -122,7 +126,12 @@ public enum APIRoutes {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json))
             )
         }
-        let watch = JobWatch(store: configuration.store, interval: configuration.watchInterval, logger: logger)
+        let watch = JobWatch(
+            store: configuration.store,
+            interval: configuration.watchInterval,
+            maximumPerKey: configuration.maximumWatchesPerKey,
+            logger: logger
+        )
         if let registry = configuration.metrics {
             let watchers = registry.makeGauge(name: "jobctl_api_watchers")
             router.get("/metrics") { _, context -> Response in
@@ -327,7 +336,7 @@ struct JobRoutes: Sendable {
         let id = try Self.jobID(context)
         guard var job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
-            job = try await JobWaiter(store: store, watch: watch).wait(for: id, upTo: wait) ?? job
+            job = try await JobWaiter(store: store, watch: watch).wait(for: id, by: key, upTo: wait) ?? job
         }
         return try APIResponses.json(Self.presented(job))
     }
@@ -500,8 +509,10 @@ struct JobWaiter: Sendable {
     /// The job once it has ended, or as it is when `limit` passes (within the watch's tick) or
     /// the server starts to shut down (`nil`: it is gone). No task of its own: the request's
     /// task waits on the watch's updates, which end at the deadline.
-    func wait(for id: JobID, upTo limit: Duration) async throws -> Job? {
-        let subscription = watch.watch(id, until: .now + limit)
+    func wait(for id: JobID, by key: APIKey, upTo limit: Duration) async throws -> Job? {
+        guard let subscription = watch.watch(id, owner: key.id, until: .now + limit) else {
+            throw APIError.tooManyWatches(watch.maximumPerKey)
+        }
         // `.some(job)`: ended (or gone, `.some(nil)`); `nil`: the wait ran out or the server is stopping.
         let ended: Job?? = await withGracefulShutdownHandler {
             defer { subscription.finish() }

@@ -23,17 +23,18 @@ extension JobRoutes {
         if job.status.isTerminal, request.headers.first(where: { $0.name.canonicalName == "last-event-id" }) != nil {
             return Response(status: .noContent)
         }
-        let watch = self.watch
-        let lifetime = configuration.maximumStream
+        // Admitted before the answer starts: past the key's limit it is a 429, not a stream.
+        guard let subscription = watch.watch(id, owner: key.id, until: .now + configuration.maximumStream) else {
+            throw APIError.tooManyWatches(watch.maximumPerKey)
+        }
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
             body: ResponseBody { writer in
+                defer { subscription.finish() }
                 var stream = EventStream()
                 try await writer.write(stream.event(for: job))
                 guard !job.status.isTerminal else { return try await writer.finish(nil) }
-                let subscription = watch.watch(id, until: .now + lifetime)
-                defer { subscription.finish() }
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
                     for await update in subscription.updates {

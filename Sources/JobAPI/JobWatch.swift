@@ -26,6 +26,8 @@ final class JobWatch: Sendable {
 
     private struct Watcher {
         let job: JobID
+        /// The API key watching (each may hold at most `maximumPerKey` watches).
+        let owner: String
         /// When the watch ends by itself (a long poll's wait, a stream's lifetime).
         let deadline: ContinuousClock.Instant
         let continuation: AsyncStream<Job?>.Continuation
@@ -33,6 +35,7 @@ final class JobWatch: Sendable {
 
     private struct State {
         var watchers: [UUID: Watcher] = [:]
+        var perOwner: [String: Int] = [:]
         var loop: Task<Void, Never>?
         var wake: AsyncStream<Void>.Continuation?
     }
@@ -42,12 +45,15 @@ final class JobWatch: Sendable {
 
     private let store: any JobStore
     private let interval: Duration
+    /// Long polls and event streams one API key may hold open on this server at once.
+    let maximumPerKey: Int
     private let logger: Logger
     private let state = Mutex(State())
 
-    init(store: any JobStore, interval: Duration = .seconds(1), logger: Logger) {
+    init(store: any JobStore, interval: Duration = .seconds(1), maximumPerKey: Int = 1000, logger: Logger) {
         self.store = store
         self.interval = interval
+        self.maximumPerKey = maximumPerKey
         self.logger = logger
     }
 
@@ -61,21 +67,34 @@ final class JobWatch: Sendable {
     /// The deadline is kept here rather than in a timer task per watcher: a task, its frames
     /// and a task group per long poll cost tens of kilobytes, and 10,000 idle long polls are the
     /// point of sharing the watch.
-    func watch(_ id: JobID, until deadline: ContinuousClock.Instant) -> Subscription {
+    ///
+    /// `nil` when `owner` already holds `maximumPerKey` watches: each costs memory and a file
+    /// descriptor, and a key must not be able to take them all.
+    func watch(_ id: JobID, owner: String, until deadline: ContinuousClock.Instant) -> Subscription? {
         let (updates, continuation) = AsyncStream<Job?>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = UUID()
-        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
-            state.watchers[token] = Watcher(job: id, deadline: deadline, continuation: continuation)
+        let admitted = state.withLock { state -> (Bool, AsyncStream<Void>.Continuation?) in
+            guard state.perOwner[owner, default: 0] < maximumPerKey else { return (false, nil) }
+            state.perOwner[owner, default: 0] += 1
+            state.watchers[token] = Watcher(job: id, owner: owner, deadline: deadline, continuation: continuation)
             if state.loop == nil {
                 let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 state.wake = wake
                 state.loop = Task { [weak self] in await self?.run(wakeUps: wakeUps, wake: wake) }
             }
-            return state.wake
+            return (true, state.wake)
         }
+        guard admitted.0 else {
+            continuation.finish()
+            return nil
+        }
+        let wake = admitted.1
         continuation.onTermination = { [weak self] _ in
             let stopped = self?.state.withLock { state -> Task<Void, Never>? in
-                state.watchers[token] = nil
+                if state.watchers.removeValue(forKey: token) != nil {
+                    state.perOwner[owner, default: 1] -= 1
+                    if state.perOwner[owner] == 0 { state.perOwner[owner] = nil }
+                }
                 guard state.watchers.isEmpty, let loop = state.loop else { return nil }
                 state.loop = nil
                 state.wake?.finish()

@@ -58,6 +58,14 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var rateLimit: Double = 100
 
+    @Option(
+        help: ArgumentHelp(
+            "Long polls and event streams one API key may hold open on this process at once (429 past it).",
+            valueName: "n"
+        )
+    )
+    var maxWatchesPerKey = 1000
+
     @Flag(help: "Serve /metrics without a key (default: an admin key is needed).")
     var publicMetrics = false
 
@@ -89,6 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit is 0 or more") }
         guard requestTimeout.duration > .zero else { throw ValidationError("--request-timeout must be positive") }
         guard maxStream.duration > .zero else { throw ValidationError("--max-stream must be positive") }
+        guard maxWatchesPerKey >= 1 else { throw ValidationError("--max-watches-per-key is at least 1") }
     }
 
     static func split(_ address: String) -> (host: String, port: Int)? {
@@ -119,7 +128,8 @@ struct ServeCommand: AsyncParsableCommand {
                     requestTimeout: requestTimeout.duration,
                     rateLimit: rateLimit > 0 ? RateLimit(perSecond: rateLimit) : nil,
                     metrics: registry,
-                    publicMetrics: publicMetrics
+                    publicMetrics: publicMetrics,
+                    maximumWatchesPerKey: maxWatchesPerKey
                 )
                 let scheme = tlsCert == nil ? "http" : "https"
                 let app: Application<RouterResponder<APIRequestContext>>

@@ -240,6 +240,50 @@ struct APIStreamTests {
         }
     }
 
+    @Test("a key holds at most its share of long polls and streams (429 too_many_watches); others are not affected")
+    func watchesPerKey() async throws {
+        let f = try await F { $0.maximumWatchesPerKey = 2 }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let id = try await f.submitJob(client)
+            let held = (0..<2).map { index in
+                Task {
+                    let path = index == 0 ? "/v1/jobs/\(id)?wait=2s" : "/v1/jobs/\(id)/events"
+                    return try await client.execute(uri: path, method: .get, headers: APIRouteTests.headers(f.submit))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            for path in ["/v1/jobs/\(id)?wait=2s", "/v1/jobs/\(id)/events"] {
+                try await client.execute(uri: path, method: .get, headers: APIRouteTests.headers(f.submit)) {
+                    #expect($0.status == .tooManyRequests, "\(path)")
+                    #expect(APIRouteTests.errorCode($0).code == "too_many_watches")
+                    #expect($0.headers[.retryAfter] == "5")
+                }
+            }
+            // An admin key has its own share; a plain GET is not a watch.
+            try await client.execute(
+                uri: "/v1/jobs/\(id)?wait=300ms",
+                method: .get,
+                headers: APIRouteTests.headers(f.admin)
+            ) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/v1/jobs/\(id)", method: .get, headers: APIRouteTests.headers(f.submit)) {
+                #expect($0.status == .ok)
+            }
+            _ = try await f.store.cancel(JobID(id))
+            for task in held { #expect(try await task.value.status == .ok) }
+            // Ended watches give their places back.
+            try await client.execute(
+                uri: "/v1/jobs/\(id)?wait=1s",
+                method: .get,
+                headers: APIRouteTests.headers(f.submit)
+            ) {
+                #expect($0.status == .ok)
+            }
+        }
+    }
+
     @Test("a key over its rate gets 429 with Retry-After; so does an address that keeps sending bad keys")
     func rateLimits() async throws {
         let f = try await F { $0.rateLimit = RateLimit(perSecond: 1, burst: 3) }
