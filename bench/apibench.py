@@ -50,7 +50,8 @@ def start_server(jobctl: str, db: str, work: Path) -> tuple[subprocess.Popen, st
     ).stdout.strip()
     log = open(work / "serve.log", "w")
     server = subprocess.Popen(
-        [jobctl, "serve", "--db", db, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--max-wait", "150s"],
+        [jobctl, "serve", "--db", db, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--max-wait", "150s",
+         "--max-watches-per-key", "100000"],
         stderr=log, stdout=subprocess.DEVNULL,
     )
     for _ in range(200):
@@ -110,8 +111,11 @@ async def hold_polls(host: str, port: int, path: str, key: str, count: int, serv
     await asyncio.sleep(5)  # let the server read every request and settle
     rss = rss_mb(server_pid)
     for reader, _ in opened:
+        # The answer's head comes at once (the poll waits in its body); the job JSON only when
+        # the wait ends.
         try:
-            if await asyncio.wait_for(reader.read(1), timeout=0.0001):
+            data = await asyncio.wait_for(reader.read(65536), timeout=0.001)
+            if b'"status"' in data:
                 answered += 1
         except (asyncio.TimeoutError, TimeoutError):
             pass

@@ -80,11 +80,15 @@ struct ErrorBody: Codable, Sendable {
 
 enum APIResponses {
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let data = try Job.makeJSONEncoder(pretty: false).encode(value)
-        return Response(
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
+            body: ResponseBody(byteBuffer: try encode(value))
         )
+    }
+
+    /// The API's JSON for `value` (compact, the job JSON's date and key rules).
+    static func encode(_ value: some Encodable) throws -> ByteBuffer {
+        ByteBuffer(bytes: try Job.makeJSONEncoder(pretty: false).encode(value))
     }
 }

@@ -334,9 +334,9 @@ struct JobRoutes: Sendable {
     func show(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.read, context)
         let id = try Self.jobID(context)
-        guard var job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
+        guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         if let wait = try Self.waitParameter(request, maximum: configuration.maximumWait), !job.status.isTerminal {
-            job = try await JobWaiter(store: store, watch: watch).wait(for: id, by: key, upTo: wait) ?? job
+            return try JobWaiter(store: store, watch: watch).response(waitingFor: job, by: key, upTo: wait)
         }
         return try APIResponses.json(Self.presented(job))
     }
@@ -500,28 +500,55 @@ enum ListCursor {
     }
 }
 
-/// Waits for a job to end through the server's `JobWatch`: woken by change notifications and a
-/// tick, with one read for all waiters.
+/// A long poll: waits in the response's body, once the route and the middleware have returned.
+/// The answer's head (200, JSON) goes out when the wait starts; the job follows when it ends, the
+/// wait is over (at the watch's first tick after it), or the server starts to shut down.
+///
+/// Waiting in the handler would keep every middleware's async frame alive for the whole wait:
+/// about 20 KB a poll (heaptrack: ErrorShape and KeyAuthentication 3.5 KB each, the router's
+/// closure, the route), which 10,000 idle polls multiply.
 struct JobWaiter: Sendable {
     let store: any JobStore
     let watch: JobWatch
 
-    /// The job once it has ended, or as it is when `limit` passes (within the watch's tick) or
-    /// the server starts to shut down (`nil`: it is gone). No task of its own: the request's
-    /// task waits on the watch's updates, which end at the deadline.
-    func wait(for id: JobID, by key: APIKey, upTo limit: Duration) async throws -> Job? {
-        guard let subscription = watch.watch(id, owner: key.id, until: .now + limit) else {
+    /// The response for `job` (visible to `key`, not ended) after waiting up to `limit`. 429
+    /// when the key holds its share of watches already. If the job cannot be read at the end
+    /// (it is gone, or the database fails), the last state seen is sent.
+    func response(waitingFor job: Job, by key: APIKey, upTo limit: Duration) throws -> Response {
+        guard let subscription = watch.watch(job.id, owner: key.id, until: .now + limit) else {
             throw APIError.tooManyWatches(watch.maximumPerKey)
         }
-        // `.some(job)`: ended (or gone, `.some(nil)`); `nil`: the wait ran out or the server is stopping.
-        let ended: Job?? = await withGracefulShutdownHandler {
+        let (store, id) = (store, job.id)
+        // The job's state now, as bytes: what is sent if nothing better can be read.
+        let fallback = try APIResponses.encode(JobRoutes.presented(job))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody { writer in
+                try await writer.write(await Self.waitForEnd(subscription, id, store) ?? fallback)
+                try await writer.finish(nil)
+            }
+        )
+    }
+
+    /// The job's JSON once it has ended, or as it is when the watch ends (the wait is over, the
+    /// server is stopping); `nil` if it cannot be read. Only references and bytes in this frame.
+    private static func waitForEnd(
+        _ subscription: JobWatch.Subscription,
+        _ id: JobID,
+        _ store: any JobStore
+    ) async -> ByteBuffer? {
+        let ended: JobWatch.Snapshot? = await withGracefulShutdownHandler {
             defer { subscription.finish() }
-            for await job in subscription.updates where job?.status.isTerminal ?? true { return .some(job) }
+            for await snapshot in subscription.updates where snapshot?.job.status.isTerminal ?? true {
+                return snapshot
+            }
             return nil
         } onGracefulShutdown: {
             subscription.finish()
         }
-        if let ended { return ended }
-        return try await store.job(id)
+        if let ended { return try? APIResponses.encode(JobRoutes.presented(ended.job)) }
+        guard let job = try? await store.job(id) else { return nil }
+        return try? APIResponses.encode(JobRoutes.presented(job))
     }
 }

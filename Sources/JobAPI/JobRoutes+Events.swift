@@ -23,6 +23,9 @@ extension JobRoutes {
         if job.status.isTerminal, request.headers.first(where: { $0.name.canonicalName == "last-event-id" }) != nil {
             return Response(status: .noContent)
         }
+        // The first event now, so that the stream holds it as bytes rather than the whole job.
+        var stream = EventStream()
+        let (first, ended) = (try stream.event(for: job), job.status.isTerminal)
         // Admitted before the answer starts: past the key's limit it is a 429, not a stream.
         guard let subscription = watch.watch(id, owner: key.id, until: .now + configuration.maximumStream) else {
             throw APIError.tooManyWatches(watch.maximumPerKey)
@@ -30,15 +33,15 @@ extension JobRoutes {
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
-            body: ResponseBody { writer in
+            body: ResponseBody { [first, ended, stream] writer in
                 defer { subscription.finish() }
-                var stream = EventStream()
-                try await writer.write(stream.event(for: job))
-                guard !job.status.isTerminal else { return try await writer.finish(nil) }
+                var stream = stream
+                try await writer.write(first)
+                guard !ended else { return try await writer.finish(nil) }
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
-                    for await update in subscription.updates {
-                        guard let update else { break }
+                    for await snapshot in subscription.updates {
+                        guard let update = snapshot?.job else { break }
                         if let event = try stream.eventIfChanged(update) {
                             try await writer.write(event)
                             lastWrite = .now
