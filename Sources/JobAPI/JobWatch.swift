@@ -81,6 +81,22 @@ final class JobWatch: Sendable {
     func watch(_ id: JobID, owner: String, until deadline: ContinuousClock.Instant) -> Subscription? {
         let (updates, continuation) = AsyncStream<Snapshot?>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = UUID()
+        // Set before the watcher is visible to the loop, which may finish it at once (a
+        // deadline already past): the handler must be there to remove it.
+        continuation.onTermination = { [weak self] _ in
+            let stopped = self?.state.withLock { state -> Task<Void, Never>? in
+                if state.watchers.removeValue(forKey: token) != nil {
+                    state.perOwner[owner, default: 1] -= 1
+                    if state.perOwner[owner] == 0 { state.perOwner[owner] = nil }
+                }
+                guard state.watchers.isEmpty, let loop = state.loop else { return nil }
+                state.loop = nil
+                state.wake?.finish()
+                state.wake = nil
+                return loop
+            }
+            stopped?.cancel()
+        }
         let admitted = state.withLock { state -> (Bool, AsyncStream<Void>.Continuation?) in
             guard state.perOwner[owner, default: 0] < maximumPerKey else { return (false, nil) }
             state.perOwner[owner, default: 0] += 1
@@ -97,20 +113,6 @@ final class JobWatch: Sendable {
             return nil
         }
         let wake = admitted.1
-        continuation.onTermination = { [weak self] _ in
-            let stopped = self?.state.withLock { state -> Task<Void, Never>? in
-                if state.watchers.removeValue(forKey: token) != nil {
-                    state.perOwner[owner, default: 1] -= 1
-                    if state.perOwner[owner] == 0 { state.perOwner[owner] = nil }
-                }
-                guard state.watchers.isEmpty, let loop = state.loop else { return nil }
-                state.loop = nil
-                state.wake?.finish()
-                state.wake = nil
-                return loop
-            }
-            stopped?.cancel()
-        }
         wake?.yield()
         return Subscription(updates: updates, continuation: continuation)
     }
