@@ -6,6 +6,9 @@
 # retry, events, deliveries). A run fails on any 5xx, any response that does not match the
 # document, any schema-invalid request that is accepted, or a server that stops answering.
 #
+# One worker: with two, Hypothesis parsed source in two threads at once and CPython 3.11 failed
+# ("AST constructor recursion depth mismatch", a tool error, not the server's) now and then.
+#
 # Not checked: "schema-valid requests are accepted" (positive_data_acceptance). The document
 # cannot say what the server decides at run time: whether a path is under --input-root, a
 # preset exists, or a URL's address is public.
@@ -16,7 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
-venv=$(venv_with schemathesis "schemathesis==4.32.5")
+# Hypothesis pinned too, so that a run can be replayed with its seed.
+venv=$(venv_with schemathesis "schemathesis==4.32.5" "hypothesis==6.170.15")
 jobctl=${JOBCTL:-.build/debug/jobctl}
 work=$(mktemp -d /tmp/jobctl-fuzz.XXXXXX)
 pid=
@@ -47,7 +51,7 @@ status=0
 "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $key" \
     --checks all --exclude-checks positive_data_acceptance \
-    --max-examples "${FUZZ_EXAMPLES:-25}" --workers 2 --no-color \
+    --max-examples "${FUZZ_EXAMPLES:-25}" --workers 1 --no-color \
     --generation-database none --report-dir "$work/report" \
     ${FUZZ_SEED:+--seed "$FUZZ_SEED"} || status=$?
 if ! kill -0 "$pid" 2>/dev/null || grep -q "Fatal error" "$work/serve.log"; then
