@@ -15,9 +15,10 @@ import Synchronization
 ///
 /// The loop runs while anybody watches and stops with the last watcher.
 final class JobWatch: Sendable {
-    /// A job as read at one wake-up, shared by everyone watching it. A reference, not the job:
-    /// the async frames that wait on updates stay a pointer wide (a `Job??` in a long poll's
-    /// frame made it 20 KB, heaptrack showed, times 10,000 polls).
+    /// A job as read at one wake-up, shared by everyone watching it: each watcher's buffer
+    /// holds a reference, not its own copy of the job. (It did not shrink a waiting poll: the
+    /// ~20 KB heaptrack shows under the body writer is a slab of the task allocator,
+    /// docs/benchmarks.md.)
     final class Snapshot: Sendable {
         let job: Job
         init(_ job: Job) { self.job = job }

@@ -134,6 +134,25 @@ struct HTTPMetrics: RouterMiddleware {
         .milliseconds($0)
     }
 
+    static var requests: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "jobctl",
+            subsystem: "http",
+            metricName: "requests",
+            unitName: "total",
+            helpText: "HTTP API requests by route pattern, method and status."
+        )
+    }
+    static var duration: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "jobctl",
+            subsystem: "http",
+            metricName: "request_duration",
+            unitName: "seconds",
+            helpText: "From a request's arrival to its answer's head (an event stream or long poll: until it starts)."
+        )
+    }
+
     let registry: PrometheusCollectorRegistry
 
     func handle(
@@ -166,12 +185,12 @@ struct HTTPMetrics: RouterMiddleware {
         // Unrouted paths share one label: a scanner must not grow the registry.
         let route = route ?? "unmatched"
         registry.makeCounter(
-            name: "jobctl_http_requests_total",
+            descriptor: Self.requests,
             labels: [("route", route), ("method", method.rawValue), ("status", "\(status)")]
         )
         .increment()
         registry.makeDurationHistogram(
-            name: "jobctl_http_request_duration_seconds",
+            descriptor: Self.duration,
             labels: [("route", route), ("method", method.rawValue)],
             buckets: Self.buckets
         )

@@ -99,19 +99,19 @@ public enum Submission {
 
     /// What is wrong with `output` for a job of `kind`, or `nil`: `{name}` belongs in the path
     /// of a remote output of a file-set kind, and such an output needs it (each file is PUT to
-    /// its own URL).
-    public static func outputProblem(_ output: String, kind: JobKind) -> String? {
+    /// its own URL). `name` is what the submitter calls the output (`--output`, `output`).
+    public static func outputProblem(_ output: String, kind: JobKind, name: String = "output") -> String? {
         // {name} goes in a remote URL's path (the query is the signature, shown nowhere).
         let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
         let inPath = MediaLocation.isRemote(output) && path.contains("{name}")
         if output.contains("{name}") && !(kind.writesFileSet && inPath) {
             return kind.writesFileSet
-                ? "{name} belongs in the path of a remote output, e.g. 'https://bucket.example/out/{name}?sig=...'"
-                : "{name} in the output is for thumbnails, storyboard and waveform jobs"
+                ? "{name} belongs in the path of a remote \(name), e.g. 'https://bucket.example/out/{name}?sig=...'"
+                : "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
         }
         if kind.writesFileSet && MediaLocation.isRemote(output) && !inPath {
             return
-                "a \(kind) job writes several files: a remote output is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
+                "a \(kind) job writes several files: a remote \(name) is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
         }
         return nil
     }

@@ -57,8 +57,8 @@ extension SubmitCommand {
         {
             throw ValidationError("--width, --height, --color and --background are for the PNG: add png to --files")
         }
-        if let output, let problem = Submission.outputProblem(output, kind: kind) {
-            throw ValidationError(problem.replacingOccurrences(of: "remote output", with: "remote --output"))
+        if let output, let problem = Submission.outputProblem(output, kind: kind, name: "--output") {
+            throw ValidationError(problem)
         }
     }
 
