@@ -47,6 +47,12 @@ public struct APIError: HTTPResponseError, Sendable {
         return error
     }
 
+    static let databaseUnavailable = APIError(
+        .serviceUnavailable,
+        "database_unavailable",
+        "the job database cannot be reached; try again"
+    )
+
     static func noJob(_ id: String) -> APIError { APIError(.notFound, "job_not_found", "no job \(id)") }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

@@ -15,10 +15,8 @@ import Synchronization
 ///
 /// The loop runs while anybody watches and stops with the last watcher.
 final class JobWatch: Sendable {
-    /// A job as read at one wake-up, shared by everyone watching it: each watcher's buffer
-    /// holds a reference, not its own copy of the job. (It did not shrink a waiting poll: the
-    /// ~20 KB heaptrack shows under the body writer is a slab of the task allocator,
-    /// docs/benchmarks.md.)
+    /// A job as read at one wake-up, shared by everyone watching it: each stream's buffer holds
+    /// a reference, not its own copy of the job.
     final class Snapshot: Sendable {
         let job: Job
         init(_ job: Job) { self.job = job }
@@ -33,13 +31,29 @@ final class JobWatch: Sendable {
         func finish() { continuation.finish() }
     }
 
+    /// How a long poll's watch ends: answered once, then forgotten.
+    enum Outcome: Sendable {
+        /// The job has ended, or the wait is over (the job as it is then).
+        case job(Job)
+        /// The job is no longer there.
+        case gone
+        /// The wait is over and the job could not be read.
+        case unavailable
+    }
+
+    /// Who is told: an event stream gets every update, a long poll one answer.
+    private enum Sink {
+        case stream(AsyncStream<Snapshot?>.Continuation)
+        case answer(@Sendable (Outcome) -> Void)
+    }
+
     private struct Watcher {
         let job: JobID
         /// The API key watching (each may hold at most `maximumPerKey` watches).
         let owner: String
         /// When the watch ends by itself (a long poll's wait, a stream's lifetime).
-        let deadline: ContinuousClock.Instant
-        let continuation: AsyncStream<Snapshot?>.Continuation
+        var deadline: ContinuousClock.Instant
+        let sink: Sink
     }
 
     private struct State {
@@ -47,6 +61,8 @@ final class JobWatch: Sendable {
         var perOwner: [String: Int] = [:]
         var loop: Task<Void, Never>?
         var wake: AsyncStream<Void>.Continuation?
+        /// The server is stopping: long polls are answered at the next wake-up.
+        var stopping = false
     }
 
     /// Jobs per read.
@@ -84,38 +100,94 @@ final class JobWatch: Sendable {
         let token = UUID()
         // Set before the watcher is visible to the loop, which may finish it at once (a
         // deadline already past): the handler must be there to remove it.
-        continuation.onTermination = { [weak self] _ in
-            let stopped = self?.state.withLock { state -> Task<Void, Never>? in
-                if state.watchers.removeValue(forKey: token) != nil {
-                    state.perOwner[owner, default: 1] -= 1
-                    if state.perOwner[owner] == 0 { state.perOwner[owner] = nil }
-                }
-                guard state.watchers.isEmpty, let loop = state.loop else { return nil }
-                state.loop = nil
-                state.wake?.finish()
-                state.wake = nil
-                return loop
-            }
-            stopped?.cancel()
+        continuation.onTermination = { [weak self] _ in self?.remove(token) }
+        guard admit(token, Watcher(job: id, owner: owner, deadline: deadline, sink: .stream(continuation))) else {
+            continuation.finish()
+            return nil
         }
-        let admitted = state.withLock { state -> (Bool, AsyncStream<Void>.Continuation?) in
-            guard state.perOwner[owner, default: 0] < maximumPerKey else { return (false, nil) }
-            state.perOwner[owner, default: 0] += 1
-            state.watchers[token] = Watcher(job: id, owner: owner, deadline: deadline, continuation: continuation)
+        return Subscription(updates: updates, continuation: continuation)
+    }
+
+    /// Watches `id` for a long poll: `answer` is called once, from the watch's loop, when the
+    /// job has ended, is gone, or `deadline` has passed (then with the job as read at that
+    /// tick: within `interval` of it). Nothing else is kept per poll: no task, no stream.
+    ///
+    /// The token ends the watch early: `cancel` without an answer (the client left), `expire`
+    /// with one at the next wake-up (the server is stopping). `nil` past the key's share.
+    func watchOnce(
+        _ id: JobID,
+        owner: String,
+        until deadline: ContinuousClock.Instant,
+        answer: @escaping @Sendable (Outcome) -> Void
+    ) -> UUID? {
+        let token = UUID()
+        guard admit(token, Watcher(job: id, owner: owner, deadline: deadline, sink: .answer(answer))) else {
+            return nil
+        }
+        return token
+    }
+
+    /// Forgets a watch without answering it.
+    func cancel(_ token: UUID) { remove(token) }
+
+    /// Answers a long poll at the next wake-up, which this asks for, as if its wait were over.
+    func expire(_ token: UUID) {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.watchers[token]?.deadline = .now
+            return state.wake
+        }
+        wake?.yield()
+    }
+
+    /// The server is stopping: every long poll is answered at the next wake-up (which this
+    /// asks for), with the job as it is, and so is any that starts from now on.
+    func stopWaiting() {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.stopping = true
+            for (token, watcher) in state.watchers {
+                if case .answer = watcher.sink { state.watchers[token]?.deadline = .now }
+            }
+            return state.wake
+        }
+        wake?.yield()
+    }
+
+    /// Admits a watcher within its owner's share, starts the loop if it is the first, and asks
+    /// for a wake-up (its first read).
+    private func admit(_ token: UUID, _ watcher: Watcher) -> Bool {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation?? in
+            guard state.perOwner[watcher.owner, default: 0] < maximumPerKey else { return .none }
+            state.perOwner[watcher.owner, default: 0] += 1
+            var watcher = watcher
+            if state.stopping, case .answer = watcher.sink { watcher.deadline = .now }
+            state.watchers[token] = watcher
             if state.loop == nil {
                 let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 state.wake = wake
                 state.loop = Task { [weak self] in await self?.run(wakeUps: wakeUps, wake: wake) }
             }
-            return (true, state.wake)
+            return .some(state.wake)
         }
-        guard admitted.0 else {
-            continuation.finish()
-            return nil
-        }
-        let wake = admitted.1
+        guard let wake else { return false }
         wake?.yield()
-        return Subscription(updates: updates, continuation: continuation)
+        return true
+    }
+
+    /// Removes a watcher; `false` if it was gone already. The loop stops with the last.
+    @discardableResult
+    private func remove(_ token: UUID) -> Bool {
+        let (removed, stopped) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            guard let watcher = state.watchers.removeValue(forKey: token) else { return (false, nil) }
+            state.perOwner[watcher.owner, default: 1] -= 1
+            if state.perOwner[watcher.owner] == 0 { state.perOwner[watcher.owner] = nil }
+            guard state.watchers.isEmpty, let loop = state.loop else { return (true, nil) }
+            state.loop = nil
+            state.wake?.finish()
+            state.wake = nil
+            return (true, loop)
+        }
+        stopped?.cancel()
+        return removed
     }
 
     private func run(wakeUps: AsyncStream<Void>, wake: AsyncStream<Void>.Continuation) async {
@@ -135,12 +207,18 @@ final class JobWatch: Sendable {
 
     private func readWatchedJobs() async {
         let now = ContinuousClock.now
-        let watchers = state.withLock { Array($0.watchers.values) }
-        // Past their deadline: ended (each one's termination handler removes it).
-        for watcher in watchers where watcher.deadline <= now { watcher.continuation.finish() }
-        let watching = watchers.filter { $0.deadline > now }
+        let watchers = state.withLock { Array($0.watchers) }
+        // Streams past their deadline end (each one's termination handler removes it); long
+        // polls past theirs are answered below, with the job as read now.
+        for (_, watcher) in watchers where watcher.deadline <= now {
+            if case .stream(let continuation) = watcher.sink { continuation.finish() }
+        }
+        let watching = watchers.filter { _, watcher in
+            if case .stream = watcher.sink { return watcher.deadline > now }
+            return true
+        }
         guard !watching.isEmpty else { return }
-        let ids = Array(Set(watching.map(\.job)))
+        let ids = Array(Set(watching.map(\.value.job)))
         var jobs: [JobID: Snapshot] = [:]
         do {
             for start in stride(from: 0, to: ids.count, by: Self.chunk) {
@@ -150,10 +228,32 @@ final class JobWatch: Sendable {
                 }
             }
         } catch {
-            // The watchers keep what they have; the next wake-up tries again.
-            logger.warning("Reading watched jobs failed", metadata: ["error": "\(error)", "jobs": "\(ids.count)"])
+            // The watchers keep what they have and the next wake-up tries again; a long poll
+            // whose wait is over is told the database failed.
+            if !Task.isCancelled {
+                logger.warning("Reading watched jobs failed", metadata: ["error": "\(error)", "jobs": "\(ids.count)"])
+            }
+            for (token, watcher) in watching where watcher.deadline <= now {
+                if case .answer(let answer) = watcher.sink, take(token) { answer(.unavailable) }
+            }
             return
         }
-        for watcher in watching { watcher.continuation.yield(jobs[watcher.job]) }
+        for (token, watcher) in watching {
+            let snapshot = jobs[watcher.job]
+            switch watcher.sink {
+            case .stream(let continuation):
+                continuation.yield(snapshot)
+            case .answer(let answer):
+                guard let job = snapshot?.job else {
+                    if take(token) { answer(.gone) }
+                    continue
+                }
+                if job.status.isTerminal || watcher.deadline <= now, take(token) { answer(.job(job)) }
+            }
+        }
     }
+
+    /// Removes a long poll's watcher if it is still there: whoever takes it answers it, once
+    /// (a cancel may race the answer).
+    private func take(_ token: UUID) -> Bool { remove(token) }
 }

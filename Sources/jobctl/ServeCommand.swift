@@ -132,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
                     maximumWatchesPerKey: maxWatchesPerKey
                 )
                 let scheme = tlsCert == nil ? "http" : "https"
-                let app: Application<RouterResponder<APIRequestContext>>
+                let app: APIService
                 do {
                     app = try APIServer.application(
                         configuration,

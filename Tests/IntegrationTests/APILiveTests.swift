@@ -305,4 +305,47 @@ struct APILiveTests {
         #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
         #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
     }
+
+    /// Long polls are parked below Hummingbird (docs/api.md): pipelining, `Connection: close`, a
+    /// bad key, a wait past the request timeout, the key's share, clients that leave, keep-alive
+    /// after an answer, on raw sockets (scripts/poll-client.py).
+    @Test func longPollsParkedBelowTheRouterKeepHTTPsRules() async throws {
+        let directory = try TemporaryDirectory("api-polls")
+        defer { directory.remove() }
+        let server = try await Server(
+            directory,
+            db: directory.file("jobs.sqlite"),
+            inputRoot: directory.path,
+            extra: ["--request-timeout", "1s", "--max-watches-per-key", "3", "--public-metrics"]
+        )
+        defer { server.process.signal(SIGKILL) }
+        let queued = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body: #"{"input":"https://media.example/a.mov","output":"\#(directory.file("a.mp4"))","preset":"low"}"#
+        )
+        let id = try #require(queued.json["id"] as? String, "\(queued)")
+        let port = try #require(server.base.split(separator: ":").last.map(String.init))
+        let result = try await ProcessRunner.run("python3", [Self.script("poll-client.py"), port, server.key, id])
+        let lines = Dictionary(
+            result.stdoutText.split(separator: "\n").map { line in
+                (String(line.prefix { $0 != " " }), String(line.drop { $0 != " " }.dropFirst()))
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
+        #expect(result.status == 0, "\(result.stdoutText) \(result.stderr)")
+        // Both answered, in order, the plain GET after the poll's wait (1.5 s, answered at the
+        // watch's first tick after it).
+        let pipelined = (lines["pipelined"] ?? "").split(separator: " ")
+        #expect(pipelined.prefix(2) == ["200", "200"], "\(lines)")
+        #expect((Double(pipelined.last ?? "") ?? 0) >= 1.4, "\(lines)")
+        #expect(lines["close"] == "200 True", "\(lines)")
+        #expect(lines["badkey"] == "401 unauthorized", "\(lines)")
+        let outlives = (lines["outlives"] ?? "").split(separator: " ")
+        #expect(outlives.first == "200" && outlives.last == "False", "\(lines)")
+        #expect((Double(outlives.dropFirst().first ?? "") ?? 0) >= 2.9, "\(lines)")
+        #expect(lines["share"] == "429 200 200 200", "\(lines)")
+        #expect(lines["left"] == "3 0", "\(lines)")
+        #expect(lines["keepalive"] == "200 200", "\(lines)")
+    }
 }
