@@ -12,9 +12,10 @@ $JOBCTL_TEST_POSTGRES, which bench/api.sh starts durable: fsync and synchronous_
     https input and output, a webhook, metadata) that the server validates, stores and
     answers 201; --repeats rounds, the median round reported;
   * GET: the same for one job's `GET /v1/jobs/{id}`;
-  * long polls (SQLite only, once): --polls connections each sending `GET …?wait=120s` on a
-    queued job, held open; the server's resident memory (VmRSS) before and with them all open,
-    and how many were answered early (none should be).
+  * long polls (SQLite only): --polls connections each sending `GET …?wait=120s` on a queued
+    job, held open, on the server the wrk rounds ran on, then on a fresh server; the
+    server's resident memory (VmRSS) before and with them all open, and how many were answered
+    early (none should be).
 The client and the server share the machine's cores, so the rates are a floor.
 """
 
@@ -125,33 +126,54 @@ async def hold_polls(host: str, port: int, path: str, key: str, count: int, serv
             "answeredEarly": answered}
 
 
+def submit_one(base: str, key: str) -> str:
+    created = subprocess.run(
+        ["curl", "-sS", "-X", "POST", "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
+         "--data-binary", '{"input":"https://media.example.com/a.mov","output":"https://bucket.example.com/a.mp4","preset":"low"}',
+         base + "/v1/jobs"], check=True, capture_output=True, text=True,
+    ).stdout
+    return json.loads(created)["id"]
+
+
+def stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def polls_on(server: subprocess.Popen, base: str, key: str, job: str, count: int) -> dict:
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    idle = rss_mb(server.pid)
+    held = asyncio.run(hold_polls(host, int(port), f"/v1/jobs/{job}?wait=120s", key, count, server.pid))
+    return {"rssIdleMB": round(idle, 1), **held}
+
+
 def bench_store(name: str, db: str, args, work: Path) -> dict:
+    result: dict = {"store": name}
     server, base, key = start_server(args.jobctl, db, work)
     try:
-        result: dict = {"store": name}
         posts = [wrk(base + "/v1/jobs", POST_LUA % key, args.duration, work) for _ in range(args.repeats)]
-        created = subprocess.run(
-            ["curl", "-sS", "-X", "POST", "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
-             "--data-binary", '{"input":"https://media.example.com/a.mov","output":"https://bucket.example.com/a.mp4","preset":"low"}',
-             base + "/v1/jobs"], check=True, capture_output=True, text=True,
-        ).stdout
-        job = json.loads(created)["id"]
+        job = submit_one(base, key)
         gets = [wrk(f"{base}/v1/jobs/{job}", GET_LUA % key, args.duration, work) for _ in range(args.repeats)]
         for label, rounds in (("post", posts), ("get", gets)):
             median = sorted(rounds, key=lambda r: r["rate"])[len(rounds) // 2]
             result[label] = {**median, "rates": [r["rate"] for r in rounds]}
         if name == "sqlite" and args.polls:
-            host, port = base.removeprefix("http://").rsplit(":", 1)
-            idle = rss_mb(server.pid)
-            held = asyncio.run(hold_polls(host, int(port), f"/v1/jobs/{job}?wait=120s", key, args.polls, server.pid))
-            result["longPolls"] = {"rssIdleMB": round(idle, 1), **held}
-        return result
+            # On the server that has just served the wrk rounds.
+            result["longPollsAfterLoad"] = polls_on(server, base, key, job, args.polls)
     finally:
-        server.terminate()
+        stop(server)
+    if name == "sqlite" and args.polls:
+        # And on a fresh server: what the polls themselves cost. (Last: 10,000 connections
+        # just closed would weigh on the rounds above.)
+        server, base, key = start_server(args.jobctl, db, work)
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            result["longPolls"] = polls_on(server, base, key, submit_one(base, key), args.polls)
+        finally:
+            stop(server)
+    return result
 
 
 def main() -> None:
@@ -185,11 +207,12 @@ def main() -> None:
             rates = ", ".join(f"{rate:,.0f}" for rate in r["rates"])
             print(f"| {result['store']} | `{request}` | {r['rate']:,.0f} ({rates}) | {r['p50']:.2f} | {r['p99']:.2f} | {r['non2xx']} |")
     for result in results:
-        if "longPolls" in result:
-            polls = result["longPolls"]
-            print(f"\nLong polls ({result['store']}): {polls['polls']:,} open in {polls['connectSeconds']} s; "
-                  f"server RSS {polls['rssIdleMB']} MB idle, {polls['rssMB']} MB with them all open; "
-                  f"answered early: {polls['answeredEarly']}")
+        for label, when in (("longPolls", "a fresh server"), ("longPollsAfterLoad", "the server after the wrk rounds")):
+            if label in result:
+                polls = result[label]
+                print(f"\nLong polls ({result['store']}, {when}): {polls['polls']:,} open in {polls['connectSeconds']} s; "
+                      f"server RSS {polls['rssIdleMB']} MB idle, {polls['rssMB']} MB with them all open; "
+                      f"answered early: {polls['answeredEarly']}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2))
 
