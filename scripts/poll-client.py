@@ -14,6 +14,8 @@ Usage: poll-client.py PORT API_KEY JOB_ID. Prints one line per case:
   left HELD WATCHERS                 three polls held (the watcher gauge), then forgotten once
                                      their clients have left
   keepalive STATUS1 STATUS2          a second request on the connection after an answered poll
+  body STATUS SECONDS                a long poll that carries a body goes through the router's
+                                     own wait: answered when its wait is over
 """
 import re
 import socket
@@ -148,3 +150,12 @@ sock.sendall(get("/v1/jobs/%s" % job))
 second, _, _, _ = read_response(sock, rest)
 print("keepalive", first, second, flush=True)
 sock.close()
+
+# A GET with a body is not parked (its body must be read); the router waits for it.
+sock = connect()
+started = time.time()
+sock.sendall(get("/v1/jobs/%s?wait=1s" % job, "Content-Length: 5\r\n") + b"hello")
+status, _, _, _ = read_response(sock)
+print("body", status, round(time.time() - started, 1), flush=True)
+sock.close()
+

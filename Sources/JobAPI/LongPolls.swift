@@ -226,9 +226,13 @@ final class PollDesk: Sendable {
 
     deinit { pending.finish() }
 
-    /// `GET /v1/jobs/{id}?wait=…`: the only requests taken below Hummingbird.
+    /// `GET /v1/jobs/{id}?wait=…` without a body: the only requests taken below Hummingbird.
     static func isLongPoll(_ head: HTTPRequest) -> Bool {
         guard head.method == .get, let target = head.path else { return false }
+        // A GET with a body goes the usual way: nothing is read while a poll waits.
+        guard head.headerFields[.transferEncoding] == nil, (head.headerFields[.contentLength] ?? "0") == "0" else {
+            return false
+        }
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].hasPrefix("/v1/jobs/") else { return false }
         let id = parts[0].dropFirst("/v1/jobs/".count)
@@ -320,7 +324,7 @@ final class LongPollInterceptor: ChannelDuplexHandler, RemovableChannelHandler {
 
     private struct Poll {
         let slot: PollSlot
-        /// Its `end` has been read (a GET may still carry a body, which is dropped).
+        /// Its `end` has been read.
         var read = false
         var closeAfter: Bool
     }
@@ -399,7 +403,8 @@ final class LongPollInterceptor: ChannelDuplexHandler, RemovableChannelHandler {
     fileprivate func finish(_ slot: PollSlot, _ head: HTTPResponse, _ body: ByteBuffer) {
         guard let context, let current = poll, current.slot === slot else { return }
         poll = nil
-        // A body still coming or a client that asked for it: the connection ends.
+        // A request not read to its end (it cannot be: it has no body), or a client that asked
+        // for it: the connection ends.
         let closing = !current.read || current.closeAfter
         var head = head
         head.headerFields[.contentLength] = "\(body.readableBytes)"

@@ -347,5 +347,7 @@ struct APILiveTests {
         #expect(lines["share"] == "429 200 200 200", "\(lines)")
         #expect(lines["left"] == "3 0", "\(lines)")
         #expect(lines["keepalive"] == "200 200", "\(lines)")
+        let body = (lines["body"] ?? "").split(separator: " ")
+        #expect(body.first == "200" && (Double(body.last ?? "") ?? 0) >= 0.9, "\(lines)")
     }
 }
