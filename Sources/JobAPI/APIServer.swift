@@ -97,9 +97,10 @@ public struct APIService: Service {
 /// Each request runs in a child task of its own, not in its connection's task.
 ///
 /// A task keeps the slabs its allocator grew to for as long as it lives: a connection's task
-/// that ran the router and the middleware itself held about 17 KB after its first request, for
-/// as long as the client kept the connection open (10,000 idle keep-alive clients: 346 MB,
-/// 113 MB of it the connections). A request's task gives its slabs back when it ends.
+/// that ran the router and the middleware itself kept about 10 KB more after its first request,
+/// for as long as the client kept the connection open (10,000 idle keep-alive clients after one
+/// request: 352 MB, now 250 MB). A request's task gives its slabs back when it ends. The cost, a
+/// task per request, did not show in the request rates (docs/benchmarks.md).
 enum RequestTask {
     static func wrapping(_ responder: @escaping HTTPChannelHandler.Responder) -> HTTPChannelHandler.Responder {
         { request, writer, channel in

@@ -12,8 +12,8 @@ import Synchronization
 //
 // An idle long poll must cost little: one process is to hold 10,000 of them. What a request
 // costs while it waits is mostly async stack: every task keeps the slabs its allocator grew
-// to for as long as it lives, and the router, the middleware and Hummingbird's connection loop
-// grow them by ~17 KB. So a long poll that arrives on an idle connection never enters
+// to for as long as it lives, and a request through the router, the middleware and
+// Hummingbird's connection loop grows them by 10 to 20 KB. So a long poll that arrives on an idle connection never enters
 // Hummingbird's connection loop: `LongPollInterceptor`, a channel handler in front of it, takes
 // the request, a short task runs it through the same router (the same middleware, keys, rate
 // limits and route), and the route hands the wait to `JobWatch`, which answers through the
