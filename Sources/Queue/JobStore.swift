@@ -99,6 +99,19 @@ extension ClaimedJob {
     /// The order claims are served in, whatever the store returned them in: higher priority
     /// first, then older, then by id.
     public static func claimOrder(_ a: ClaimedJob, _ b: ClaimedJob) -> Bool { Job.claimOrder(a.job, b.job) }
+
+    /// `jobs` in claim order. Sorts positions, not the jobs: a job is a large value, and
+    /// moving each one several times showed in a busy worker's profile.
+    public static func inClaimOrder(_ jobs: [ClaimedJob]) -> [ClaimedJob] {
+        guard jobs.count > 1 else { return jobs }
+        let keys = jobs.map { (priority: $0.job.priority, createdAt: $0.job.createdAt, id: $0.job.id) }
+        return keys.indices.sorted { a, b in
+            let (a, b) = (keys[a], keys[b])
+            if a.priority != b.priority { return a.priority > b.priority }
+            return (a.createdAt, a.id) < (b.createdAt, b.id)
+        }
+        .map { jobs[$0] }
+    }
 }
 
 extension Job {

@@ -46,22 +46,23 @@ extension StoredRow {
     /// A job from a row of `StoredColumns.job`, with its tracks (read separately).
     public func job(tracks: [JobTrack]) throws -> Job {
         let id = try required("id", text, row: "a job")
-        let name = "job \(id)"
+        // The row's name for an error, built only when there is one (a claim decodes many rows).
+        func name() -> String { "job \(id)" }
         let errorCode = try text("error_code")
         return Job(
             id: JobID(id),
-            kind: try StoredValue.decode(try required("kind", text, row: name), column: "kind", row: name),
-            status: try StoredValue.decode(try required("status", text, row: name), column: "status", row: name),
-            input: try required("input", text, row: name),
-            output: try required("output", text, row: name),
-            preset: try required("preset", text, row: name),
+            kind: try StoredValue.decode(try required("kind", text, row: name()), column: "kind", row: name()),
+            status: try StoredValue.decode(try required("status", text, row: name()), column: "status", row: name()),
+            input: try required("input", text, row: name()),
+            output: try required("output", text, row: name()),
+            preset: try required("preset", text, row: name()),
             presetSettings: try StoredJSON.decode(JSONValue.self, text("preset_settings")) ?? .null,
             format: try text("format"),
             range: try real("range_start").map { Job.Range(start: $0, duration: try real("range_duration")) },
-            priority: Int(try required("priority", integer, row: name)),
-            attempt: Int(try required("attempt", integer, row: name)),
-            maxAttempts: Int(try required("max_attempts", integer, row: name)),
-            progress: try required("progress", real, row: name),
+            priority: Int(try required("priority", integer, row: name())),
+            attempt: Int(try required("attempt", integer, row: name())),
+            maxAttempts: Int(try required("max_attempts", integer, row: name())),
+            progress: try required("progress", real, row: name()),
             tracks: tracks,
             result: try StoredJSON.decode(JSONValue.self, text("result")),
             error: try errorCode.map {
@@ -71,9 +72,9 @@ extension StoredRow {
             metadata: try StoredJSON.decode([String: String].self, text("metadata")) ?? [:],
             idempotencyKey: try text("idempotency_key"),
             worker: try text("worker"),
-            cancelRequested: try required("cancel_requested", boolean, row: name),
-            runAt: Date(milliseconds: try required("run_at", integer, row: name)),
-            createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
+            cancelRequested: try required("cancel_requested", boolean, row: name()),
+            runAt: Date(milliseconds: try required("run_at", integer, row: name())),
+            createdAt: Date(milliseconds: try required("created_at", integer, row: name())),
             startedAt: try integer("started_at").map(Date.init(milliseconds:)),
             finishedAt: try integer("finished_at").map(Date.init(milliseconds:)),
             owner: try text("owner")
@@ -120,6 +121,33 @@ public enum StoredJSON {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    // The common empty values without an encoder (a busy worker completes many jobs whose
+    // result is `{}` and that have no tracks).
+
+    public static func encode(_ value: JSONValue) throws -> String {
+        switch value {
+        case .null: "null"
+        case .object(let members) where members.isEmpty: "{}"
+        case .array(let elements) where elements.isEmpty: "[]"
+        default: try encode(Encoded(value))
+        }
+    }
+
+    public static func encode(_ tracks: [JobTrack]) throws -> String {
+        tracks.isEmpty ? "[]" : try encode(Encoded(tracks))
+    }
+
+    public static func encode(_ metadata: [String: String]) throws -> String {
+        metadata.isEmpty ? "{}" : try encode(Encoded(metadata))
+    }
+
+    /// Routes a value to the generic encoder (not back to the overloads above).
+    private struct Encoded<Value: Encodable>: Encodable {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
     }
 
     /// `nil` for SQL NULL and JSON `null`.

@@ -7,12 +7,12 @@ public enum StoredValue {
         _ raw: String,
         as type: Value.Type = Value.self,
         column: String,
-        row: String
+        row: @autoclosure () -> String
     ) throws -> Value where Value.RawValue == String {
         guard let value = Value(rawValue: raw) else {
             throw JobStoreError(
                 .corrupt,
-                "\(row) has \(column) '\(raw.prefix(40))', which this version of jobctl does not know (a newer jobctl wrote it, or the row is damaged)"
+                "\(row()) has \(column) '\(raw.prefix(40))', which this version of jobctl does not know (a newer jobctl wrote it, or the row is damaged)"
             )
         }
         return value

@@ -23,7 +23,7 @@ extension PostgresJobStore {
             let statement = ClaimQueued(claim: claim)
             claimed = try await withConnection { connection in try await self.rows(of: statement, connection) }
         }
-        return claimed.sorted(by: ClaimedJob.claimOrder)
+        return ClaimedJob.inClaimOrder(claimed)
     }
 
     /// Every row a prepared statement returns.

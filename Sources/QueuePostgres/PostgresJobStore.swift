@@ -27,6 +27,8 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     let listening = Mutex(Listening())
     /// Concurrent completions, committed together (`CompletionBatch`).
     let completions: CompletionBatch
+    /// Operations waiting for a connection, failed past `connectionWait`.
+    let waits: ConnectionWaits
     /// When claims last looked for expired leases (they look at most every `expiryCheckInterval`).
     let expiryChecked = Mutex<ContinuousClock.Instant?>(nil)
     let clock: (@Sendable () -> Date)?
@@ -53,8 +55,12 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         self.connectionWait = connectionWait
         self.clock = clock
         self.logger = logger
-        location = MediaLocation.withoutCredentials(url)
+        let location = MediaLocation.withoutCredentials(url)
+        self.location = location
         completions = CompletionBatch()
+        waits = ConnectionWaits { wait in
+            Self.connectionWaitFailure(wait, problems: problems, connectionWait: connectionWait, location: location)
+        }
     }
 
     /// Runs the client's connection pool until `body` returns; migrates first.
@@ -150,34 +156,45 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// Runs `operation`, which leases a connection and calls `connected` once it has one. The
     /// pool retries failed connections forever; an operation that has no connection after
     /// `connectionWait` is cancelled and fails with the pool's last reason, so a command says
-    /// what is wrong instead of hanging and a worker logs it and retries.
+    /// what is wrong instead of hanging and a worker logs it and retries (`ConnectionWaits`).
     func withinConnectionWait<T: Sendable>(
         _ operation: @escaping @Sendable (_ connected: @escaping @Sendable () -> Void) async throws -> T
     ) async throws -> T {
-        let leased = AtomicFlag()
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await operation { leased.set() } }
-            group.addTask { [connectionWait, problems, location] in
-                // Until a connection is leased: fail at once on a final reason, else at the deadline.
-                let started = ContinuousClock.now
-                let deadline = started + connectionWait
-                while !leased.isSet {
-                    let failure = problems.lastFailure
-                    let hopeless = failure.map { $0.final && $0.at >= started } ?? false
-                    if hopeless || ContinuousClock.now >= deadline {
-                        let reason = failure?.reason ?? "no connection became free within \(connectionWait)"
-                        throw JobStoreError(.unavailable, "the job database \(location) cannot be reached: \(reason)")
-                    }
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                return nil
+        let waits = self.waits
+        let wait = waits.begin()
+        defer { waits.end(wait) }
+        // A task of its own, so that the watcher can cancel it while it waits for the pool.
+        let task = Task {
+            try await operation {
+                if wait.leased() { waits.end(wait) }
             }
-            defer { group.cancelAll() }
-            while let result = try await group.next() {
-                if let value = result { return value }
-            }
-            throw CancellationError()
         }
+        wait.attach { task.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        } catch {
+            if let failure = wait.failure { throw failure }
+            throw error
+        }
+    }
+
+    /// Whether an operation waiting for a connection since `started` should fail, and why: at
+    /// once on a final reason (the server refused us), else at the deadline.
+    static func connectionWaitFailure(
+        _ wait: ConnectionWaits.Wait,
+        problems: ConnectionProblems,
+        connectionWait: Duration,
+        location: String
+    ) -> JobStoreError? {
+        let failure = problems.lastFailure
+        let hopeless = failure.map { $0.final && $0.at >= wait.started } ?? false
+        guard hopeless || ContinuousClock.now >= wait.started + connectionWait else { return nil }
+        let reason = failure?.reason ?? "no connection became free within \(connectionWait)"
+        return JobStoreError(.unavailable, "the job database \(location) cannot be reached: \(reason)")
     }
 
     /// PSQLError's description is deliberately generic (no secrets); take the server's message.

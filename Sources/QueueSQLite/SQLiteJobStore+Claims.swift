@@ -85,14 +85,20 @@ extension SQLiteJobStore {
                 ]
             )
             let columns = rows.first.map(Stored.Columns.init)
-            return try rows.map { row in
-                let job = try Stored(row, columns: columns).job(tracks: [])
-                return ClaimedJob(
-                    job: job,
-                    lease: Lease(jobID: job.id, token: row["lease_token"], attempt: job.attempt, worker: worker.name)
-                )
-            }
-            .sorted(by: ClaimedJob.claimOrder)
+            return ClaimedJob.inClaimOrder(
+                try rows.map { row in
+                    let job = try Stored(row, columns: columns).job(tracks: [])
+                    return ClaimedJob(
+                        job: job,
+                        lease: Lease(
+                            jobID: job.id,
+                            token: row["lease_token"],
+                            attempt: job.attempt,
+                            worker: worker.name
+                        )
+                    )
+                }
+            )
         }
     }
 

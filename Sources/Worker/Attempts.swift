@@ -20,7 +20,6 @@ struct Attempts: Sendable {
     /// left: the worker's next claim can then go in the same commit as that report (one commit
     /// per job instead of two; SQLite, 4 processes: docs/benchmarks.md).
     func execute(_ claimed: ClaimedJob, leaseFrom requested: ContinuousClock.Instant, slot: ClaimSlot) async {
-        let logger = jobLogger(claimed)
         if claimed.job.kind == .noop {
             slot.free()
             do {
@@ -28,13 +27,16 @@ struct Attempts: Sendable {
                     WorkerMetrics.noopCompleted()
                 }
             } catch {
-                logger.error(
+                // The job's logger only when there is something to say: setting its metadata
+                // showed in a busy worker's profile (the stream handler re-renders it each time).
+                jobLogger(claimed).error(
                     "Reporting the outcome failed; the job will be claimed again after its lease",
                     metadata: ["error": "\(error)"]
                 )
             }
             return
         }
+        let logger = jobLogger(claimed)
         logger.info(
             "Job claimed",
             metadata: ["job.input": "\(claimed.job.displayInput)", "job.preset": "\(claimed.job.preset)"]
