@@ -32,6 +32,7 @@ public enum StoredColumns {
 
 extension StoredRow {
     /// A column that may not be NULL; a NULL there is a damaged row.
+    @inlinable
     public func required<Value>(
         _ column: String,
         _ read: (String) throws -> Value?,
@@ -43,7 +44,10 @@ extension StoredRow {
         return value
     }
 
-    /// A job from a row of `StoredColumns.job`, with its tracks (read separately).
+    /// A job from a row of `StoredColumns.job`, with its tracks (read separately). Inlinable:
+    /// each store's row type gets its own specialized copy, with direct calls to its cell
+    /// readers (a claim decodes many rows; generic, this showed in a busy worker's profile).
+    @inlinable
     public func job(tracks: [JobTrack]) throws -> Job {
         let id = try required("id", text, row: "a job")
         // The row's name for an error, built only when there is one (a claim decodes many rows).

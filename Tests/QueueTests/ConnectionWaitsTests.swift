@@ -11,6 +11,15 @@ import Testing
 struct ConnectionWaitsTests {
     static let refused = JobStoreError(.unavailable, "the job database cannot be reached: connection refused")
 
+    /// Waits (up to 10 s, for a loaded machine) until `condition` holds.
+    static func eventually(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "timed out")
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Past its deadline a wait fails once, with the check's reason, and its operation is
     /// cancelled; a wait that leased is left alone.
     @Test func aWaitPastItsDeadlineFailsAndCancelsItsOperation() async throws {
@@ -25,7 +34,7 @@ struct ConnectionWaitsTests {
         #expect(leased.leased())
         waits.end(leased)
 
-        try await Task.sleep(for: .milliseconds(600))
+        try await Self.eventually { stuck.failure != nil }
         #expect(stuck.failure?.message == Self.refused.message)
         #expect(cancelled.withLock { $0 } == 1)
         #expect(leased.failure == nil)
@@ -54,20 +63,21 @@ struct ConnectionWaitsTests {
             checks.withLock { $0 += 1 }
             return nil
         }
+        let started = ContinuousClock.now
         let many = (0..<100).map { _ in waits.begin() }
-        try await Task.sleep(for: .milliseconds(250))
-        let perRound = checks.withLock { $0 }
-        // Two rounds in 250 ms: 100 checks each, not a sleeping task per wait.
-        #expect(perRound >= 100 && perRound <= 300, "\(perRound)")
+        try await Self.eventually { checks.withLock { $0 } >= 100 }
+        // Rounds of 100 checks every 100 ms, not a sleeping task per wait.
+        let rounds = (ContinuousClock.now - started) / .milliseconds(100) + 2
+        let checked = checks.withLock { $0 }
+        #expect(Double(checked) <= rounds * 100, "\(checked) checks in \(ContinuousClock.now - started)")
         for wait in many { waits.end(wait) }
-        try await Task.sleep(for: .milliseconds(250))
+        try await Task.sleep(for: .milliseconds(300))
         let after = checks.withLock { $0 }
-        try await Task.sleep(for: .milliseconds(250))
+        try await Task.sleep(for: .milliseconds(300))
         #expect(checks.withLock { $0 } == after, "no checks once no wait is left")
 
         let late = waits.begin()
-        try await Task.sleep(for: .milliseconds(250))
-        #expect(checks.withLock { $0 } > after, "a new wait starts the watcher again")
+        try await Self.eventually { checks.withLock { $0 } > after }
         waits.end(late)
     }
 }
