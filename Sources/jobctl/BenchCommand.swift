@@ -129,7 +129,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
                     // The benchmark's own connections (inserting, counting, emptying the tables).
                     let client = PostgresClient(
                         configuration: try PostgresJobStore.configuration(from: db),
-                        backgroundLogger: logger
+                        backgroundLogger: PostgresJobStore.poolLogger(logger)
                     )
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask { await client.run() }
