@@ -104,21 +104,27 @@ extension ClaimedJob {
     /// moving each one several times showed in a busy worker's profile.
     public static func inClaimOrder(_ jobs: [ClaimedJob]) -> [ClaimedJob] {
         guard jobs.count > 1 else { return jobs }
-        let keys = jobs.map { (priority: $0.job.priority, createdAt: $0.job.createdAt, id: $0.job.id) }
-        return keys.indices.sorted { a, b in
-            let (a, b) = (keys[a], keys[b])
-            if a.priority != b.priority { return a.priority > b.priority }
-            return (a.createdAt, a.id) < (b.createdAt, b.id)
-        }
-        .map { jobs[$0] }
+        let keys = jobs.map { Job.ClaimKey($0.job) }
+        return keys.indices.sorted { keys[$0] < keys[$1] }.map { jobs[$0] }
     }
 }
 
 extension Job {
     /// Higher priority first, then older, then by id: the order every store claims in.
-    public static func claimOrder(_ a: Job, _ b: Job) -> Bool {
-        if a.priority != b.priority { return a.priority > b.priority }
-        return (a.createdAt, a.id) < (b.createdAt, b.id)
+    public static func claimOrder(_ a: Job, _ b: Job) -> Bool { ClaimKey(a) < ClaimKey(b) }
+
+    /// What claim order compares, and only that.
+    struct ClaimKey: Comparable {
+        let priority: Int
+        let createdAt: Date
+        let id: JobID
+
+        init(_ job: Job) { (priority, createdAt, id) = (job.priority, job.createdAt, job.id) }
+
+        static func < (a: ClaimKey, b: ClaimKey) -> Bool {
+            if a.priority != b.priority { return a.priority > b.priority }
+            return (a.createdAt, a.id) < (b.createdAt, b.id)
+        }
     }
 }
 

@@ -9,16 +9,16 @@ extension PostgresJobStore {
     /// The pool's own logger: without its warning about leases asked for before `run()` has
     /// begun (`withStore` starts both at once, and the lease simply waits for the pool), and
     /// keeping the last reason a connection could not be made, for the error a command shows.
-    /// The same, for a pool of jobctl's own outside a store (the benchmark's).
-    package static func poolLogger(_ logger: Logger) -> Logger {
-        backgroundLogger(logger, problems: ConnectionProblems())
-    }
-
     static func backgroundLogger(_ logger: Logger, problems: ConnectionProblems) -> Logger {
         let level = logger.logLevel
         return Logger(label: logger.label) { _ in
             PoolLogHandler(wrapped: logger.handler, problems: problems, level: level)
         }
+    }
+
+    /// The same filter for a pool of jobctl's own outside a store (the benchmark's).
+    package static func poolLogger(_ logger: Logger) -> Logger {
+        backgroundLogger(logger, problems: ConnectionProblems())
     }
 
     /// The last reason the pool gave for not connecting, until a connection succeeds. A reason
