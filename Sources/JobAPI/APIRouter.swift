@@ -128,13 +128,11 @@ public enum APIRoutes {
                 logger: logger
             )
         )
+        let health = HealthProbe { [store = configuration.store] in try await store.ping() }
         router.get("/healthz") { _, _ -> Response in
-            do {
-                _ = try await configuration.store.statusCounts()
-                return try APIResponses.json(["status": "ok"])
-            } catch {
-                return try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
-            }
+            await health.healthy()
+                ? try APIResponses.json(["status": "ok"])
+                : try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
         }
         router.get("/openapi.json") { _, _ -> Response in
             Response(

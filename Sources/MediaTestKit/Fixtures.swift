@@ -11,6 +11,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case faststart  // the same with the index at the front
     case vfr  // variable frame rate: 25 fps for 2 s, then 50 fps
     case rotated  // display matrix: shown rotated 90° clockwise (a phone video)
+    case rotated180  // shown upside down: the matrix reads as −180° (av_display_rotation_get)
+    case rotated180Other  // upside down, skewed a hair the other way: the matrix reads as +179.999°
+    case rotated270  // shown rotated 270° clockwise (the matrix reads as +90°: a phone held the other way)
     case anamorphic  // 480x360 with SAR 4:3 (shown 640x360)
     case odd444  // 321x241, 4:4:4, mono 22.05 kHz audio
     case tenBitMatroska  // Matroska, H.264 High 10 (yuv420p10le), AC-3 audio
@@ -158,6 +161,12 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .rotated:
             return .derived(.basic, .rotate(degrees: 90))
+        case .rotated180:
+            return .derived(.basic, .rotate(degrees: 180))
+        case .rotated180Other:
+            return .derived(.basic, .rotate(degrees: -180))
+        case .rotated270:
+            return .derived(.basic, .rotate(degrees: 270))
         case .anamorphic:
             return .ffmpeg(
                 Self.video("480x360") + Self.tone() + seconds + ["-vf", "setsar=4/3"] + Self.x264 + [
@@ -437,6 +446,8 @@ public actor Fixtures {
                 switch degrees {
                 case 90: (0, 0x10000, -0x10000, 0)
                 case 180: (-0x10000, 0, 0, -0x10000)
+                // 180° with b a hair below zero: atan2 lands on the other side of ±180.
+                case -180: (-0x10000, -1, 1, -0x10000)
                 case 270: (0, -0x10000, 0x10000, 0)
                 default: (0x10000, 0, 0, 0x10000)
                 }

@@ -309,6 +309,10 @@ public protocol QueryableJobQueue: Sendable {
 
     /// How many jobs are in each status (statuses with none are absent), for metrics.
     func statusCounts() async throws -> [JobStatus: Int]
+
+    /// One trivial statement (`SELECT 1`): whether the database answers, whatever the size of
+    /// the job table (health checks).
+    func ping() async throws
 }
 
 extension QueryableJobQueue {

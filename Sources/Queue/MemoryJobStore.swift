@@ -311,6 +311,8 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         }
     }
 
+    public func ping() async throws {}
+
     public func statusCounts() async throws -> [JobStatus: Int] {
         read { tables in
             tables.jobs.values.reduce(into: [:]) { counts, record in counts[record.job.status, default: 0] += 1 }

@@ -113,6 +113,12 @@ extension PostgresJobStore {
         }
     }
 
+    public func ping() async throws {
+        try await withConnection { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger).collect()
+        }
+    }
+
     public func statusCounts() async throws -> [JobStatus: Int] {
         try await withConnection { connection in
             var counts: [JobStatus: Int] = [:]

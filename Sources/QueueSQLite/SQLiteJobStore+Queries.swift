@@ -94,6 +94,10 @@ extension SQLiteJobStore {
         }
     }
 
+    public func ping() async throws {
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
     public func statusCounts() async throws -> [JobStatus: Int] {
         try await read { db in
             var counts: [JobStatus: Int] = [:]

@@ -202,33 +202,90 @@ struct ImageGeneratorTests {
         #expect(try await size(.greyRamp, PictureSize(width: 1000, height: 1000)) == PictureSize(width: 64, height: 48))
     }
 
-    /// Rotation turns the right way: the image matches ffmpeg's own autorotated frame (and not
-    /// the frame turned the other way).
-    @Test func rotationMatchesFFmpeg() async throws {
-        let path = try await Fixtures.shared.path(.rotated)
+    /// Each display rotation a phone writes, as (fixture, clockwise degrees). The two 180s read
+    /// as −180° and +179.999° (the matrix skewed a hair either way).
+    static let rotations: [(Fixture, Int)] = [
+        (.rotated, 90), (.rotated180, 180), (.rotated180Other, 180), (.rotated270, 270),
+    ]
+
+    /// Rotation turns the right way for every quarter turn: the image matches ffmpeg's own
+    /// autorotated frame, and not the frame left as stored or turned the other way (270° was
+    /// once read as 0°: sideways thumbnails and exports from phones held the other way).
+    @Test(arguments: rotations)
+    func rotationMatchesFFmpeg(fixture: Fixture, degrees: Int) async throws {
+        let path = try await Fixtures.shared.path(fixture)
+        #expect(try Asset(location: path).primaryVideoTrack?.rotation == degrees)
         let (images, _) = try Self.generate(path, at: [1]) { $0.requireExactFrames() }
         let image = try #require(images.first?.data)
         try await withTemporaryDirectory("rotation") { directory in
             let ours = directory.file("ours.png")
             try Data(image).write(to: URL(fileURLWithPath: ours))
-            func pixels(_ arguments: [String]) async throws -> [UInt8] {
-                [UInt8](try await ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error"] + arguments).stdout)
-            }
-            let mine = try await pixels(["-i", ours, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
-            let reference = try await pixels([
-                "-ss", "1", "-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-",
+            let mine = try await Self.grey(["-i", ours])
+            let reference = try await Self.grey(["-ss", "1", "-i", path, "-frames:v", "1"])
+            // The frame as stored (180) or turned the other way (90, 270).
+            let wrong = degrees == 180 ? "null" : degrees == 90 ? "transpose=2" : "transpose=1"
+            let turnedWrong = try await Self.grey([
+                "-noautorotate", "-ss", "1", "-i", path, "-frames:v", "1", "-vf", wrong,
             ])
-            let turnedWrong = try await pixels([
-                "-noautorotate", "-ss", "1", "-i", path, "-frames:v", "1", "-vf", "transpose=2", "-f", "rawvideo",
-                "-pix_fmt", "gray", "-",
-            ])
-            try #require(mine.count == 240 * 320 && reference.count == mine.count && turnedWrong.count == mine.count)
-            func difference(_ a: [UInt8], _ b: [UInt8]) -> Double {
-                Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(a.count)
-            }
-            #expect(difference(mine, reference) < 3, "differs from ffmpeg's autorotated frame")
-            #expect(difference(mine, turnedWrong) > 20, "as close to the frame turned the other way")
+            let pixels = degrees == 180 ? 320 * 240 : 240 * 320
+            try #require(mine.count == pixels && reference.count == pixels && turnedWrong.count == pixels)
+            #expect(Self.difference(mine, reference) < 3, "\(fixture): differs from ffmpeg's autorotated frame")
+            #expect(Self.difference(mine, turnedWrong) > 20, "\(fixture): as close to the frame turned wrongly")
         }
+    }
+
+    /// A re-encoded export is upright too: its frame at 1 s matches ffmpeg's autorotated source
+    /// frame at the output's size, and the output carries no rotation of its own.
+    @Test(arguments: rotations)
+    func rotatedExportsAreUpright(fixture: Fixture, degrees: Int) async throws {
+        let path = try await Fixtures.shared.path(fixture)
+        try await withTemporaryDirectory("rotated-export") { directory in
+            let output = directory.file("out.mp4")
+            _ = try await ExportChecks.export(path, preset: "low", range: nil, to: output)
+            let stream = try #require(try await FFProbe.probe(output).video)
+            let (width, height) = (try #require(stream.width), try #require(stream.height))
+            #expect(stream.rotation == 0)
+            #expect((width > height) == (degrees == 180), "\(fixture): \(width)x\(height)")
+            let mine = try await Self.grey(["-ss", "1", "-i", output, "-frames:v", "1"])
+            let reference = try await Self.grey([
+                "-ss", "1", "-i", path, "-frames:v", "1", "-vf", "scale=\(width):\(height)",
+            ])
+            try #require(mine.count == width * height && reference.count == mine.count)
+            #expect(
+                Self.difference(mine, reference) < 8,
+                "\(fixture): the export differs from ffmpeg's autorotated frame"
+            )
+        }
+    }
+
+    /// The display-matrix angle to a quarter turn, on both sides of every edge.
+    @Test func displayMatrixAnglesSnapToQuarterTurns() {
+        let cases: [(Double, Int)] = [
+            (0, 0), (-0.4, 0), (0.4, 0), (-90, 90), (90, 270), (-89.6, 90), (89.6, 270), (180, 180), (-180, 180),
+            (179.999, 180), (-179.999, 180), (-44.9, 0), (-45.1, 90), (44.9, 0), (45.1, 270), (134.9, 270),
+            (135.1, 180), (-134.9, 90), (-135.1, 180), (.nan, 0), (.infinity, 0),
+        ]
+        for (counterClockwise, clockwise) in cases {
+            #expect(
+                AssetTrack.clockwiseQuarterTurn(counterClockwise: counterClockwise) == clockwise,
+                "\(counterClockwise)° counter-clockwise"
+            )
+        }
+    }
+
+    /// One frame as grey bytes, decoded by the ffmpeg CLI.
+    static func grey(_ arguments: [String]) async throws -> [UInt8] {
+        [UInt8](
+            try await ProcessRunner.check(
+                "ffmpeg",
+                ["-nostdin", "-v", "error"] + arguments + ["-f", "rawvideo", "-pix_fmt", "gray", "-"]
+            ).stdout
+        )
+    }
+
+    /// The mean absolute difference of two pictures' bytes.
+    static func difference(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(max(a.count, 1))
     }
 
     /// Every format decodes (ffprobe) with the right codec and size.

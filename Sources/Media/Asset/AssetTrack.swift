@@ -137,10 +137,18 @@ extension AssetTrack {
         var size: Int = 0
         guard let data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 36 else { return 0 }
         let counterClockwise = data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }
+        return clockwiseQuarterTurn(counterClockwise: counterClockwise)
+    }
+
+    /// A display matrix's counter-clockwise angle (`av_display_rotation_get`, −180…180) as the
+    /// clockwise turn to show the picture upright, snapped to the nearest quarter turn: 0, 90,
+    /// 180 or 270. Normalised before snapping, so −90 (a phone held the other way) is 270 and
+    /// ±180 are both 180 (integer division toward zero once made −90 into 0).
+    static func clockwiseQuarterTurn(counterClockwise: Double) -> Int {
         guard counterClockwise.isFinite else { return 0 }
-        let clockwise = Int((-counterClockwise).rounded())
-        let snapped = ((clockwise + 45) / 90) * 90
-        return ((snapped % 360) + 360) % 360
+        let clockwise = (-counterClockwise).truncatingRemainder(dividingBy: 360)
+        let normalised = clockwise < 0 ? clockwise + 360 : clockwise
+        return Int((normalised / 90).rounded()) % 4 * 90
     }
 
     /// The sample aspect ratio (stream, else codec), 1:1 when unknown.

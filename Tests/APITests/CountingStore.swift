@@ -1,0 +1,92 @@
+import Foundation
+import Queue
+import Synchronization
+
+/// A real store with a count of the calls each method got, for tests that a route costs the
+/// database what it should (`/healthz` one trivial statement, never a scan).
+final class CountingStore: JobStore, APIKeyStore {
+    let store: any JobStore & APIKeyStore
+    private let counts = Mutex<[String: Int]>([:])
+
+    init(_ store: any JobStore & APIKeyStore) { self.store = store }
+
+    func count(_ method: String) -> Int { counts.withLock { $0[method, default: 0] } }
+    private func called(_ method: String = #function) {
+        let name = String(method.prefix { $0 != "(" })
+        counts.withLock { $0[name, default: 0] += 1 }
+    }
+
+    func migrate() async throws { try await store.migrate() }
+    func submit(_ request: JobRequest) async throws -> (job: Job, created: Bool) {
+        called()
+        return try await store.submit(request)
+    }
+    func claim(as worker: WorkerIdentity, limit: Int, lease: Duration) async throws -> [ClaimedJob] {
+        called()
+        return try await store.claim(as: worker, limit: limit, lease: lease)
+    }
+    func heartbeat(_ lease: Lease, progress: Double, tracks: [JobTrack], extendBy: Duration) async throws -> LeaseState
+    {
+        called()
+        return try await store.heartbeat(lease, progress: progress, tracks: tracks, extendBy: extendBy)
+    }
+    func cancellationRequests(among leases: [Lease]) async throws -> Set<JobID> {
+        called()
+        return try await store.cancellationRequests(among: leases)
+    }
+    func complete(_ lease: Lease, result: JSONValue, tracks: [JobTrack]) async throws -> Bool {
+        called()
+        return try await store.complete(lease, result: result, tracks: tracks)
+    }
+    func fail(_ lease: Lease, error: JobError, retryDelay: Duration) async throws -> Bool {
+        called()
+        return try await store.fail(lease, error: error, retryDelay: retryDelay)
+    }
+    func confirmCancelled(_ lease: Lease) async throws -> Bool {
+        called()
+        return try await store.confirmCancelled(lease)
+    }
+    func release(_ lease: Lease) async throws -> Bool {
+        called()
+        return try await store.release(lease)
+    }
+    func job(_ id: JobID) async throws -> Job? {
+        called()
+        return try await store.job(id)
+    }
+    func cancel(_ id: JobID) async throws -> CancelOutcome {
+        called()
+        return try await store.cancel(id)
+    }
+    func retry(_ id: JobID) async throws -> Job {
+        called()
+        return try await store.retry(id)
+    }
+    func jobs(_ query: JobQuery) async throws -> [Job] {
+        called()
+        return try await store.jobs(query)
+    }
+    func statusCounts() async throws -> [JobStatus: Int] {
+        called()
+        return try await store.statusCounts()
+    }
+    func ping() async throws {
+        called()
+        try await store.ping()
+    }
+    func workerStarted(_ worker: WorkerIdentity) async throws { try await store.workerStarted(worker) }
+    func workers() async throws -> [WorkerInfo] { try await store.workers() }
+    func workerHeartbeat(_ worker: WorkerIdentity) async throws { try await store.workerHeartbeat(worker) }
+    func workerStopped(_ worker: WorkerIdentity) async throws { try await store.workerStopped(worker) }
+    func createAPIKey(_ key: APIKey, secretHash: String) async throws {
+        try await store.createAPIKey(key, secretHash: secretHash)
+    }
+    func apiKey(id: String) async throws -> (key: APIKey, secretHash: String)? {
+        called()
+        return try await store.apiKey(id: id)
+    }
+    func apiKeys() async throws -> [APIKey] { try await store.apiKeys() }
+    func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
+        try await store.revokeAPIKey(id: id, at: date)
+    }
+}
