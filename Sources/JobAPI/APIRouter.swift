@@ -414,12 +414,23 @@ struct JobRoutes: Sendable {
         }
     }
 
+    /// `?force=true` also runs a poison job (`worker_crashed`) again: an admin's decision, since
+    /// each forced run may take more workers down.
     func retry(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.submit, context)
         let id = try Self.jobID(context)
+        let force: Bool
+        switch request.uri.queryParameters.get("force") {
+        case nil, "false": force = false
+        case "true": force = true
+        case .some: throw APIError.invalid("force", "force is true or false")
+        }
+        if force && key.scope != .admin {
+            throw APIError(.forbidden, "forbidden", "force is for admin keys: a poison job may take more workers down")
+        }
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         do {
-            return try APIResponses.json(Self.presented(try await store.retry(id)))
+            return try APIResponses.json(Self.presented(try await store.retry(id, force: force)))
         } catch let error as JobStoreError where error.code == .conflict {
             throw APIError(.conflict, "job_not_retryable", error.message)
         }
@@ -488,7 +499,9 @@ struct JobRoutes: Sendable {
             let field = path(context.codingPath) ?? "body"
             return .invalid(field, "\(field) has the wrong type")
         case .dataCorrupted(let context):
-            if let field = path(context.codingPath) { return .invalid(field, "\(field) is not valid") }
+            if let field = path(context.codingPath) {
+                return .invalid(field, "\(field) is not valid: \(context.debugDescription.prefix(200))")
+            }
             return APIError(.badRequest, "invalid_request", "the body is not JSON")
         @unknown default:
             return APIError(.badRequest, "invalid_request", "the body could not be read")

@@ -52,7 +52,7 @@ extension SubmitRequest {
     struct ThumbnailsBody: Decodable, Sendable, Hashable {
         var at: TimesValue?
         var every: String?
-        var count: Int?
+        var count: WholeNumber?
         var exact: Bool?
         var tolerance: String?
         var size: String?
@@ -60,22 +60,22 @@ extension SubmitRequest {
 
     /// `jobctl submit --kind storyboard` in JSON.
     struct StoryboardBody: Decodable, Sendable, Hashable {
-        var tiles: Int?
+        var tiles: WholeNumber?
         var tileSize: String?
-        var columns: Int?
+        var columns: WholeNumber?
     }
 
     /// `jobctl submit --kind waveform` in JSON.
     struct WaveformBody: Decodable, Sendable, Hashable {
-        var samplesPerPixel: Int?
-        var pixelsPerSecond: Int?
-        var bits: Int?
+        var samplesPerPixel: WholeNumber?
+        var pixelsPerSecond: WholeNumber?
+        var bits: WholeNumber?
         var splitChannels: Bool?
-        var track: Int?
+        var track: WholeNumber?
         /// `["json", "png"]` or `"json,png"`; default json.
         var files: TimesValue?
-        var width: Int?
-        var height: Int?
+        var width: WholeNumber?
+        var height: WholeNumber?
         var color: String?
         var background: String?
     }
@@ -96,8 +96,8 @@ extension SubmitRequest {
         case .storyboard:
             let body = storyboard ?? StoryboardBody()
             var options = StoryboardOptions()
-            options.tiles = body.tiles
-            options.columns = body.columns
+            options.tiles = body.tiles?.value
+            options.columns = body.columns?.value
             if let text = body.tileSize {
                 guard let size = PictureSize(maximum: text) else {
                     throw .invalid("storyboard.tileSize", "storyboard.tileSize is WxH, Wx or xH, e.g. 160x")
@@ -166,7 +166,7 @@ extension SubmitRequest {
             }
         }
         options.every = try duration(body.every, "every")
-        options.count = body.count
+        options.count = body.count?.value
         if body.exact == true {
             guard body.tolerance == nil else {
                 throw .invalid("thumbnails.tolerance", "thumbnails.exact and thumbnails.tolerance are alternatives")
@@ -192,11 +192,11 @@ extension SubmitRequest {
             throw .invalid("format", "a waveform has no format: choose its files with waveform.files")
         }
         var options = WaveformOptions()
-        options.samplesPerPixel = body.samplesPerPixel
-        options.pixelsPerSecond = body.pixelsPerSecond
-        options.bits = body.bits ?? 16
+        options.samplesPerPixel = body.samplesPerPixel?.value
+        options.pixelsPerSecond = body.pixelsPerSecond?.value
+        options.bits = body.bits?.value ?? 16
         options.splitChannels = body.splitChannels ?? false
-        options.track = body.track
+        options.track = body.track?.value
         let files = (body.files?.text ?? "json").split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         }
@@ -208,8 +208,8 @@ extension SubmitRequest {
         let drawn = body.width != nil || body.height != nil || body.color != nil || body.background != nil
         if files.contains("png") {
             var picture = WaveformPicture()
-            if let width = body.width { picture.width = width }
-            if let height = body.height { picture.height = height }
+            if let width = body.width { picture.width = width.value }
+            if let height = body.height { picture.height = height.value }
             if let color = body.color { picture.color = color.hasPrefix("#") ? String(color.dropFirst()) : color }
             if let background = body.background {
                 picture.background = background.hasPrefix("#") ? String(background.dropFirst()) : background

@@ -16,8 +16,8 @@ struct SubmitRequest: Decodable, Sendable, Hashable {
     var waveform: WaveformBody?
     var range: RangeValue?
     var output: String
-    var priority: Int?
-    var maxAttempts: Int?
+    var priority: WholeNumber?
+    var maxAttempts: WholeNumber?
     var metadata: [String: String]?
     var webhook: String?
 
@@ -38,6 +38,23 @@ struct SubmitRequest: Decodable, Sendable, Hashable {
             let value = try Seconds(from: decoder)
             self = .seconds(start: value.start, duration: value.duration)
         }
+    }
+}
+
+/// An integer field of a request body. Foundation refuses 2.5 or 2^64 for an `Int` as "not
+/// valid JSON", without naming the field; this names it (422 `invalid_request`).
+struct WholeNumber: Decodable, Sendable, Hashable {
+    var value: Int
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Int.self) {
+            self.value = value
+            return
+        }
+        throw DecodingError.dataCorrupted(
+            .init(codingPath: decoder.codingPath, debugDescription: "a whole number between -2^63 and 2^63-1")
+        )
     }
 }
 
@@ -103,12 +120,16 @@ extension SubmitRequest {
                 plan = try Submission.plan(recipe, input: input, output: output, range: timeRange ?? .all)
                 try Submission.checkLocalOutput(output, input: input, kind: kind)
             } catch {
+                if let option = error.option {
+                    let field = "\(kind.rawValue).\(option.field)"
+                    throw .invalid(field, "\(field) \(option.requirement)")
+                }
                 throw .invalid(Self.field(of: error, kind: kind), error.message, code: error.code.rawValue)
             }
         }
-        let maxAttempts = self.maxAttempts ?? 3
+        let maxAttempts = self.maxAttempts?.value ?? 3
         guard (1...100).contains(maxAttempts) else { throw .invalid("maxAttempts", "maxAttempts is between 1 and 100") }
-        let priority = self.priority ?? 0
+        let priority = self.priority?.value ?? 0
         guard (-1000...1000).contains(priority) else {
             throw .invalid("priority", "priority is between -1000 and 1000")
         }

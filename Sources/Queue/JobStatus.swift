@@ -21,12 +21,13 @@ public enum JobEvent: Sendable, Hashable, CaseIterable {
     case cancel
     /// The worker stopped a running job and confirms it.
     case confirmCancelled
-    /// A user asked a failed or cancelled job to run again.
-    case retry
+    /// A user asked a failed or cancelled job to run again; `force` also runs a poison job
+    /// (one that ended `worker_crashed`) again.
+    case retry(force: Bool)
 
     public static let allCases: [JobEvent] = [
         .claim, .complete, .fail(retryable: true), .fail(retryable: false), .leaseExpired, .release, .cancel,
-        .confirmCancelled, .retry,
+        .confirmCancelled, .retry(force: false), .retry(force: true),
     ]
 }
 
@@ -51,6 +52,12 @@ public enum JobEvent: Sendable, Hashable, CaseIterable {
 ///    │  └────────────────── cancelled ◀──── cancel ── unknown        │
 ///    └─────────────────────────────────────────────────── retry ─────┘
 /// ```
+///
+/// **Poison jobs.** `crashes` counts the attempts in a row that ended with the lease expiring
+/// (the worker killed, crashed or frozen; a reported outcome resets it). At `crashLimit` the
+/// job fails at once, whatever attempts it has left (`worker_crashed`, not retryable), and only
+/// `retry(force: true)` runs it again: one input that kills its worker cannot take a fleet
+/// down one worker after another.
 public enum JobStateMachine {
     /// What decides a job's next state.
     public struct State: Sendable, Hashable, CustomStringConvertible {
@@ -63,32 +70,49 @@ public enum JobStateMachine {
         public var maxAttempts: Int
         /// The number of attempts the job was submitted with; `retry` grants it again.
         public var attemptBudget: Int
+        /// Attempts in a row that ended with the lease expiring (see "Poison jobs" above).
+        public var crashes: Int
 
         public init(
             status: JobStatus,
             cancelRequested: Bool = false,
             attempt: Int,
             maxAttempts: Int,
-            attemptBudget: Int? = nil
+            attemptBudget: Int? = nil,
+            crashes: Int = 0
         ) {
             self.status = status
             self.cancelRequested = cancelRequested
             self.attempt = attempt
             self.maxAttempts = maxAttempts
             self.attemptBudget = attemptBudget ?? maxAttempts
+            self.crashes = crashes
         }
 
         public var attemptsLeft: Bool { attempt < maxAttempts }
 
+        /// Failed because its workers died `crashLimit` attempts in a row.
+        public var isPoisoned: Bool { crashes >= JobStateMachine.crashLimit }
+
         public var description: String {
             "\(status)\(cancelRequested ? " (cancel requested)" : "") at attempt \(attempt) of \(maxAttempts)"
+                + (crashes > 0 ? ", \(crashes) crash\(crashes == 1 ? "" : "es") in a row" : "")
         }
     }
+
+    /// Attempts in a row whose worker died after which a job is a poison job (`worker_crashed`).
+    public static let crashLimit = 3
 
     /// The state after `event`, or `nil` when `event` is not allowed in `state`.
     public static func next(_ state: State, on event: JobEvent) -> State? {
         var next = state
         next.cancelRequested = false
+        // Only a lease expiring adds to the crashes; any outcome a worker reports, and a
+        // retry, starts the count again.
+        switch event {
+        case .complete, .fail, .release, .confirmCancelled, .retry: next.crashes = 0
+        case .claim, .cancel, .leaseExpired: break
+        }
         switch (state.status, event) {
         case (.unknown, .claim):
             next.status = .reading
@@ -105,14 +129,17 @@ public enum JobStateMachine {
             next.status =
                 retryable && state.cancelRequested ? .cancelled : retryable && state.attemptsLeft ? .unknown : .failed
         case (.reading, .leaseExpired):
-            next.status = state.cancelRequested ? .cancelled : state.attemptsLeft ? .unknown : .failed
+            next.crashes = state.crashes + 1
+            next.status =
+                state.cancelRequested ? .cancelled : next.isPoisoned || !state.attemptsLeft ? .failed : .unknown
         case (.reading, .release):
             // A hand-back does not count the attempt, unless it ends the job.
             next.status = state.cancelRequested ? .cancelled : .unknown
             if !state.cancelRequested { next.attempt -= 1 }
         case (.reading, .confirmCancelled):
             next.status = .cancelled
-        case (.failed, .retry), (.cancelled, .retry):
+        case (.failed, .retry(let force)), (.cancelled, .retry(let force)):
+            guard force || !state.isPoisoned else { return nil }
             next.status = .unknown
             next.maxAttempts = state.attempt + state.attemptBudget
         default:

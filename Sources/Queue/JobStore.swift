@@ -221,6 +221,35 @@ extension JobStoreError {
         )
     }
 
+    /// `retry` without `force` of a poison job (`JobStateMachine`, "Poison jobs").
+    public static func poisoned(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) is a poison job: its workers died on \(JobStateMachine.crashLimit) attempts in a row (worker_crashed); run it again with --force once the cause is fixed",
+            status: .failed,
+            file: file,
+            line: line
+        )
+    }
+
+    /// Why a job whose lease expired failed, by `JobStateMachine`'s decision: `worker_crashed`
+    /// when that made it a poison job, else `lease_lost` (its last attempt).
+    public static func leaseExpiryError(poisoned: Bool, worker: String?, attempt: Int, of maxAttempts: Int) -> JobError
+    {
+        poisoned
+            ? JobError(
+                code: "worker_crashed",
+                message: JobError.workerCrashedMessage(worker: worker ?? "?"),
+                retryable: false
+            )
+            : JobError(
+                code: "lease_lost",
+                message:
+                    "its worker \(worker ?? "?") stopped renewing the lease on attempt \(attempt) of \(maxAttempts)",
+                retryable: true
+            )
+    }
+
     /// `retry` of a job that is not failed or cancelled.
     public static func notRetryable(
         _ id: JobID,
@@ -298,8 +327,14 @@ public protocol CancellableJobQueue: Sendable {
 
     /// Runs a failed or cancelled job again: the same id, `attempt` keeps counting, and the job
     /// gets its original number of attempts once more (`maxAttempts` becomes `attempt` plus the
-    /// number it was submitted with). Other statuses are a `conflict`.
-    func retry(_ id: JobID) async throws -> Job
+    /// number it was submitted with). Other statuses are a `conflict`, and so is a poison job
+    /// (`worker_crashed`) unless `force`.
+    func retry(_ id: JobID, force: Bool) async throws -> Job
+}
+
+extension CancellableJobQueue {
+    /// `retry(id, force: false)`.
+    public func retry(_ id: JobID) async throws -> Job { try await retry(id, force: false) }
 }
 
 /// Listing and counting jobs (`jobctl list`, the queue gauges).

@@ -34,6 +34,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         var attemptBudget: Int
         var leaseToken: String?
         var leaseExpiresAt: Date?
+        var crashes = 0
 
         var machineState: JobStateMachine.State {
             JobStateMachine.State(
@@ -41,7 +42,8 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 cancelRequested: job.cancelRequested,
                 attempt: job.attempt,
                 maxAttempts: job.maxAttempts,
-                attemptBudget: attemptBudget
+                attemptBudget: attemptBudget,
+                crashes: crashes
             )
         }
 
@@ -52,6 +54,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             job.cancelRequested = next.cancelRequested
             job.attempt = next.attempt
             job.maxAttempts = next.maxAttempts
+            crashes = next.crashes
             if next.status != .reading {
                 leaseToken = nil
                 leaseExpiresAt = nil
@@ -148,11 +151,11 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 var ended = record
                 _ = ended.apply(.leaseExpired)
                 if ended.job.status == .failed {
-                    ended.job.error = JobError(
-                        code: "lease_lost",
-                        message:
-                            "its worker \(record.job.worker ?? "?") stopped renewing the lease on attempt \(record.job.attempt) of \(record.job.maxAttempts)",
-                        retryable: true
+                    ended.job.error = JobStoreError.leaseExpiryError(
+                        poisoned: next.isPoisoned,
+                        worker: record.job.worker,
+                        attempt: record.job.attempt,
+                        of: record.job.maxAttempts
                     )
                 }
                 ended.job.finishedAt = now
@@ -273,12 +276,13 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         }
     }
 
-    public func retry(_ id: JobID) async throws -> Job {
+    public func retry(_ id: JobID, force: Bool) async throws -> Job {
         let now = self.now
         return try write { tables in
             guard var record = tables.jobs[id] else { throw JobStoreError.noJob(id) }
             let status = record.job.status
-            guard record.apply(.retry) != nil else {
+            guard record.apply(.retry(force: force)) != nil else {
+                if record.machineState.isPoisoned && status == .failed { throw JobStoreError.poisoned(id) }
                 throw JobStoreError.notRetryable(id, status)
             }
             record.job.runAt = now

@@ -66,9 +66,9 @@ extension PostgresJobStore {
         return expired
     }
 
-    /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts
-    /// (the others are claimed again); each with its webhook event. Returns the time it
-    /// settled at.
+    /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts or
+    /// when it makes them poison jobs (JobStateMachine.crashLimit crashes in a row; the others
+    /// are claimed again); each with its webhook event. Returns the time it settled at.
     func settleExpiredLeases(_ connection: PostgresConnection) async throws -> Int64 {
         let now = try await currentTime(connection)
         var ended: [String] = []
@@ -83,9 +83,14 @@ extension PostgresJobStore {
         for try await id in try await connection.query(
             """
             UPDATE jobctl.jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
-                error_code = 'lease_lost', error_retryable = TRUE,
-                error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts
-            WHERE status = 'reading' AND lease_expires_at <= \(now) AND attempt >= max_attempts RETURNING id
+                crashes = crashes + 1,
+                error_code = CASE WHEN crashes + 1 >= \(JobStateMachine.crashLimit) THEN 'worker_crashed' ELSE 'lease_lost' END,
+                error_retryable = crashes + 1 < \(JobStateMachine.crashLimit),
+                error_message = CASE WHEN crashes + 1 >= \(JobStateMachine.crashLimit)
+                    THEN replace(\(JobError.workerCrashedMessage(worker: "{worker}")), '{worker}', coalesce(worker, '?'))
+                    ELSE 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt ' || attempt || ' of ' || max_attempts END
+            WHERE status = 'reading' AND lease_expires_at <= \(now)
+                AND (attempt >= max_attempts OR crashes + 1 >= \(JobStateMachine.crashLimit)) RETURNING id
             """,
             logger: logger
         ).decode(String.self) { ended.append(id) }

@@ -19,6 +19,7 @@ extension PostgresJobStore {
         WITH \(clockCTE(parameter: 4)), claimed AS (
             UPDATE jobctl.jobs SET status = 'reading', attempt = attempt + 1, worker = $1,
                 lease_token = md5(random()::text || clock_timestamp()::text || id), lease_expires_at = t.now + $3,
+                crashes = CASE WHEN status = 'reading' THEN crashes + 1 ELSE crashes END,
                 cancel_requested = FALSE, progress = 0, started_at = t.now, finished_at = NULL, updated_at = t.now
             FROM t
             WHERE id IN (

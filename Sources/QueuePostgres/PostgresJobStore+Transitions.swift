@@ -110,7 +110,7 @@ extension PostgresJobStore {
                     run_at = CASE WHEN \(error.retryable) AND attempt < max_attempts THEN t.now + \(retryDelay.milliseconds) ELSE run_at END,
                     finished_at = CASE WHEN \(error.retryable) AND NOT cancel_requested AND attempt < max_attempts THEN NULL ELSE t.now END,
                     error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
-                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, crashes = 0, updated_at = t.now
                 FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
                 RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
             ), \(unescaped: Self.afterFinish)
@@ -123,7 +123,7 @@ extension PostgresJobStore {
             """
             WITH \(unescaped: self.clockCTE), done AS (
                 UPDATE jobctl.jobs SET status = 'cancelled', finished_at = t.now, lease_token = NULL, lease_expires_at = NULL,
-                    cancel_requested = FALSE, updated_at = t.now
+                    cancel_requested = FALSE, crashes = 0, updated_at = t.now
                 FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
                 RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
             ), \(unescaped: Self.afterFinish)
@@ -139,7 +139,7 @@ extension PostgresJobStore {
                 UPDATE jobctl.jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'unknown' END,
                     finished_at = CASE WHEN cancel_requested THEN t.now ELSE NULL END,
                     attempt = CASE WHEN cancel_requested THEN attempt ELSE attempt - 1 END, run_at = t.now, progress = 0,
-                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
+                    lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, crashes = 0, updated_at = t.now
                 FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
                 RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks
             ), \(unescaped: Self.afterFinish)
@@ -228,16 +228,23 @@ extension PostgresJobStore {
         }
     }
 
-    public func retry(_ id: JobID) async throws -> Job {
+    public func retry(_ id: JobID, force: Bool) async throws -> Job {
         try await transaction { connection in
             let now = try await self.currentTime(connection)
             let status = try await self.status(of: id, connection, lock: true)
-            guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
+            var crashes = 0
+            for try await value in try await connection.query(
+                "SELECT crashes FROM jobctl.jobs WHERE id = \(id.rawValue)",
+                logger: self.logger
+            ).decode(Int.self) { crashes = value }
+            let state = JobStateMachine.State(status: status, attempt: 0, maxAttempts: 1, crashes: crashes)
+            guard JobStateMachine.next(state, on: .retry(force: force))?.status == .unknown else {
+                if state.isPoisoned && status == .failed { throw JobStoreError.poisoned(id) }
                 throw JobStoreError.notRetryable(id, status)
             }
             try await connection.query(
                 """
-                UPDATE jobctl.jobs SET status = 'unknown', run_at = \(now), max_attempts = attempt + attempt_budget, progress = 0, result = NULL,
+                UPDATE jobctl.jobs SET status = 'unknown', run_at = \(now), max_attempts = attempt + attempt_budget, progress = 0, result = NULL, crashes = 0,
                     error_code = NULL, error_message = NULL, error_retryable = NULL, cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
                 WHERE id = \(id.rawValue)
                 """,

@@ -27,7 +27,8 @@ extension SQLiteJobStore {
             // Each source takes its first `limit` rows in index order (INDEXED BY: without
             // statistics the planner would sort the whole queue), so a claim reads a few rows
             // however long the queue is. Jobs whose worker vanished: cancelled if that was
-            // asked, failed when out of attempts.
+            // asked, failed when out of attempts or when it makes them poison jobs
+            // (JobStateMachine.crashLimit crashes in a row).
             var ended = try String.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -43,20 +44,27 @@ extension SQLiteJobStore {
                 db.cachedStatement(
                     sql: """
                         UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
-                            error_code = 'lease_lost', error_retryable = 1,
-                            error_message = 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
-                                || attempt || ' of ' || max_attempts
-                        WHERE status = 'reading' AND lease_expires_at <= :now AND attempt >= max_attempts
+                            crashes = crashes + 1,
+                            error_code = CASE WHEN crashes + 1 >= :crashLimit THEN 'worker_crashed' ELSE 'lease_lost' END,
+                            error_retryable = crashes + 1 < :crashLimit,
+                            error_message = CASE WHEN crashes + 1 >= :crashLimit THEN replace(:crashed, '{worker}', coalesce(worker, '?'))
+                                ELSE 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
+                                || attempt || ' of ' || max_attempts END
+                        WHERE status = 'reading' AND lease_expires_at <= :now AND (attempt >= max_attempts OR crashes + 1 >= :crashLimit)
                         RETURNING id
                         """
                 ),
-                arguments: ["now": now]
+                arguments: [
+                    "now": now, "crashLimit": JobStateMachine.crashLimit,
+                    "crashed": JobError.workerCrashedMessage(worker: "{worker}"),
+                ]
             )
             for id in ended { try SQLiteJobStore.enqueueEvent(for: JobID(id), db, now: now) }
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         UPDATE jobs SET status = 'reading', attempt = attempt + 1, worker = :worker, lease_token = lower(hex(randomblob(16))),
+                            crashes = CASE WHEN status = 'reading' THEN crashes + 1 ELSE crashes END,
                             lease_expires_at = :expires, cancel_requested = 0, progress = 0, started_at = :now, finished_at = NULL,
                             updated_at = :now
                         WHERE id IN (

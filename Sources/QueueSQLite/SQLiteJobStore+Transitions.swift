@@ -68,7 +68,8 @@ extension SQLiteJobStore {
         return try await write { db in
             try db.run(
                 sql: """
-                    UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, updated_at = :now
+                    UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, crashes = 0,
+                        updated_at = :now
                     WHERE id = :id AND lease_token = :token AND status = 'reading'
                     """,
                 arguments: all
@@ -106,16 +107,20 @@ extension SQLiteJobStore {
         }
     }
 
-    public func retry(_ id: JobID) async throws -> Job {
+    public func retry(_ id: JobID, force: Bool) async throws -> Job {
         let now = self.now
         return try await write { db in
             let status = try SQLiteJobStore.status(of: id, db)
-            guard JobStateMachine.next(status, on: .retry, attempt: 0, maxAttempts: 1) == .unknown else {
+            let crashes =
+                try Int.fetchOne(db, sql: "SELECT crashes FROM jobs WHERE id = ?", arguments: [id.rawValue]) ?? 0
+            let state = JobStateMachine.State(status: status, attempt: 0, maxAttempts: 1, crashes: crashes)
+            guard JobStateMachine.next(state, on: .retry(force: force))?.status == .unknown else {
+                if state.isPoisoned && status == .failed { throw JobStoreError.poisoned(id) }
                 throw JobStoreError.notRetryable(id, status)
             }
             try db.execute(
                 sql: """
-                    UPDATE jobs SET status = 'unknown', run_at = ?, max_attempts = attempt + attempt_budget, progress = 0, result = NULL,
+                    UPDATE jobs SET status = 'unknown', run_at = ?, max_attempts = attempt + attempt_budget, progress = 0, result = NULL, crashes = 0,
                         error_code = NULL, error_message = NULL, error_retryable = NULL, cancel_requested = 0, finished_at = NULL, updated_at = ?
                     WHERE id = ?
                     """,

@@ -83,4 +83,49 @@ extension Checks {
         #expect(try await h.store.complete(claimed.lease, result: .null, tracks: []) == false)
         #expect(try await h.fetch(job.id).status == .failed)
     }
+
+    static func poisonJob(_ h: Harness) async throws {
+        let limit = JobStateMachine.crashLimit
+        // Two crashes, then a failure the worker reported: the count starts again.
+        let mixed = try await h.submit("mixed", maxAttempts: 100)
+        for _ in 1..<limit {
+            _ = try await h.claim(mixed.id, lease: .seconds(30))
+            h.clock.advance(by: .seconds(31))
+        }
+        let reported = try await h.claim(mixed.id, lease: .seconds(30))
+        #expect(try await h.store.fail(reported.lease, error: Checks.retryableError, retryDelay: .zero))
+        for _ in 1..<limit {
+            _ = try await h.claim(mixed.id, lease: .seconds(30))
+            h.clock.advance(by: .seconds(31))
+        }
+        let stillRunning = try await h.claim(mixed.id, lease: .seconds(30))
+        #expect(
+            stillRunning.job.attempt == 2 * limit,
+            "\(limit - 1) crashes, a failure, \(limit - 1) crashes: not a poison job"
+        )
+        #expect(try await h.store.complete(stillRunning.lease, result: .null, tracks: []))
+
+        // `limit` crashes in a row with 97 attempts left: failed, set aside.
+        let poison = try await h.submit("poison", maxAttempts: 100)
+        for _ in 1...limit {
+            _ = try await h.claim(poison.id, lease: .seconds(30))
+            h.clock.advance(by: .seconds(31))
+        }
+        try await h.expectNothingClaimed("the poison job is not claimed a \(limit + 1)th time")
+        let failed = try await h.fetch(poison.id)
+        #expect(failed.status == .failed && failed.attempt == limit)
+        #expect(failed.error?.code == "worker_crashed" && failed.error?.retryable == false)
+        #expect(failed.error?.message.contains("worker-a") == true, "the message names the last worker")
+        await #expect(throws: JobStoreError.self) { try await h.handle(2).retry(poison.id) }
+        #expect(try await h.fetch(poison.id).status == .failed, "a refused retry changes nothing")
+        let forced = try await h.handle(2).retry(poison.id, force: true)
+        #expect(forced.status == .unknown && forced.error == nil)
+        // Forced: the count starts again (two more crashes do not fail it).
+        for _ in 1..<limit {
+            _ = try await h.claim(poison.id, lease: .seconds(30))
+            h.clock.advance(by: .seconds(31))
+        }
+        let again = try await h.claim(poison.id, lease: .seconds(30))
+        #expect(again.job.attempt == 2 * limit)
+    }
 }

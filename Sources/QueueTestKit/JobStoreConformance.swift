@@ -58,6 +58,10 @@ public enum JobStoreConformance {
         case attemptsExhausted
         /// An expired lease on the last attempt ends `failed` with `lease_lost`.
         case leaseExpiryWithNoAttemptsLeft
+        /// `JobStateMachine.crashLimit` expired leases in a row fail a job with attempts left as
+        /// `worker_crashed` (a poison job); a reported failure in between starts the count again;
+        /// `retry` refuses a poison job, `retry(force: true)` runs it again.
+        case poisonJob
         /// `cancel` in every status, and of an unknown id.
         case cancelInEveryStatus
         /// A running job whose worker died after a cancel request ends `cancelled`.
@@ -102,6 +106,7 @@ public enum JobStoreConformance {
             case .nonRetryableFailure: try await Checks.nonRetryableFailure(harness)
             case .attemptsExhausted: try await Checks.attemptsExhausted(harness)
             case .leaseExpiryWithNoAttemptsLeft: try await Checks.leaseExpiryWithNoAttemptsLeft(harness)
+            case .poisonJob: try await Checks.poisonJob(harness)
             case .cancelInEveryStatus: try await Checks.cancelInEveryStatus(harness)
             case .cancelOfRunningJobWhoseWorkerDied: try await Checks.cancelOfRunningJobWhoseWorkerDied(harness)
             case .cancelRequestSurvivesHandBack: try await Checks.cancelRequestSurvivesHandBack(harness)

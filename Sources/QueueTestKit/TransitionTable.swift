@@ -101,8 +101,8 @@ enum TransitionTable {
             accepted = try await outcome(of: "cancel", { try await h.handle(3).cancel(id) }) != nil
         case .confirmCancelled:
             accepted = try await h.handle(2).confirmCancelled(lease)
-        case .retry:
-            accepted = try await outcome(of: "retry", { try await h.handle(3).retry(id) }) != nil
+        case .retry(let force):
+            accepted = try await outcome(of: "retry", { try await h.handle(3).retry(id, force: force) }) != nil
         }
 
         let after = try await h.fetch(id)

@@ -22,6 +22,10 @@ enum CommandFailure: Error {
     func report() -> ExitCode {
         switch self {
         case .media(let error):
+            if let option = error.option {
+                Terminal.printError("error: \(error.code): \(option.flag) \(option.requirement)")
+                return ExitCode(CommandFailure.usageExitCode)
+            }
             Terminal.printError("error: \(error.description)")
             if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
             return error.code == .presetUnknown ? ExitCode(CommandFailure.usageExitCode) : .failure
@@ -34,6 +38,18 @@ enum CommandFailure: Error {
         case .failed(let code, let message):
             Terminal.printError("error: \(code): \(message)")
             return .failure
+        }
+    }
+}
+
+extension ValidationError {
+    /// Runs a kind's options check, the one the API and the worker make, and words its refusal
+    /// with the command line's flag (`--samples-per-pixel is between 2 and 16777216`): exit 64.
+    static func checking(_ check: () throws(MediaError) -> Void) throws {
+        do {
+            try check()
+        } catch {
+            throw ValidationError(error.option.map { "\($0.flag) \($0.requirement)" } ?? error.message)
         }
     }
 }

@@ -95,11 +95,20 @@ struct CancelCommand: AsyncParsableCommand {
 struct RetryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
-        abstract: "Run a failed or cancelled job again (same id, a new attempt)."
+        abstract: "Run a failed or cancelled job again (same id, a new attempt).",
+        discussion: """
+            A job whose workers died on 3 attempts in a row (killed, crashed or frozen past their \
+            lease) failed as a poison job (worker_crashed): it is not run again unless --force, \
+            so that one input cannot take a fleet down worker after worker. Find the cause first \
+            (the workers' logs, memory limits, `jobctl probe` on the input).
+            """
     )
 
     @Argument(help: "The job's id.")
     var id: String
+
+    @Flag(help: "Also run a poison job (worker_crashed) again.")
+    var force = false
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
@@ -108,7 +117,7 @@ struct RetryCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let id = try jobID(id)
-            let job = try await database.withStore { try await $0.retry(id) }
+            let job = try await database.withStore { try await $0.retry(id, force: force) }
             print("\(job.id): queued again (attempt \(job.attempt + 1) of \(job.maxAttempts))")
         }
     }

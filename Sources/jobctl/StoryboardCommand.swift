@@ -17,11 +17,10 @@ struct StoryboardArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Tiles per row of the sprite (default 10).", valueName: "n"))
     var columns: Int?
 
+    /// The options' own check (the API's and the worker's), worded with these flags.
     func validate() throws {
-        if let tiles, tiles < 1 || tiles > StoryboardOptions.maximumTiles {
-            throw ValidationError("--tiles is between 1 and \(StoryboardOptions.maximumTiles)")
-        }
-        if let columns, columns < 1 || columns > 100 { throw ValidationError("--columns is between 1 and 100") }
+        let options = options(format: .jpeg)
+        try ValidationError.checking { () throws(MediaError) in try options.check() }
     }
 
     func options(format: ImageFormat) -> StoryboardOptions {

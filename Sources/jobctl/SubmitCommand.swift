@@ -130,6 +130,7 @@ struct SubmitCommand: AsyncParsableCommand {
         guard maxAttempts >= 1 && maxAttempts <= 100 else {
             throw ValidationError("--max-attempts is between 1 and 100")
         }
+        guard (-1000...1000).contains(priority) else { throw ValidationError("--priority is between -1000 and 1000") }
         for pair in metadata where !pair.contains("=") || pair.hasPrefix("=") {
             throw ValidationError("--metadata takes key=value, not '\(pair)'")
         }

@@ -42,11 +42,10 @@ struct ThumbnailArguments: ParsableArguments {
         if let at {
             do { _ = try ImageTime.parseList(at) } catch { throw ValidationError(error.description) }
         }
-        if let count, count < 1 || count > ThumbnailOptions.maximumCount {
-            throw ValidationError("--count is between 1 and \(ThumbnailOptions.maximumCount)")
-        }
-        if let every, every.microseconds <= 0 { throw ValidationError("--every must be longer than zero") }
         if exact && tolerance != nil { throw ValidationError("--exact and --tolerance are alternatives: give one") }
+        // The options' own check (the API's and the worker's), worded with these flags.
+        let options = options(format: .jpeg)
+        try ValidationError.checking { () throws(MediaError) in try options.check() }
     }
 
     func options(format: ImageFormat) -> ThumbnailOptions {

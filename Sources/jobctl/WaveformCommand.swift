@@ -43,24 +43,11 @@ struct WaveformArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The PNG's background colour, RRGGBB (default FFFFFF).", valueName: "hex"))
     var background: String?
 
+    /// The options' own check (the API's and the worker's), worded with these flags.
     func validate() throws {
-        if samplesPerPixel != nil && pixelsPerSecond != nil {
-            throw ValidationError("--samples-per-pixel and --pixels-per-second are alternatives: give one")
-        }
-        if let samplesPerPixel, samplesPerPixel < 2 { throw ValidationError("--samples-per-pixel is at least 2") }
-        if let pixelsPerSecond, pixelsPerSecond < 1 { throw ValidationError("--pixels-per-second is at least 1") }
-        if let track, track < 0 { throw ValidationError("--track is a stream index (0 or more)") }
-        if let bits, bits != 8 && bits != 16 { throw ValidationError("--bits is 8 or 16") }
-        for size in [width, height].compactMap({ $0 }) where !(1...16384).contains(size) {
-            throw ValidationError("--width and --height are between 1 and 16384")
-        }
-        for (name, value) in [("--color", color), ("--background", background)] {
-            guard let value else { continue }
-            let hex = value.hasPrefix("#") ? String(value.dropFirst()) : value
-            guard hex.count == 6, UInt32(hex, radix: 16) != nil else {
-                throw ValidationError("\(name) is a colour as RRGGBB, e.g. 3A6EA5")
-            }
-        }
+        var options = self.options
+        options.png = picture  // the PNG's settings are checked whether or not png is among the files
+        try ValidationError.checking { () throws(MediaError) in try options.check() }
     }
 
     var options: WaveformOptions {

@@ -36,4 +36,114 @@ struct APIHardeningTests {
         #expect(store.count("statusCounts") == 0, "a health check counted the job table")
         #expect((1...3).contains(store.count("ping")), "\(store.count("ping")) pings for 50 health checks")
     }
+
+    typealias F = APIRouteTests.Fixture
+
+    /// Every numeric option of every kind over its edges: refused with 422 `invalid_request`
+    /// naming the field, never stored (2^32 samples per pixel once crashed every worker that
+    /// claimed the job; 2^63−1 was stored and failed later as `preset_unknown`).
+    @Test("numbers outside their domain are 422 invalid_request naming the field, for every kind")
+    func numbersAreBoundedAtSubmit() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let input = f.directory.file("in.mov")
+        let refused: [(kind: String, options: String, field: String)] = [
+            ("waveform", #""samplesPerPixel":4294967296"#, "waveform.samplesPerPixel"),
+            ("waveform", #""samplesPerPixel":2147483648"#, "waveform.samplesPerPixel"),
+            ("waveform", #""samplesPerPixel":9223372036854775807"#, "waveform.samplesPerPixel"),
+            ("waveform", #""samplesPerPixel":1"#, "waveform.samplesPerPixel"),
+            ("waveform", #""samplesPerPixel":-2"#, "waveform.samplesPerPixel"),
+            ("waveform", #""pixelsPerSecond":0"#, "waveform.pixelsPerSecond"),
+            ("waveform", #""pixelsPerSecond":4294967296"#, "waveform.pixelsPerSecond"),
+            ("waveform", #""track":-1"#, "waveform.track"),
+            ("waveform", #""track":4294967296"#, "waveform.track"),
+            ("waveform", #""bits":0"#, "waveform.bits"),
+            ("waveform", #""files":"png","width":0"#, "waveform.width"),
+            ("waveform", #""files":"png","height":2147483648"#, "waveform.height"),
+            ("waveform", #""samplesPerPixel":2.5"#, "waveform.samplesPerPixel"),
+            ("waveform", #""samplesPerPixel":1e300"#, "waveform.samplesPerPixel"),
+            ("thumbnails", #""count":1001"#, "thumbnails.count"),
+            ("thumbnails", #""count":-1"#, "thumbnails.count"),
+            ("thumbnails", #""count":9223372036854775807"#, "thumbnails.count"),
+            ("thumbnails", #""every":"0s""#, "thumbnails.every"),
+            ("thumbnails", #""every":"999999999999s""#, "thumbnails.every"),
+            ("thumbnails", #""tolerance":"999999999999s""#, "thumbnails.tolerance"),
+            ("thumbnails", #""at":"999999999999s""#, "thumbnails.at"),
+            ("thumbnails", #""size":"99999x""#, "thumbnails.size"),
+            ("storyboard", #""tiles":0"#, "storyboard.tiles"),
+            ("storyboard", #""tiles":4294967296"#, "storyboard.tiles"),
+            ("storyboard", #""columns":101"#, "storyboard.columns"),
+            ("storyboard", #""tileSize":"16385x""#, "storyboard.tileSize"),
+        ]
+        try await f.app.test(.router) { client in
+            for (index, (kind, options, field)) in refused.enumerated() {
+                let output = f.directory.file("o\(index)")
+                let body = #"{"kind":"\#(kind)","input":"\#(input)","output":"\#(output)","\#(kind)":{\#(options)}}"#
+                let response = try await APIKindsTests.post(client, f, body)
+                let error = APIRouteTests.errorCode(response)
+                #expect(response.status == .unprocessableContent, "\(options): \(response.status)")
+                #expect(
+                    error.code == "invalid_request" && error.field == field,
+                    "\(options): \(String(buffer: response.body))"
+                )
+            }
+            let top: [(String, String)] = [
+                (#""priority":1001"#, "priority"), (#""priority":-9223372036854775808"#, "priority"),
+                (#""priority":1.5"#, "priority"), (#""maxAttempts":0"#, "maxAttempts"),
+                (#""maxAttempts":4294967297"#, "maxAttempts"), (#""maxAttempts":1e30"#, "maxAttempts"),
+            ]
+            for (extra, field) in top {
+                let response = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.admin),
+                    body: f.body(extra: "," + extra)
+                )
+                let error = APIRouteTests.errorCode(response)
+                #expect(response.status == .unprocessableContent, "\(extra): \(response.status)")
+                #expect(error.field == field, "\(extra): \(String(buffer: response.body))")
+            }
+        }
+        #expect(try await f.store.jobs(status: nil, limit: 10).isEmpty, "a refused job was stored")
+    }
+
+    /// A poison job (`worker_crashed`) is not run again by a plain retry; `?force=true` runs it
+    /// again, and only an admin key may send it.
+    @Test("retry of a poison job: 409 without force, 403 force from a submit key, 200 force from admin")
+    func retryOfAPoisonJob() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let id = try await f.submitJob(client)
+            // Three handles whose clocks are an hour apart: each finds the last one's lease expired.
+            for hour in 0...JobStateMachine.crashLimit {
+                let later = try SQLiteJobStore(path: f.directory.file("jobs.sqlite")) {
+                    Date().addingTimeInterval(Double(hour) * 3600)
+                }
+                let worker = WorkerIdentity(name: "w\(hour)", host: "h", pid: 1, version: "t")
+                _ = try await later.claim(as: worker, limit: 1, lease: .seconds(60))
+            }
+            let poisoned = try #require(try await f.store.job(JobID(id)))
+            try #require(poisoned.status == .failed && poisoned.error?.code == "worker_crashed")
+            let uri = "/v1/jobs/\(id)/retry"
+            try await client.execute(uri: uri, method: .post, headers: APIRouteTests.headers(f.submit)) { response in
+                #expect(response.status == .conflict)
+                #expect(APIRouteTests.errorCode(response).code == "job_not_retryable")
+                #expect(String(buffer: response.body).contains("force"))
+            }
+            try await client.execute(uri: uri + "?force=true", method: .post, headers: APIRouteTests.headers(f.submit))
+            {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: uri + "?force=maybe", method: .post, headers: APIRouteTests.headers(f.admin))
+            {
+                #expect($0.status == .unprocessableContent)
+            }
+            #expect(try await f.store.job(JobID(id))?.status == .failed)
+            try await client.execute(uri: uri + "?force=true", method: .post, headers: APIRouteTests.headers(f.admin)) {
+                #expect($0.status == .ok)
+            }
+            #expect(try await f.store.job(JobID(id))?.status == .unknown)
+        }
+    }
 }

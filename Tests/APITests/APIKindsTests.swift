@@ -88,7 +88,7 @@ struct APIKindsTests {
                 ),
                 (
                     #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("t4"))","thumbnails":{"count":0}}"#,
-                    "thumbnails"
+                    "thumbnails.count"
                 ),
                 (#"{"kind":"thumbnails","input":"\#(input)","output":"https://bucket.example.com/t.jpg"}"#, "output"),
                 (
@@ -101,7 +101,7 @@ struct APIKindsTests {
                 ),
                 (
                     #"{"kind":"waveform","input":"\#(input)","output":"\#(f.directory.file("w2"))","waveform":{"bits":12}}"#,
-                    "waveform"
+                    "waveform.bits"
                 ),
                 (
                     #"{"kind":"waveform","input":"\#(input)","output":"\#(f.directory.file("w3"))","waveform":{"width":100}}"#,

@@ -58,9 +58,9 @@ final class CountingStore: JobStore, APIKeyStore {
         called()
         return try await store.cancel(id)
     }
-    func retry(_ id: JobID) async throws -> Job {
+    func retry(_ id: JobID, force: Bool) async throws -> Job {
         called()
-        return try await store.retry(id)
+        return try await store.retry(id, force: force)
     }
     func jobs(_ query: JobQuery) async throws -> [Job] {
         called()

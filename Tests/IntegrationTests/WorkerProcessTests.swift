@@ -114,6 +114,47 @@ struct WorkerProcessTests {
         #expect(try await FFProbe.decodeErrors(output) == "")
     }
 
+    /// A job that kills every worker that claims it (here: SIGKILL mid-export, as a decoder
+    /// crash or the OOM killer would) is set aside after 3 crashes in a row, though it asked for
+    /// 100 attempts: a fourth worker never runs it, `retry` refuses it, `retry --force` queues it.
+    @Test func aJobThatKillsItsWorkersIsSetAsideAfterThree() async throws {
+        let queue = try Queue("poison")
+        defer { queue.directory.remove() }
+        let input = try await Fixtures.shared.path(.long)
+        let id = try await queue.submit(
+            input,
+            ["--preset", "highest", "--max-attempts", "100", "-o", queue.directory.file("out.mp4")]
+        )
+        for crash in 1...JobStateMachine.crashLimit {
+            let worker = try queue.worker("victim-\(crash)", ["--lease", "2s"])
+            #expect(
+                try await eventually(within: .seconds(60)) {
+                    let job = try await queue.job(id)
+                    return job.attempt == crash && job.status == .reading && worker.log.contains("Job claimed")
+                },
+                "attempt \(crash): \(worker.log)"
+            )
+            #expect(try await queue.waitUntilExporting(id))
+            worker.signal(SIGKILL)
+            try await worker.waitForExit(timeout: .seconds(5))
+        }
+        let survivor = try queue.worker("survivor", ["--lease", "2s"])
+        #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .failed })
+        let job = try await queue.job(id)
+        #expect(job.error?.code == "worker_crashed" && job.error?.retryable == false, "\(job.error?.description ?? "")")
+        #expect(job.attempt == JobStateMachine.crashLimit && job.maxAttempts == 100)
+        #expect(!survivor.log.contains("Job claimed"), "a fourth worker ran the poison job: \(survivor.log)")
+        survivor.signal(SIGTERM)
+        _ = try await survivor.waitForExit(timeout: .seconds(10))
+
+        let refused = try await Jobctl.run(["retry", id.rawValue, "--db", queue.db])
+        #expect(refused.status != 0 && refused.stderr.contains("--force"), "\(refused.stderr)")
+        #expect(try await queue.job(id).status == .failed)
+        let forced = try await Jobctl.run(["retry", "--force", id.rawValue, "--db", queue.db])
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try await queue.job(id).status == .unknown)
+    }
+
     @Test func cancellingARunningJobStopsItWithinTwoSeconds() async throws {
         let queue = try Queue("cancel")
         defer { queue.directory.remove() }

@@ -2,7 +2,7 @@ import Queue
 import Testing
 
 /// `JobStateMachine` against the table of docs/spec.md §4, every state (status, cancel
-/// requested or not, attempts left or not) × every event, written out by hand.
+/// requested or not, attempts left or not, crashes in a row) × every event, written out by hand.
 @Suite("JobStateMachine")
 struct JobStateMachineTests {
     /// A row of the table: the state an event starts from, by status and flags.
@@ -10,27 +10,40 @@ struct JobStateMachineTests {
         var status: JobStatus
         var cancelRequested = false
         var attemptsLeft = true
+        /// Attempts in a row whose worker died.
+        var crashes = 0
 
         var description: String {
             "\(status)\(cancelRequested ? "+cancel" : "")\(attemptsLeft ? "" : " (last attempt)")"
+                + (crashes > 0 ? " (\(crashes) crashes)" : "")
         }
 
-        /// At attempt 1 of 3 (attempts left) or 3 of 3.
+        /// At attempt 1 of 10 (attempts left) or 10 of 10.
         var state: JobStateMachine.State {
             JobStateMachine.State(
                 status: status,
                 cancelRequested: cancelRequested,
-                attempt: attemptsLeft ? 1 : 3,
-                maxAttempts: 3
+                attempt: attemptsLeft ? 1 : 10,
+                maxAttempts: 10,
+                crashes: crashes
             )
         }
     }
 
-    /// Every state a job can be in: cancel requested only while `reading`.
+    /// Every state a job can be in: cancel requested only while `reading`; a running job one
+    /// crash short of the limit or not; a failed job poisoned or not.
     static let states: [From] = JobStatus.allCases.flatMap { status in
         [true, false].flatMap { attemptsLeft in
-            (status == .reading ? [false, true] : [false]).map {
-                From(status: status, cancelRequested: $0, attemptsLeft: attemptsLeft)
+            (status == .reading ? [false, true] : [false]).flatMap { cancelRequested in
+                let crashes: [Int] =
+                    switch status {
+                    case .reading: [0, JobStateMachine.crashLimit - 1]
+                    case .failed: [0, JobStateMachine.crashLimit]
+                    default: [0]
+                    }
+                return crashes.map {
+                    From(status: status, cancelRequested: cancelRequested, attemptsLeft: attemptsLeft, crashes: $0)
+                }
             }
         }
     }
@@ -47,10 +60,27 @@ struct JobStateMachineTests {
         case (.reading, .fail(retryable: true)):
             (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
         case (.reading, .leaseExpired):
-            (from.cancelRequested ? .cancelled : from.attemptsLeft ? .unknown : .failed, false)
+            // The third crash in a row fails the job whatever attempts it has left.
+            (
+                from.cancelRequested
+                    ? .cancelled
+                    : from.crashes == JobStateMachine.crashLimit - 1 || !from.attemptsLeft ? .failed : .unknown,
+                false
+            )
         case (.reading, .release): (from.cancelRequested ? .cancelled : .unknown, false)
-        case (.failed, .retry), (.cancelled, .retry): (.unknown, false)
+        case (.failed, .retry(force: false)): from.crashes >= JobStateMachine.crashLimit ? nil : (.unknown, false)
+        case (.failed, .retry(force: true)), (.cancelled, .retry): (.unknown, false)
         default: nil
+        }
+    }
+
+    /// Crashes in a row after an event, by hand: a lease expiring adds one; a claim or a cancel
+    /// request keeps them; any reported outcome and a retry start again.
+    static func expectedCrashes(_ from: From, _ event: JobEvent) -> Int {
+        switch event {
+        case .leaseExpired: from.crashes + 1
+        case .claim, .cancel: from.crashes
+        case .complete, .fail, .release, .confirmCancelled, .retry: 0
         }
     }
 
@@ -61,7 +91,30 @@ struct JobStateMachineTests {
             let expected = Self.expected(from, event)
             #expect(next?.status == expected?.0, "\(from) on \(event)")
             #expect(next?.cancelRequested == expected?.cancelRequested, "\(from) on \(event): cancel requested")
+            if let next { #expect(next.crashes == Self.expectedCrashes(from, event), "\(from) on \(event): crashes") }
         }
+    }
+
+    @Test("a poison job: three crashes in a row fail it with attempts left; a reported failure in between starts again")
+    func poisonJobs() {
+        var state = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 100)
+        for crash in 1...JobStateMachine.crashLimit {
+            state = JobStateMachine.next(state, on: .claim)!
+            state = JobStateMachine.next(state, on: .leaseExpired)!
+            #expect(state.crashes == crash)
+            #expect(state.status == (crash == JobStateMachine.crashLimit ? .failed : .unknown))
+        }
+        #expect(state.isPoisoned && state.attemptsLeft)
+        #expect(JobStateMachine.next(state, on: .retry(force: false)) == nil)
+        let forced = JobStateMachine.next(state, on: .retry(force: true))
+        #expect(forced?.status == .unknown && forced?.crashes == 0)
+
+        // Two crashes, a failure the worker reported, two more: not poisoned.
+        var mixed = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 100)
+        for event: JobEvent in [.leaseExpired, .leaseExpired, .fail(retryable: true), .leaseExpired, .leaseExpired] {
+            mixed = JobStateMachine.next(JobStateMachine.next(mixed, on: .claim)!, on: event)!
+        }
+        #expect(mixed.status == .unknown && mixed.crashes == 2)
     }
 
     @Test(
@@ -77,7 +130,7 @@ struct JobStateMachineTests {
         #expect(JobStateMachine.next(asked, on: .release)?.attempt == 1)
 
         let failed = JobStateMachine.State(status: .failed, attempt: 2, maxAttempts: 2, attemptBudget: 2)
-        let retried = JobStateMachine.next(failed, on: .retry)
+        let retried = JobStateMachine.next(failed, on: .retry(force: false))
         #expect(retried?.status == .unknown)
         #expect(retried?.maxAttempts == 4)
         #expect(retried?.attemptsLeft == true)
@@ -124,6 +177,6 @@ struct JobStateMachineTests {
         #expect(JobStateMachine.sources(of: .release) == [.reading])
         #expect(JobStateMachine.sources(of: .confirmCancelled) == [.reading])
         #expect(JobStateMachine.sources(of: .cancel) == [.unknown, .reading])
-        #expect(JobStateMachine.sources(of: .retry) == [.failed, .cancelled])
+        #expect(JobStateMachine.sources(of: .retry(force: false)) == [.failed, .cancelled])
     }
 }

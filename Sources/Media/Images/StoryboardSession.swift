@@ -24,13 +24,11 @@ public struct StoryboardOptions: Sendable, Hashable, Codable {
     /// The checks of the command line's, again for options that came another way (a job row).
     public func check() throws(MediaError) {
         if let tiles, !(1...Self.maximumTiles).contains(tiles) {
-            throw MediaError(.presetUnknown, "invalid storyboard options: tiles is between 1 and \(Self.maximumTiles)")
+            throw .invalidOption("tiles", "is between 1 and \(Self.maximumTiles)")
         }
-        if let columns, !(1...100).contains(columns) {
-            throw MediaError(.presetUnknown, "invalid storyboard options: columns is between 1 and 100")
-        }
+        if let columns, !(1...100).contains(columns) { throw .invalidOption("columns", "is between 1 and 100") }
         guard (0...16384).contains(tileSize.width), (0...16384).contains(tileSize.height) else {
-            throw MediaError(.presetUnknown, "invalid storyboard options: a tile side is at most 16384")
+            throw .invalidOption("tileSize", "has sides of at most 16384")
         }
     }
 }

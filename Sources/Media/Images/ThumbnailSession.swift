@@ -26,16 +26,33 @@ public struct ThumbnailOptions: Sendable, Hashable, Codable {
     public var isExact: Bool { toleranceBefore == 0 && toleranceAfter == 0 }
 
     /// The checks of the command line's, again for options that came another way (a job row).
+    /// Every number is bounded (`invalid_request` naming the option): the same rules at
+    /// submission and in the worker, so no stored value can make a run trap or run away.
     public func check() throws(MediaError) {
-        func invalid(_ why: String) -> MediaError { MediaError(.presetUnknown, "invalid thumbnails options: \(why)") }
+        let longest = "at most \(TimeRange.format(TimeRange.longest))"
         if let count, !(1...Self.maximumCount).contains(count) {
-            throw invalid("count is between 1 and \(Self.maximumCount)")
+            throw .invalidOption("count", "is between 1 and \(Self.maximumCount)")
         }
-        if let every, every <= 0 { throw invalid("every must be longer than zero") }
-        if times.count > Self.maximumCount { throw invalid("at most \(Self.maximumCount) times") }
-        if (toleranceBefore ?? 0) < 0 || (toleranceAfter ?? 0) < 0 { throw invalid("a tolerance is not negative") }
+        if let every, !(1...TimeRange.longest).contains(every) {
+            throw .invalidOption("every", "is longer than zero and \(longest)")
+        }
+        if times.count > Self.maximumCount { throw .invalidOption("at", "lists at most \(Self.maximumCount) times") }
+        for time in times {
+            switch time {
+            case .at(let time) where !(0...TimeRange.longest).contains(time):
+                throw .invalidOption("at", "has times from 0 to \(TimeRange.format(TimeRange.longest))")
+            case .fraction(let fraction) where !(0...1).contains(fraction):
+                throw .invalidOption("at", "has percentages from 0% to 100%")
+            default: break
+            }
+        }
+        for tolerance in [toleranceBefore, toleranceAfter] {
+            if let tolerance, !(0...TimeRange.longest).contains(tolerance) {
+                throw .invalidOption("tolerance", "is 0 or more and \(longest)")
+            }
+        }
         if let maximumSize, !(0...16384).contains(maximumSize.width) || !(0...16384).contains(maximumSize.height) {
-            throw invalid("a side is at most 16384")
+            throw .invalidOption("size", "has sides of at most 16384")
         }
     }
 

@@ -20,6 +20,7 @@ public struct MediaError: CodedError, Sendable {
             case decodeFailed = "decode_failed"
             case encodeFailed = "encode_failed"
             case limitExceeded = "limit_exceeded"
+            case invalidRequest = "invalid_request"
             case internalError = "internal"
             case cancelled
         }
@@ -43,6 +44,8 @@ public struct MediaError: CodedError, Sendable {
         public static let encodeFailed = Code(.encodeFailed)
         /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
         public static let limitExceeded = Code(.limitExceeded)
+        /// A job kind's option outside its domain (`MediaError.option` names it).
+        public static let invalidRequest = Code(.invalidRequest)
         public static let internalError = Code(.internalError)
         /// Not an error code of docs/spec.md §4: the export was cancelled (status `cancelled`).
         public static let cancelled = Code(.cancelled)
@@ -56,6 +59,36 @@ public struct MediaError: CodedError, Sendable {
     /// A failure of the network or a server, not of the input itself: another attempt later
     /// may succeed (a job retries it even though the code is an input error).
     public var transient = false
+    /// For `invalid_request`: the option at fault, so each front end names it in its own words
+    /// (`waveform.samplesPerPixel` in the API, `--samples-per-pixel` on the command line).
+    public var option: InvalidOption?
+
+    /// A kind's option and what it must be (`samplesPerPixel`, "is between 2 and 16777216").
+    /// `field` is the name the API's body and, in kebab case, the command line's flag use.
+    public struct InvalidOption: Sendable, Hashable {
+        public var field: String
+        public var requirement: String
+
+        /// `--samples-per-pixel`: the command line's flag for `field`.
+        public var flag: String {
+            "--"
+                + field.reduce(into: "") { text, character in
+                    if character.isUppercase { text += "-" + character.lowercased() } else { text.append(character) }
+                }
+        }
+    }
+
+    /// `invalid_request`: `field` is not what it must be (`requirement`).
+    public static func invalidOption(
+        _ field: String,
+        _ requirement: String,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> MediaError {
+        var error = MediaError(.invalidRequest, "\(field) \(requirement)", file: file, line: line)
+        error.option = InvalidOption(field: field, requirement: requirement)
+        return error
+    }
 
     /// - Parameter detail: what FFmpeg or the system said, kept as the `cause`.
     public init(

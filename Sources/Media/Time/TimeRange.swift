@@ -37,6 +37,10 @@ public struct TimeRange: Sendable, Hashable, CustomStringConvertible {
     /// The whole asset.
     public static let all = TimeRange(start: 0, duration: nil)
 
+    /// The longest time an option may name, in µs (10^9 s, 31 years): far past any limit a
+    /// worker enforces, and small enough that sums of such times never overflow.
+    public static let longest: Int64 = 1_000_000_000 * 1_000_000
+
     public var end: Int64? { duration.map { start + $0 } }
 
     public var description: String {

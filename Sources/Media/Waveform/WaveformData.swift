@@ -63,15 +63,20 @@ public struct WaveformData: Sendable, Hashable {
 
     /// The `.dat` file, handed to `write` in pieces of about 64 KB.
     public func writeDat(bits: Int, to write: ChunkWriter) throws(MediaError) {
+        // The header's fields are signed 32-bit (audiowaveform reads int32): refused, never
+        // trapped on, whatever a job row held.
+        var header: [Int32] = [channels > 1 ? 2 : 1, bits == 8 ? 1 : 0]
+        for (name, value) in [
+            ("sample rate", sampleRate), ("samples per pixel", samplesPerPixel), ("length", length),
+        ] + (channels > 1 ? [("channels", channels)] : []) {
+            guard let field = Int32(exactly: value), field >= 0 else {
+                throw MediaError(.limitExceeded, "the waveform's \(name) (\(value)) does not fit a .dat file's header")
+            }
+            header.append(field)
+        }
         var buffer: [UInt8] = []
         buffer.reserveCapacity(Self.chunk + 4)
-        func append32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) } }
-        append32(channels > 1 ? 2 : 1)
-        append32(bits == 8 ? 1 : 0)
-        append32(UInt32(sampleRate))
-        append32(UInt32(samplesPerPixel))
-        append32(UInt32(length))
-        if channels > 1 { append32(UInt32(channels)) }
+        for field in header { withUnsafeBytes(of: field.littleEndian) { buffer.append(contentsOf: $0) } }
         for value in data {
             if bits == 8 {
                 buffer.append(UInt8(bitPattern: Int8(Int(value) / 256)))

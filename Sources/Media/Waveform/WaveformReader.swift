@@ -29,28 +29,39 @@ public struct WaveformOptions: Sendable, Hashable, Codable {
     /// audiowaveform's limit.
     public static let maximumChannels = 24
 
-    /// The checks of the command line's, again for options that came another way (a job row).
+    /// The most samples per point: 2^24, a 1000-point overview of 97 hours at 48 kHz (and
+    /// within the 32-bit fields of a `.dat` header).
+    public static let maximumSamplesPerPixel = 1 << 24
+    /// The most points per second asked for (a 192 kHz track gives at most 96,000: 2 samples each).
+    public static let maximumPixelsPerSecond = 100_000
+
+    /// Every number is bounded (`invalid_request` naming the option), at submission and again
+    /// in the worker, so no stored value can make a run trap (a `.dat` header once trapped on
+    /// 2^32 samples per pixel and killed every worker that claimed the job).
     public func check() throws(MediaError) {
-        func invalid(_ why: String) -> MediaError { MediaError(.presetUnknown, "invalid waveform options: \(why)") }
-        guard bits == 8 || bits == 16 else { throw invalid("bits is 8 or 16") }
+        guard bits == 8 || bits == 16 else { throw .invalidOption("bits", "is 8 or 16") }
         if samplesPerPixel != nil && pixelsPerSecond != nil {
-            throw invalid("samples per pixel or pixels per second, not both")
+            throw .invalidOption("samplesPerPixel", "and pixelsPerSecond are alternatives: give one")
         }
-        if let samplesPerPixel, samplesPerPixel < 2 { throw invalid("at least 2 samples per pixel") }
-        if let pixelsPerSecond, pixelsPerSecond < 1 { throw invalid("at least 1 pixel per second") }
-        if let track, track < 0 { throw invalid("a track is a stream index") }
-        guard json || dat || png != nil else { throw invalid("no file to write") }
+        if let samplesPerPixel, !(2...Self.maximumSamplesPerPixel).contains(samplesPerPixel) {
+            throw .invalidOption("samplesPerPixel", "is between 2 and \(Self.maximumSamplesPerPixel)")
+        }
+        if let pixelsPerSecond, !(1...Self.maximumPixelsPerSecond).contains(pixelsPerSecond) {
+            throw .invalidOption("pixelsPerSecond", "is between 1 and \(Self.maximumPixelsPerSecond)")
+        }
+        if let track, !(0...65535).contains(track) { throw .invalidOption("track", "is a stream index, 0 to 65535") }
+        guard json || dat || png != nil else { throw .invalidOption("files", "names at least one of json, dat, png") }
         if let png {
-            guard (1...16384).contains(png.width), (1...16384).contains(png.height) else {
-                throw invalid("the picture's sides are between 1 and 16384")
-            }
-            for colour in [png.color, png.background] where WaveformRenderer.rgb(colour) == nil {
-                throw invalid("'\(colour)' is not a colour as RRGGBB")
+            if !(1...16384).contains(png.width) { throw .invalidOption("width", "is between 1 and 16384") }
+            if !(1...16384).contains(png.height) { throw .invalidOption("height", "is between 1 and 16384") }
+            for (field, colour) in [("color", png.color), ("background", png.background)]
+            where WaveformRenderer.rgb(colour) == nil {
+                throw .invalidOption(field, "is a colour as RRGGBB, e.g. 3A6EA5")
             }
         }
     }
 
-    /// Samples per point for a track at `sampleRate`.
+    /// Samples per point for a track at `sampleRate` (a reader refuses fewer than 2).
     public func samplesPerPixel(sampleRate: Int) -> Int {
         if let pixelsPerSecond, pixelsPerSecond > 0 { return sampleRate / pixelsPerSecond }
         return samplesPerPixel ?? Self.defaultSamplesPerPixel
