@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue", "SafeHTTP", "JobctlCore",
+                "Media", "Queue", "SafeHTTP", "JobctlCore", "Submission",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -102,7 +102,7 @@ let package = Package(
         ),
         // What `jobctl submit` and `POST /v1/jobs` share: a job's recipe (preset or kind options)
         // checked and turned into what the job row stores.
-        .target(name: "Submission", dependencies: ["Media", "Queue", "JobctlCore"]),
+        .target(name: "Submission", dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP"]),
         // Prometheus metrics and the health endpoint of a worker process (--metrics-port).
         .target(
             name: "Observability",

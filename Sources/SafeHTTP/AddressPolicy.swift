@@ -32,12 +32,16 @@ public struct AddressPolicy: Sendable, Hashable {
     /// IP literal in a forbidden range — in any form the C resolver accepts (`0x7f000001`,
     /// `2130706433`, `127.1`, `0177.0.0.1`, an IPv6 zone), and IPv4 embedded in IPv6 — and
     /// `localhost` (with or without its final dot). The real check happens on connect.
+    /// A malformed URL (`URLShape`: spaces, a percent-encoded or NUL-bearing host) is refused
+    /// first, even when private addresses are allowed. `{name}` (a file set's URL template)
+    /// reads as a plain path segment here; `Submission` checks where it stands.
     public func staticRefusal(for text: String) -> String? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme)
-        else {
-            return "only http and https URLs are allowed"
+        let shape: URLShape
+        switch URLShape.parse(text.replacingOccurrences(of: "{name}", with: "name")) {
+        case .success(let parsed): shape = parsed
+        case .failure(let error): return error.reason
         }
-        guard let host = url.host?.lowercased(), !host.isEmpty else { return "the URL has no host" }
+        let host = shape.host.lowercased()
         guard !allowPrivate else { return nil }
         let name = IPAddress.canonicalHost(host)
         if name == "localhost" || name.hasSuffix(".localhost") { return "\(host) is this machine" }

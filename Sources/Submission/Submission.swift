@@ -2,6 +2,7 @@ import Foundation
 import JobctlCore
 import Media
 import Queue
+import SafeHTTP
 
 /// What a job is made with: an export's preset, or a file-set kind's options. The command line
 /// (`jobctl submit`) and the HTTP API (`POST /v1/jobs`) each build one from their own syntax,
@@ -98,20 +99,40 @@ public enum Submission {
     }
 
     /// What is wrong with `output` for a job of `kind`, or `nil`: `{name}` belongs in the path
-    /// of a remote output of a file-set kind, and such an output needs it (each file is PUT to
-    /// its own URL). `name` is what the submitter calls the output (`--output`, `output`).
+    /// of a remote output of a file-set kind, and only there (in the user info, the host, the
+    /// query or the fragment every file would go to one URL), and such an output needs it (each
+    /// file is PUT to its own URL); the path of such a template has no `.` or `..` segment (a
+    /// server resolves them: different names could land on one object). `name` is what the
+    /// submitter calls the output (`--output`, `output`).
     public static func outputProblem(_ output: String, kind: JobKind, name: String = "output") -> String? {
-        // {name} goes in a remote URL's path (the query is the signature, shown nowhere).
-        let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
-        let inPath = MediaLocation.isRemote(output) && path.contains("{name}")
-        if output.contains("{name}") && !(kind.writesFileSet && inPath) {
-            return kind.writesFileSet
-                ? "{name} belongs in the path of a remote \(name), e.g. 'https://bucket.example/out/{name}?sig=...'"
-                : "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
+        let remote = MediaLocation.isRemote(output)
+        // Parsed with {name} as a word valid in every part, to find which parts it is in.
+        let placeholder = "jobctl-name-placeholder"
+        let shape =
+            remote ? try? URLShape.parse(output.replacingOccurrences(of: "{name}", with: placeholder)).get() : nil
+        let placeholderInPath = shape?.path.contains(placeholder) ?? false
+        let placeholderElsewhere =
+            shape.map { parts in
+                [parts.userInfo, parts.host, parts.query, parts.fragment].contains {
+                    $0?.contains(placeholder) ?? false
+                }
+            } ?? false
+        if output.contains("{name}") && !kind.writesFileSet {
+            return "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
         }
-        if kind.writesFileSet && MediaLocation.isRemote(output) && !inPath {
+        if output.contains("{name}") && (!remote || placeholderElsewhere) {
             return
-                "a \(kind) job writes several files: a remote \(name) is a URL template with {name}, e.g. 'https://bucket.example/out/{name}'"
+                "{name} belongs in the path of a remote \(name), and only there, e.g. 'https://bucket.example/out/{name}?sig=...'"
+        }
+        if kind.writesFileSet && remote {
+            guard let template = URLShape.parseTemplate(output) else { return nil }  // the address guard says why
+            guard placeholderInPath else {
+                return
+                    "a \(kind) job writes several files: a remote \(name) is a URL template with {name} in its path, e.g. 'https://bucket.example/out/{name}'"
+            }
+            if template.hasDotSegments {
+                return "the path of \(name) has a '.' or '..' segment: files with different names could land on one URL"
+            }
         }
         return nil
     }

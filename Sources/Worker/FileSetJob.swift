@@ -3,6 +3,7 @@ import JobctlCore
 import Media
 import Queue
 import SafeHTTP
+import Submission
 
 /// A `thumbnails`, `storyboard` or `waveform` job made ready to run: its asset opened and its
 /// session built from the options stored with the job (`presetSettings`). Its outputs are a set
@@ -52,6 +53,11 @@ struct FileSetJob: PreparedJob {
         try confinement.checkInput(job.input)
         try confinement.checkOutput(job.output)
         let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
+        // Submit refuses a template whose files could share a URL ({name} outside the path, a
+        // dot segment); a row written around it must not lose a set either.
+        if let problem = Submission.outputProblem(job.output, kind: job.kind) {
+            throw MediaError(.outputForbidden, problem)
+        }
         let directory: String
         if uploadURL != nil {
             try RemoteMedia.createStagingDirectory(options.stagingDirectory)

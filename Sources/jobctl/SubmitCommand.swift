@@ -189,22 +189,19 @@ struct SubmitCommand: AsyncParsableCommand {
             )
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
-            if let webhook, let refusal = policy.staticRefusal(for: webhook) {
+            for (location, code, what) in [
+                (webhook, "webhook_forbidden", "receivers"),
+                (MediaLocation.isRemote(output) ? output : nil, "output_forbidden", "storage"),
+                (MediaLocation.isRemote(input) ? input : nil, "input_unreadable", "media"),
+            ] {
+                guard let location, let refusal = policy.staticRefusal(for: location) else { continue }
+                // A malformed URL is refused whatever the address policy; only an address is lifted.
+                let malformed =
+                    (try? URLShape.parse(location.replacingOccurrences(of: "{name}", with: "name")).get()) == nil
                 throw CommandFailure.refused(
-                    code: "webhook_forbidden",
-                    "\(MediaLocation.displayed(webhook)): \(refusal) (--allow-private-webhooks lifts this for self-hosted receivers)"
-                )
-            }
-            if MediaLocation.isRemote(output), let refusal = policy.staticRefusal(for: output) {
-                throw CommandFailure.refused(
-                    code: "output_forbidden",
-                    "\(MediaLocation.displayed(output)): \(refusal) (--allow-private-webhooks lifts this for self-hosted storage)"
-                )
-            }
-            if MediaLocation.isRemote(input), let refusal = policy.staticRefusal(for: input) {
-                throw CommandFailure.refused(
-                    code: "input_unreadable",
-                    "\(MediaLocation.displayed(input)): \(refusal) (--allow-private-webhooks lifts this for self-hosted media)"
+                    code: code,
+                    "\(MediaLocation.displayed(location)): \(refusal)"
+                        + (malformed ? "" : " (--allow-private-webhooks lifts this for self-hosted \(what))")
                 )
             }
             try Submission.checkLocalOutput(output, input: input, kind: kind)

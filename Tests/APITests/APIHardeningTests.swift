@@ -146,4 +146,41 @@ struct APIHardeningTests {
             #expect(try await f.store.job(JobID(id))?.status == .unknown)
         }
     }
+
+    /// `{name}` only in a template's path, no dot segments, no malformed hosts or spaces.
+    @Test("URL templates and malformed URLs: 422 naming the field")
+    func urlTemplatesAndMalformedURLs() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let input = f.directory.file("in.mov")
+        let refused: [(output: String, field: String)] = [
+            ("https://bucket.example/x#{name}", "output"), ("https://u:{name}@bucket.example/x", "output"),
+            ("https://bucket.example/x?n={name}", "output"), ("https://{name}.bucket.example/x", "output"),
+            ("https://bucket.example/{name}/../x", "output"), ("https://bucket example/{name}", "output"),
+            ("https://127.0.0.1%2f/{name}", "output"), ("https://localhost%00.example.com/{name}", "output"),
+        ]
+        try await f.app.test(.router) { client in
+            for (output, field) in refused {
+                let body = #"{"kind":"thumbnails","input":"\#(input)","output":"\#(output)"}"#
+                let response = try await APIKindsTests.post(client, f, body)
+                #expect(response.status == .unprocessableContent, "\(output)")
+                #expect(APIRouteTests.errorCode(response).field == field, "\(output): \(String(buffer: response.body))")
+            }
+            for (field, extra) in [
+                ("webhook", #","webhook":"https://hooks example.com/x""#),
+                ("webhook", #","webhook":"https://localhost%00.example.com/x""#),
+            ] {
+                let response = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit),
+                    body: f.body(extra: extra)
+                )
+                #expect(response.status == .unprocessableContent, "\(extra)")
+                #expect(APIRouteTests.errorCode(response).field == field, "\(extra): \(String(buffer: response.body))")
+            }
+            let good = #"{"kind":"thumbnails","input":"\#(input)","output":"https://bucket.example/t/{name}?sig=1"}"#
+            #expect(try await APIKindsTests.post(client, f, good).status == .created)
+        }
+    }
 }

@@ -136,6 +136,44 @@ struct FileSetJobTests {
         #expect(setup.stagingLeftovers().isEmpty, "staging: \(setup.stagingLeftovers())")
     }
 
+    /// `{name}` outside a template's path would send every file to one URL (the set silently
+    /// lost, the job "completed" listing one location for all): submit refuses it, and a row
+    /// written around submit fails `output_forbidden` before anything is uploaded.
+    @Test func aTemplateWhoseFilesWouldShareAURLLosesNothing() async throws {
+        let setup = try await Setup("file-set-template")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let refused = [
+            setup.server.url("/boards/x") + "#{name}", setup.server.url("/boards/x") + "?n={name}",
+            setup.server.url("/boards/x").replacingOccurrences(of: "://", with: "://u:{name}@"),
+            setup.server.url("/boards/{name}/../x"), setup.server.url("/boards/{name}/%2e%2e/x"),
+        ]
+        for template in refused {
+            let result = try await Jobctl.run(
+                ["submit", setup.server.url("/talk.mp4"), "--db", setup.db, "--kind", "thumbnails", "-o", template]
+                    + ["--allow-private-webhooks"]
+            )
+            #expect(result.status == 64, "\(template): \(result.stderr)")
+        }
+        // Stored as is: the worker refuses it too.
+        let (job, _) = try await setup.store.submit(
+            JobRequest(
+                kind: .thumbnails,
+                input: setup.server.url("/talk.mp4"),
+                output: setup.server.url("/boards/x") + "#{name}",
+                preset: "thumbnails",
+                presetSettings: .object(["times": .array([]), "format": .string("jpeg"), "count": .number(3)])
+            )
+        )
+        _ = try await setup.runWorker()
+        let ended = try await setup.job(job.id)
+        #expect(ended.status == .failed && ended.error?.code == "output_forbidden", "\(ended.error?.description ?? "")")
+        #expect(ended.attempt == 1)
+        #expect(setup.requests("PUT").isEmpty, "\(setup.requests("PUT"))")
+    }
+
     @Test func badInputsAreRefusedAtSubmit() async throws {
         let directory = try TemporaryDirectory("file-set-refusals")
         defer { directory.remove() }

@@ -122,6 +122,31 @@ struct AddressPolicyTests {
         }
     }
 
+    /// Malformed URLs are refused before any host is compared, whatever the policy: a
+    /// percent-encoded or NUL-bearing host (`127.0.0.1%2f`, `localhost%00.example.com`) is a
+    /// name no resolver sees the way the guard would, and a space is no URL at all.
+    @Test("malformed URLs: spaces, percent-encoded hosts, bad ports, control characters")
+    func malformed() {
+        for url in [
+            "https://127.0.0.1%2f/x", "https://localhost%00.example.com/x", "https://bucket example/x",
+            "https://bucket.example/a b", "https://bucket.example:0/x", "https://bucket.example:65536/x",
+            "https://bucket.example:80a/x", "https://[::1/x", "https://[zz::1]/x", "https://exa\u{7F}mple.com/",
+            "https://exämple.com/", "https://example.com/\u{0}", "https://@/x", "https:///x", "https://a|b.com/",
+            "https://example.com/{x}", "https://example.com\\@evil.com/", "https://ex%41mple.com/",
+        ] {
+            #expect(AddressPolicy(allowPrivate: true).staticRefusal(for: url) != nil, "\(url) is refused")
+            #expect(AddressPolicy().staticRefusal(for: url) != nil, "\(url) is refused")
+        }
+        let shape = try? URLShape.parse("https://u:p@bucket.example:8443/a/b%20c?x=1#f").get()
+        #expect(shape?.userInfo == "u:p" && shape?.host == "bucket.example" && shape?.port == 8443)
+        #expect(shape?.path == "/a/b%20c" && shape?.query == "x=1" && shape?.fragment == "f")
+        #expect((try? URLShape.parse("http://[fe80::1%25eth0]:80/").get())?.host == "[fe80::1%25eth0]")
+        #expect((try? URLShape.parse("https://example.com").get())?.path == "")
+        #expect(URLShape.parseTemplate("https://b.example/x/{name}")?.hasDotSegments == false)
+        #expect(URLShape.parseTemplate("https://b.example/x/{name}/%2E%2e/y")?.hasDotSegments == true)
+        #expect(URLShape.parseTemplate("https://b.example/./{name}")?.hasDotSegments == true)
+    }
+
     @Test("fromEnvironment reads JOBCTL_ALLOW_PRIVATE_WEBHOOKS")
     func fromEnvironment() {
         #expect(AddressPolicy.fromEnvironment([:]).allowPrivate == false)
