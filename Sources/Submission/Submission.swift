@@ -186,7 +186,9 @@ public enum Submission {
     ) throws(MediaError) {
         guard !MediaLocation.isRemote(input) else { return }
         let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
-        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input) else { return }
+        // Without limits: they are the worker's to apply (its --max-duration may differ).
+        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input, limits: .none)
+        else { return }
         do throws(MediaError) {
             try check(asset, range)
         } catch  where refused.contains(error.code) {

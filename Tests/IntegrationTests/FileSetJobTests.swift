@@ -174,6 +174,51 @@ struct FileSetJobTests {
         #expect(setup.requests("PUT").isEmpty, "\(setup.requests("PUT"))")
     }
 
+    /// A worker's `--max-output-size` bounds a whole set, and `--max-duration` every kind: over
+    /// either, the job fails `limit_exceeded` on its first attempt and shows no file.
+    @Test func aWorkersLimitsBoundEverySet() async throws {
+        let setup = try await Setup("file-set-limits")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.basic)
+        let big = try await setup.submit(
+            input,
+            ["--kind", "waveform", "--samples-per-pixel", "2", "--files", "json,dat", "-o", setup.directory.file("w")],
+            preset: nil
+        )
+        let thumbs = try await setup.submit(
+            input,
+            ["--kind", "thumbnails", "--count", "30", "--format", "png", "-o", setup.directory.file("t")],
+            preset: nil
+        )
+        let long = try await setup.submit(
+            input,
+            ["--kind", "storyboard", "--tiles", "4", "-o", setup.directory.file("s")],
+            preset: nil
+        )
+        _ = try await setup.runWorker(["--max-output-size", "300K"])
+        for id in [big, thumbs] {
+            let job = try await setup.job(id)
+            #expect(job.status == .failed && job.error?.code == "limit_exceeded" && job.attempt == 1, "\(job.kind)")
+            #expect(job.error?.message.contains("--max-output-size") == true, "\(job.error?.message ?? "")")
+        }
+        #expect(try await setup.job(long).status == .completed)
+        let again = try await setup.submit(
+            input,
+            ["--kind", "storyboard", "--tiles", "4", "-o", setup.directory.file("s2")],
+            preset: nil
+        )
+        _ = try await setup.runWorker(["--max-duration", "1s"])
+        let refused = try await setup.job(again)
+        #expect(refused.status == .failed && refused.error?.code == "limit_exceeded", "\(refused.error?.message ?? "")")
+        for name in ["w", "t", "s2"] {
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: setup.directory.file(name))) ?? []
+            #expect(left.isEmpty, "\(name): \(left)")
+        }
+    }
+
     @Test func badInputsAreRefusedAtSubmit() async throws {
         let directory = try TemporaryDirectory("file-set-refusals")
         defer { directory.remove() }

@@ -42,6 +42,43 @@ struct LimitOptionsTests {
         }
     }
 
+    /// `--max-output-size` covers a whole set of files and `--max-duration` the range of every
+    /// kind (they once bound exports only: a 153 MB waveform JSON under a 1 MB limit).
+    @Test func imageAndWaveformKindsObeyTheLimits() async throws {
+        let input = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("limit-kinds") { directory in
+            let runs: [(arguments: [String], limit: String)] = [
+                (["waveform", input, "-o", directory.file("w/peaks.json"), "--samples-per-pixel", "2"], "100K"),
+                (["thumbnails", input, "--count", "40", "--format", "png", "-o", directory.file("t")], "200K"),
+                (["storyboard", input, "--tiles", "40", "--format", "png", "-o", directory.file("s")], "50K"),
+            ]
+            for (arguments, limit) in runs {
+                let result = try await Jobctl.run(arguments + ["--max-output-size", limit])
+                #expect(result.status == 1, "\(arguments[0]): \(result.stderr)")
+                #expect(
+                    result.stderr.hasPrefix("error: limit_exceeded: the set of files would be larger than")
+                        && result.stderr.contains("--max-output-size"),
+                    "\(arguments[0]): \(result.stderr)"
+                )
+                let long = try await Jobctl.run(arguments + ["--max-duration", "3s"])
+                #expect(
+                    long.status == 1 && long.stderr.contains("limit_exceeded")
+                        && long.stderr.contains("over the limit of 3s"),
+                    "\(arguments[0]): \(long.stderr)"
+                )
+                let inRange = try await Jobctl.run(arguments + ["--max-duration", "3s", "--range", "1s+2s"])
+                #expect(inRange.status == 0, "\(arguments[0]) within the limit: \(inRange.stderr)")
+            }
+            // Nothing of a refused set is left: only what the runs within the limit wrote.
+            let leftovers = directory.contents().flatMap { name in
+                ((try? FileManager.default.contentsOfDirectory(atPath: directory.file(name))) ?? []).filter {
+                    $0.hasSuffix(".tmp")
+                }
+            }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
     @Test func badValuesAreUsageErrorsNamingTheirSource() async throws {
         let input = try await Fixtures.shared.path(.basic)
         let environment = try await Jobctl.run(

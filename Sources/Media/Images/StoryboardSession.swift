@@ -85,6 +85,7 @@ public final class StoryboardSession: @unchecked Sendable {
     /// sprite over the limits, `encode_failed` without the format's encoder.
     public init(asset: Asset, options: StoryboardOptions, timeRange: TimeRange) throws(MediaError) {
         try options.check()
+        try asset.limits.checkDuration(of: asset, timeRange, what: "the storyboard's range of")
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
@@ -130,6 +131,7 @@ public final class StoryboardSession: @unchecked Sendable {
     /// Writes the storyboard's files into `files` (staged: the caller commits or discards
     /// them); the result's `files` is empty until then.
     public func run(into files: StagedFiles) throws(MediaError) -> StoryboardResult {
+        if files.budget == nil { files.budget = OutputBudget(limit: generator.asset.limits.maxOutputBytes) }
         let (count, columns, rows, tile, duration) = (
             layout.count, layout.columns, layout.rows, layout.tile, layout.duration
         )

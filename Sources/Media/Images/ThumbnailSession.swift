@@ -109,6 +109,7 @@ public final class ThumbnailSession: @unchecked Sendable {
     /// format's encoder.
     public init(asset: Asset, options: ThumbnailOptions, timeRange: TimeRange) throws(MediaError) {
         try options.check()
+        try asset.limits.checkDuration(of: asset, timeRange, what: "the thumbnails' range of")
         try options.format.requireEncoder()
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
@@ -136,6 +137,7 @@ public final class ThumbnailSession: @unchecked Sendable {
     /// Generates every image into `files` (staged: the caller commits or discards them).
     public func run(into files: StagedFiles) throws(MediaError) -> [ImageFile] {
         let asset = generator.asset
+        if files.budget == nil { files.budget = OutputBudget(limit: asset.limits.maxOutputBytes) }
         let range = try generator.timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         let times = options.resolvedTimes(start: range.start, end: range.end ?? asset.duration)
         steps.start(total: times.count)

@@ -67,6 +67,22 @@ public struct ResourceLimits: Sendable, Hashable {
         )
     }
 
+    /// `limit_exceeded` when the part of `asset` that `timeRange` selects lasts longer than
+    /// `maxDuration` (by the headers; unknown durations are bounded while reading). `what`
+    /// names the work ("the waveform of").
+    func checkDuration(of asset: Asset, _ timeRange: TimeRange, what: String) throws(MediaError) {
+        guard
+            let duration = try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+                .expectedDuration
+        else { return }
+        if let error = tooLong(
+            duration,
+            what: "\(what) \(asset.displayName)\(timeRange == .all ? "" : " (range \(timeRange))")"
+        ) {
+            throw error
+        }
+    }
+
     func tooLong(_ duration: Int64, what: String) -> MediaError? {
         guard duration > maxDuration else { return nil }
         return MediaError(

@@ -115,6 +115,7 @@ public final class WaveformReader: @unchecked Sendable {
     /// `options.track` is not a decodable audio track.
     public init(asset: Asset, options: WaveformOptions, timeRange: TimeRange) throws(MediaError) {
         try options.check()
+        try asset.limits.checkDuration(of: asset, timeRange, what: "the waveform of")
         tracks = try Self.tracks(of: asset, options: options)
         for track in tracks {
             guard let rate = track.sampleRate, rate > 0, let count = track.channels, count > 0 else {
@@ -236,6 +237,7 @@ public final class WaveformReader: @unchecked Sendable {
     /// Reads the peaks and stages `peaks.json`, `peaks.dat` and `waveform.png` (those
     /// `options` asks for) into `files`; the result's `files` is empty until the caller commits.
     public func run(into files: StagedFiles) throws(MediaError) -> WaveformResult {
+        if files.budget == nil { files.budget = OutputBudget(limit: asset.limits.maxOutputBytes) }
         let data = try readPeaks()
         if options.json {
             try files.write(WaveformOutputs.jsonName) { write throws(MediaError) in
@@ -268,12 +270,16 @@ public final class WaveformReader: @unchecked Sendable {
     public func run(writing outputs: WaveformOutputs) throws(MediaError) -> WaveformResult {
         let data = try readPeaks()
         var staged: [String: StagedFiles] = [:]
+        let budget = OutputBudget(limit: asset.limits.maxOutputBytes)
         func write(_ path: String, _ produce: (WaveformData.ChunkWriter) throws(MediaError) -> Void) throws(MediaError)
         {
             let directory =
                 (path as NSString).deletingLastPathComponent.isEmpty
                 ? "." : (path as NSString).deletingLastPathComponent
-            if staged[directory] == nil { staged[directory] = try StagedFiles(directory: directory) }
+            if staged[directory] == nil {
+                staged[directory] = try StagedFiles(directory: directory)
+                staged[directory]!.budget = budget
+            }
             try staged[directory]!.write((path as NSString).lastPathComponent, producing: produce)
         }
         if let path = outputs.json {

@@ -32,6 +32,9 @@ public final class StagedFiles {
     /// Directories this created itself (deepest last): removed again, if still empty, when
     /// nothing is committed.
     private var created: [String] = []
+    /// What the set may write in all (`--max-output-size` applies to a whole set); shared by
+    /// the `StagedFiles` of one set that spans directories. `nil`: no limit.
+    public var budget: OutputBudget?
 
     /// A file written and not yet shown under its name.
     public struct StagedFile: Sendable, Hashable {
@@ -153,6 +156,7 @@ public final class StagedFiles {
         )
         let entry = files.count - 1
         try produce { bytes throws(MediaError) in
+            if let budget { try budget.check(bytes.count, writing: path(of: name)) }
             var offset = 0
             while offset < bytes.count {
                 let count = bytes[offset...].withUnsafeBytes { Glibc.write(file, $0.baseAddress, $0.count) }
@@ -160,6 +164,7 @@ public final class StagedFiles {
                 guard count > 0 else { throw unwritable(name, errno) }
                 offset += count
             }
+            if let budget { try budget.spend(bytes.count, writing: path(of: name)) }
             files[entry].bytes += Int64(bytes.count)
         }
     }
@@ -216,5 +221,28 @@ public final class StagedFiles {
 
     private func unwritable(_ name: String, _ code: Int32) -> MediaError {
         MediaError(.outputUnwritable, "cannot write \(path(of: name)): \(String(cString: strerror(code)))")
+    }
+}
+
+/// The bytes a set of files may still write: `--max-output-size` (`ResourceLimits.maxOutputBytes`)
+/// for thumbnails, storyboards and waveforms, counted over the whole set as it is written.
+public final class OutputBudget {
+    public let limit: Int64
+    public private(set) var used: Int64 = 0
+
+    public init(limit: Int64) { self.limit = limit }
+
+    /// `limit_exceeded` if `count` more bytes would pass the limit (nothing is written then).
+    func check(_ count: Int, writing path: String) throws(MediaError) {
+        guard used + Int64(count) > limit else { return }
+        throw MediaError(
+            .limitExceeded,
+            "the set of files would be larger than \(limit) bytes, the limit on output size (--max-output-size, JOBCTL_MAX_OUTPUT_SIZE), at \(path) with \(used) bytes written so far"
+        )
+    }
+
+    func spend(_ count: Int, writing path: String) throws(MediaError) {
+        try check(count, writing: path)
+        used += Int64(count)
     }
 }
