@@ -51,6 +51,13 @@ assert api["command"][0] == "serve" and "0.0.0.0:8080" in api["command"], "api: 
 assert api["environment"]["JOBCTL_DB"].startswith("postgres://"), "api: no JOBCTL_DB"
 assert api["depends_on"]["migrate"]["condition"] == "service_completed_successfully", "api"
 assert int(api["stop_grace_period"][:-1]) > 60, "api: stop_grace_period must exceed the longest long poll"
+def roots(command):
+    flags = {command[i]: command[i + 1] for i in range(len(command) - 1) if command[i].endswith("-root")}
+    return flags.get("--input-root"), flags.get("--output-root")
+for name in workers:
+    assert roots(services[name]["command"]) == roots(api["command"]), f"{name}: the API's roots (workers resolve its keys' paths there)"
+inputs, outputs = roots(api["command"])
+assert inputs and outputs and inputs != outputs, "api: inputs and outputs under roots of their own"
 print(f"ok: compose.yaml ({len(services)} services: {', '.join(services)})")
 PY
 

@@ -59,8 +59,10 @@ struct WholeNumber: Decodable, Sendable, Hashable {
 }
 
 /// Where the API lets a client's job read and write on this host: nowhere by default (only
-/// http(s) URLs), or under the roots `jobctl serve` was given. A client is not the host's
-/// user: without a root it could read `/etc/shadow` into an output it fetches.
+/// http(s) URLs), or, under the roots `jobctl serve` was given, in each key's own directory
+/// (`ROOT/KEYID/`, `TenantPath`), named by paths relative to it. A client is not the host's
+/// user: without a root it could read `/etc/shadow` into an output it fetches, and without a
+/// directory of its own it could read or replace another tenant's files.
 public struct PathScope: Sendable, Hashable {
     public var inputRoot: String?
     public var outputRoot: String?
@@ -73,14 +75,6 @@ public struct PathScope: Sendable, Hashable {
     static func normalized(_ path: String) -> String {
         let standardized = (path as NSString).standardizingPath
         return standardized.hasSuffix("/") ? String(standardized.dropLast()) : standardized
-    }
-
-    /// Whether `path` (absolute, no `..`) lies under `root`.
-    static func contains(_ root: String, _ path: String) -> Bool {
-        guard path.hasPrefix("/"), !path.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
-            return false
-        }
-        return path == root || path.hasPrefix(root == "/" ? "/" : root + "/")
     }
 }
 
@@ -101,11 +95,21 @@ extension SubmitRequest {
                 "kind is export, thumbnails, storyboard or waveform, not '\((self.kind ?? "").prefix(20))'"
             )
         }
-        try Self.checkLocation(input, field: "input", root: scope.inputRoot, policy: policy, code: "input_unreadable")
-        try Self.checkLocation(
+        // Local paths are relative to the key's own directory under each root; the row keeps
+        // them so, and the checks below look at the files they name on this host.
+        let localInput = try Self.checkLocation(
+            input,
+            field: "input",
+            root: scope.inputRoot,
+            owner: owner.id,
+            policy: policy,
+            code: "input_unreadable"
+        )
+        let localOutput = try Self.checkLocation(
             output,
             field: "output",
             root: scope.outputRoot,
+            owner: owner.id,
             policy: policy,
             code: "output_forbidden"
         )
@@ -117,8 +121,8 @@ extension SubmitRequest {
         if kind != .noop {
             let recipe = try recipe(kind, catalog: catalog)
             do throws(MediaError) {
-                plan = try Submission.plan(recipe, input: input, output: output, range: timeRange ?? .all)
-                try Submission.checkLocalOutput(output, input: input, kind: kind)
+                plan = try Submission.plan(recipe, input: localInput, output: localOutput, range: timeRange ?? .all)
+                try Submission.checkLocalOutput(localOutput, input: localInput, kind: kind)
             } catch {
                 if let option = error.option {
                     let field = "\(kind.rawValue).\(option.field)"
@@ -200,15 +204,17 @@ extension SubmitRequest {
         }
     }
 
-    /// A local path must be absolute and under `root`; a URL must be http(s) and not point at
-    /// this network (the same guard as the CLI's).
+    /// A URL must be http(s) and not point at this network (the same guard as the CLI's); a
+    /// local path is relative to `owner`'s own directory under `root` (`TenantPath`). Returns
+    /// what the location names on this host: the URL, or the file in the key's directory.
     static func checkLocation(
         _ location: String,
         field: String,
         root: String?,
+        owner: String,
         policy: AddressPolicy,
         code: String
-    ) throws(APIError) {
+    ) throws(APIError) -> String {
         guard !location.isEmpty, location.utf8.count <= 4096, !location.contains("\0") else {
             throw .invalid(field, "\(field) is a path or an http(s) URL of at most 4096 bytes")
         }
@@ -220,7 +226,7 @@ extension SubmitRequest {
             if let refusal = policy.staticRefusal(for: location) {
                 throw .invalid(field, "\(MediaLocation.displayed(location)): \(refusal)", code: code)
             }
-            return
+            return location
         }
         guard let root else {
             throw .invalid(
@@ -229,8 +235,10 @@ extension SubmitRequest {
                 code: code
             )
         }
-        guard PathScope.contains(root, location) else {
-            throw .invalid(field, "\(field) must be an absolute path under \(root), without '..'", code: code)
+        if let problem = TenantPath.problem(location) { throw .invalid(field, "\(field): \(problem)", code: code) }
+        guard TenantPath.isDirectoryName(owner) else {
+            throw .invalid(field, "this key cannot have local files", code: code)
         }
+        return TenantPath.resolve(location, root: root, owner: owner)
     }
 }

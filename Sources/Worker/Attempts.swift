@@ -375,6 +375,8 @@ struct Attempts: Sendable {
                 }
                 return accepted
             case .fail(let error):
+                // An API key's job sees its own relative paths in messages, not the host's.
+                let error = JobPaths.shown(error, for: execution.claimed.job, options: options)
                 let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
                 let accepted = try await store.fail(lease, error: error, retryDelay: delay)
                 if accepted {

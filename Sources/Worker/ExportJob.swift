@@ -10,6 +10,9 @@ struct ExportJob: PreparedJob {
     /// Where the finished file is PUT, for an `http(s)` output (the session then writes to a
     /// staging file of the worker's).
     let uploadURL: String?
+    /// The output as the result names it when that is not the path written (an API key's job:
+    /// its relative path).
+    let shownOutput: String?
 
     /// Opens the input and builds the session from the job's stored preset, range and format.
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
@@ -23,18 +26,16 @@ struct ExportJob: PreparedJob {
             }
             return format
         }
-        let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
-        try confinement.checkInput(job.input)
-        try confinement.checkOutput(job.output)
+        let paths = try JobPaths.resolve(job, options: options)
         let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
         if uploadURL == nil {
             do throws(MediaError) {
-                try OutputDestination.check(job.output, input: job.input)
+                try OutputDestination.check(paths.output, input: paths.input)
             } catch {
                 throw JobFailure(error: JobError(code: error.code.rawValue, message: error.message, retryable: false))
             }
         }
-        var outputPath = job.output
+        var outputPath = paths.output
         if uploadURL != nil {
             try RemoteMedia.createStagingDirectory(options.stagingDirectory)
             outputPath = RemoteMedia.stagingPath(
@@ -48,7 +49,7 @@ struct ExportJob: PreparedJob {
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
             if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
-            return try Asset(location: job.input, limits: options.limits)
+            return try Asset(location: paths.input, limits: options.limits)
         }
         let session = ExportSession(
             asset: asset,
@@ -58,7 +59,7 @@ struct ExportJob: PreparedJob {
             timeRange: range,
             temporaryTag: lease.temporaryTag
         )
-        return ExportJob(session: session, uploadURL: uploadURL)
+        return ExportJob(session: session, uploadURL: uploadURL, shownOutput: job.owner == nil ? nil : job.output)
     }
 
     /// The job's preset as it was when submitted.
@@ -90,7 +91,7 @@ struct ExportJob: PreparedJob {
     func run() async throws -> FinishedRun {
         let finished = try await session.exportDeferringCommit()
         let result = finished.result
-        let uploadURL = self.uploadURL
+        let (uploadURL, shownOutput) = (self.uploadURL, self.shownOutput)
         let held = HeldExport(
             finished.takeOutput(),
             uploadURL: uploadURL,
@@ -98,6 +99,7 @@ struct ExportJob: PreparedJob {
         )
         return FinishedRun(held: held, mediaSeconds: result.duration) { uploaded in
             var result = result
+            if let shownOutput { result.output = shownOutput }
             if let uploaded, let url = uploadURL {
                 result.bytes = uploaded.values.reduce(0, +)
                 result.output = MediaLocation.displayed(url)

@@ -49,9 +49,8 @@ struct FileSetJob: PreparedJob {
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> FileSetJob
     {
         let range = try job.timeRange()
-        let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
-        try confinement.checkInput(job.input)
-        try confinement.checkOutput(job.output)
+        let paths = try JobPaths.resolve(job, options: options)
+        let confinement = paths.confinement
         let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
         // Submit refuses a template whose files could share a URL ({name} outside the path, a
         // dot segment); a row written around it must not lose a set either.
@@ -63,12 +62,12 @@ struct FileSetJob: PreparedJob {
             try RemoteMedia.createStagingDirectory(options.stagingDirectory)
             directory = options.stagingDirectory
         } else {
-            directory = job.output
+            directory = paths.output
         }
         StagedFiles.removeLeftovers(in: directory, tagPrefix: "\(job.id)-")
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
             if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
-            return try Asset(location: job.input, limits: options.limits)
+            return try Asset(location: paths.input, limits: options.limits)
         }
         let work: Work
         switch job.kind {

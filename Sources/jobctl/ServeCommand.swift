@@ -16,8 +16,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Every route but /healthz and /openapi.json needs `Authorization: Bearer KEY` (jobctl \
             keys create). Any number of `jobctl serve` processes may sit in front of one database. \
-            Local paths in requests are refused unless --input-root/--output-root allow a \
-            directory. HTTPS with --tls-cert/--tls-key, or behind a reverse proxy that terminates \
+            Local paths in requests are refused unless --input-root/--output-root are given; then \
+            each key has its own directory under each root, ROOT/KEYID/, and its requests name \
+            paths relative to it (workers must run with the same roots). HTTPS with --tls-cert/--tls-key, or behind a reverse proxy that terminates \
             TLS. Stops on SIGTERM/SIGINT after answering the requests in flight. docs/api.md.
             """
     )
@@ -25,10 +26,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "HOST:PORT to listen on (port 0: any free port, printed at start).")
     var listen = "127.0.0.1:8080"
 
-    @Option(help: "Accept local input paths under this directory (default: http(s) inputs only).")
+    @Option(help: "Accept local inputs, each key's in DIR/KEYID/, named relative to it (default: http(s) inputs only).")
     var inputRoot: String?
 
-    @Option(help: "Accept local output paths under this directory (default: http(s) outputs only).")
+    @Option(
+        help: "Accept local outputs, each key's in DIR/KEYID/, named relative to it (default: http(s) outputs only)."
+    )
     var outputRoot: String?
 
     @Option(help: "The longest ?wait= a request may ask for.")

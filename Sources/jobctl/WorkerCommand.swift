@@ -55,7 +55,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found.",
+            "Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found. An API key's jobs name paths relative to DIR/KEYID/ (jobctl serve's root) and stay in it.",
             valueName: "dir"
         )
     )
@@ -63,7 +63,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Write local outputs only under this directory; others fail with output_forbidden.",
+            "Write local outputs only under this directory; others fail with output_forbidden. An API key's jobs write only in DIR/KEYID/.",
             valueName: "dir"
         )
     )

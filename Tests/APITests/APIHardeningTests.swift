@@ -46,7 +46,7 @@ struct APIHardeningTests {
     func numbersAreBoundedAtSubmit() async throws {
         let f = try await F()
         defer { f.directory.remove() }
-        let input = f.directory.file("in.mov")
+        let input = "in.mov"
         let refused: [(kind: String, options: String, field: String)] = [
             ("waveform", #""samplesPerPixel":4294967296"#, "waveform.samplesPerPixel"),
             ("waveform", #""samplesPerPixel":2147483648"#, "waveform.samplesPerPixel"),
@@ -77,7 +77,7 @@ struct APIHardeningTests {
         ]
         try await f.app.test(.router) { client in
             for (index, (kind, options, field)) in refused.enumerated() {
-                let output = f.directory.file("o\(index)")
+                let output = "o\(index)"
                 let body = #"{"kind":"\#(kind)","input":"\#(input)","output":"\#(output)","\#(kind)":{\#(options)}}"#
                 let response = try await APIKindsTests.post(client, f, body)
                 let error = APIRouteTests.errorCode(response)
@@ -152,7 +152,7 @@ struct APIHardeningTests {
     func urlTemplatesAndMalformedURLs() async throws {
         let f = try await F()
         defer { f.directory.remove() }
-        let input = f.directory.file("in.mov")
+        let input = "in.mov"
         let refused: [(output: String, field: String)] = [
             ("https://bucket.example/x#{name}", "output"), ("https://u:{name}@bucket.example/x", "output"),
             ("https://bucket.example/x?n={name}", "output"), ("https://{name}.bucket.example/x", "output"),

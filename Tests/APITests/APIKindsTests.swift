@@ -23,14 +23,18 @@ struct APIKindsTests {
         )
     }
 
-    /// A fixture copied under the fixture's input root.
+    /// A fixture copied into the submit key's directory under the input root; its name there
+    /// (what a client sends: paths are relative to the key's directory).
     static func local(_ fixture: Fixture, _ f: F) async throws -> String {
         let source: String = try await Fixtures.shared.path(fixture)
-        let path = f.directory.file("\(fixture)." + (source as NSString).pathExtension)
+        let name = "\(fixture)." + (source as NSString).pathExtension
+        let directory = f.directory.file(f.submitID)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = (directory as NSString).appendingPathComponent(name)
         if !FileManager.default.fileExists(atPath: path) {
             try FileManager.default.copyItem(atPath: source, toPath: path)
         }
-        return path
+        return name
     }
 
     @Test("thumbnails, storyboard and waveform jobs store the CLI's options; wrong fields name themselves")
@@ -42,7 +46,7 @@ struct APIKindsTests {
             let thumbnails = try await Self.post(
                 client,
                 f,
-                #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("thumbs"))","format":"png","thumbnails":{"at":["1s","50%","end"],"size":"160x","exact":true}}"#
+                #"{"kind":"thumbnails","input":"\#(input)","output":"thumbs","format":"png","thumbnails":{"at":["1s","50%","end"],"size":"160x","exact":true}}"#
             )
             #expect(thumbnails.status == .created, "\(String(buffer: thumbnails.body))")
             let job = APIRouteTests.json(thumbnails)
@@ -63,7 +67,7 @@ struct APIKindsTests {
             let waveform = try await Self.post(
                 client,
                 f,
-                ##"{"kind":"waveform","input":"\##(input)","output":"\##(f.directory.file("wave"))","waveform":{"pixelsPerSecond":20,"files":"json,png","color":"#ff0000"}}"##
+                ##"{"kind":"waveform","input":"\##(input)","output":"wave","waveform":{"pixelsPerSecond":20,"files":"json,png","color":"#ff0000"}}"##
             )
             #expect(waveform.status == .created, "\(String(buffer: waveform.body))")
             let wave = APIRouteTests.json(waveform)["presetSettings"] as? [String: Any] ?? [:]
@@ -75,19 +79,19 @@ struct APIKindsTests {
             // Each refusal names its field.
             let refused: [(String, String)] = [
                 (
-                    #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("t2"))","preset":"low"}"#,
+                    #"{"kind":"thumbnails","input":"\#(input)","output":"t2","preset":"low"}"#,
                     "preset"
                 ),
                 (
-                    #"{"kind":"export","input":"\#(input)","output":"\#(f.directory.file("e.mp4"))","preset":"low","waveform":{}}"#,
+                    #"{"kind":"export","input":"\#(input)","output":"e.mp4","preset":"low","waveform":{}}"#,
                     "waveform"
                 ),
                 (
-                    #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("t3"))","thumbnails":{"at":"soon"}}"#,
+                    #"{"kind":"thumbnails","input":"\#(input)","output":"t3","thumbnails":{"at":"soon"}}"#,
                     "thumbnails.at"
                 ),
                 (
-                    #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("t4"))","thumbnails":{"count":0}}"#,
+                    #"{"kind":"thumbnails","input":"\#(input)","output":"t4","thumbnails":{"count":0}}"#,
                     "thumbnails.count"
                 ),
                 (#"{"kind":"thumbnails","input":"\#(input)","output":"https://bucket.example.com/t.jpg"}"#, "output"),
@@ -96,22 +100,22 @@ struct APIKindsTests {
                     "output"
                 ),
                 (
-                    #"{"kind":"storyboard","input":"\#(input)","output":"\#(f.directory.file("s2"))","storyboard":{"tileSize":"big"}}"#,
+                    #"{"kind":"storyboard","input":"\#(input)","output":"s2","storyboard":{"tileSize":"big"}}"#,
                     "storyboard.tileSize"
                 ),
                 (
-                    #"{"kind":"waveform","input":"\#(input)","output":"\#(f.directory.file("w2"))","waveform":{"bits":12}}"#,
+                    #"{"kind":"waveform","input":"\#(input)","output":"w2","waveform":{"bits":12}}"#,
                     "waveform.bits"
                 ),
                 (
-                    #"{"kind":"waveform","input":"\#(input)","output":"\#(f.directory.file("w3"))","waveform":{"width":100}}"#,
+                    #"{"kind":"waveform","input":"\#(input)","output":"w3","waveform":{"width":100}}"#,
                     "waveform.files"
                 ),
                 (
-                    #"{"kind":"thumbnails","input":"\#(input)","output":"\#(f.directory.file("t5"))","format":"gif"}"#,
+                    #"{"kind":"thumbnails","input":"\#(input)","output":"t5","format":"gif"}"#,
                     "format"
                 ),
-                (#"{"kind":"slideshow","input":"\#(input)","output":"\#(f.directory.file("x"))"}"#, "kind"),
+                (#"{"kind":"slideshow","input":"\#(input)","output":"x"}"#, "kind"),
             ]
             for (body, field) in refused {
                 let response = try await Self.post(client, f, body)
@@ -132,15 +136,15 @@ struct APIKindsTests {
         try await f.app.test(.router) { client in
             let cases: [(String, String, String)] = [
                 (
-                    #"{"kind":"thumbnails","input":"\#(audio)","output":"\#(f.directory.file("a1"))"}"#, "input",
+                    #"{"kind":"thumbnails","input":"\#(audio)","output":"a1"}"#, "input",
                     "input_unsupported"
                 ),
                 (
-                    #"{"kind":"waveform","input":"\#(video)","output":"\#(f.directory.file("a2"))"}"#, "input",
+                    #"{"kind":"waveform","input":"\#(video)","output":"a2"}"#, "input",
                     "input_unsupported"
                 ),
                 (
-                    #"{"input":"\#(video)","output":"\#(f.directory.file("a3.m4a"))","preset":"m4a"}"#, "preset",
+                    #"{"input":"\#(video)","output":"a3.m4a","preset":"m4a"}"#, "preset",
                     "preset_incompatible"
                 ),
                 // The output names the input itself.
@@ -155,7 +159,7 @@ struct APIKindsTests {
             let fine = try await Self.post(
                 client,
                 f,
-                #"{"kind":"waveform","input":"\#(audio)","output":"\#(f.directory.file("a4"))"}"#
+                #"{"kind":"waveform","input":"\#(audio)","output":"a4"}"#
             )
             #expect(fine.status == .created)
         }
@@ -166,7 +170,7 @@ struct APIKindsTests {
         let f = try await F()
         defer { f.directory.remove() }
         try await f.app.test(.router) { client in
-            let output = f.directory.file("inline.mp4")
+            let output = "inline.mp4"
             let created = try await Self.post(
                 client,
                 f,
@@ -181,7 +185,7 @@ struct APIKindsTests {
             let unnamed = try await Self.post(
                 client,
                 f,
-                #"{"input":"https://media.example.com/a.mov","output":"\#(f.directory.file("b.m4a"))","preset":{"format":"m4a","audio":{"codec":"aac"}}}"#
+                #"{"input":"https://media.example.com/a.mov","output":"b.m4a","preset":{"format":"m4a","audio":{"codec":"aac"}}}"#
             )
             #expect(unnamed.status == .created, "\(String(buffer: unnamed.body))")
             #expect(APIRouteTests.json(unnamed)["preset"] as? String == "inline")
@@ -195,7 +199,7 @@ struct APIKindsTests {
                 let response = try await Self.post(
                     client,
                     f,
-                    #"{"input":"https://media.example.com/a.mov","output":"\#(f.directory.file("c.mp4"))","preset":\#(preset)}"#
+                    #"{"input":"https://media.example.com/a.mov","output":"c.mp4","preset":\#(preset)}"#
                 )
                 #expect(response.status == .unprocessableContent, "\(preset)")
                 #expect(

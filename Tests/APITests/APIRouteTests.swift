@@ -26,6 +26,8 @@ struct APIRouteTests {
         let app: Application<RouterResponder<APIRequestContext>>
 
         let metrics = PrometheusCollectorRegistry()
+        /// The submit key's id: its directory under the roots.
+        var submitID: String { String(submit.split(separator: "_")[1]) }
 
         init(
             maximumWait: Duration = .seconds(10),
@@ -69,8 +71,8 @@ struct APIRouteTests {
         }
 
         func body(input: String? = nil, output: String? = nil, extra: String = "") -> ByteBuffer {
-            let input = input ?? directory.file("in.mov")
-            let output = output ?? directory.file("out.mp4")
+            let input = input ?? "in.mov"
+            let output = output ?? "out.mp4"
             return ByteBuffer(string: #"{"input":"\#(input)","output":"\#(output)","preset":"low"\#(extra)}"#)
         }
     }
@@ -186,7 +188,7 @@ struct APIRouteTests {
             #expect(Self.errorCode(response).field == "output")
             response = try await post(f.body(input: "/etc/shadow"))
             #expect(Self.errorCode(response) == ("input_unreadable", "input"))
-            response = try await post(f.body(input: f.directory.file("../../etc/shadow")))
+            response = try await post(f.body(input: "../../etc/shadow"))
             #expect(Self.errorCode(response) == ("input_unreadable", "input"))
             response = try await post(f.body(output: "/dev/null"))
             #expect(Self.errorCode(response) == ("output_forbidden", "output"))
@@ -210,7 +212,7 @@ struct APIRouteTests {
             response = try await post(
                 ByteBuffer(
                     string:
-                        #"{"input":"\#(f.directory.file("in.mov"))","output":"\#(f.directory.file("o.mp4"))","preset":"nope"}"#
+                        #"{"input":"in.mov","output":"o.mp4","preset":"nope"}"#
                 )
             )
             #expect(Self.errorCode(response) == ("preset_unknown", "preset"))
@@ -376,7 +378,7 @@ struct APIRouteTests {
                 uri: "/v1/jobs",
                 method: .post,
                 headers: Self.headers(f.submit),
-                body: f.body(output: f.directory.file("b.mp4"))
+                body: f.body(output: "b.mp4")
             )
             let other = try #require(Self.json(second)["id"] as? String)
             let before = ContinuousClock.now

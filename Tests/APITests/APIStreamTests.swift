@@ -184,7 +184,7 @@ struct APIStreamTests {
                 #expect(APIRouteTests.errorCode($0).code == "delivery_not_found")
             }
             // Another job's delivery id through this job: not found either.
-            let second = try await f.submitJob(client, output: f.directory.file("second.mp4"))
+            let second = try await f.submitJob(client, output: "second.mp4")
             try await client.execute(
                 uri: "/v1/jobs/\(second)/deliveries/\(message)/redeliver",
                 method: .post,

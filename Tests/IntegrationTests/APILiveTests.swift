@@ -14,23 +14,53 @@ struct APILiveTests {
         let key: String
         /// curl's options for this server (`--cacert` for HTTPS).
         let curl: [String]
+        /// The roots (`DIR/in`, `DIR/out`): the key's files are in `ROOT/KEYID/`.
+        let inputRoot: String
+        let outputRoot: String
+
+        /// The key's id: its directory under each root.
+        var keyID: String { String(key.split(separator: "_")[1]) }
+        /// The roots as a worker takes them (it resolves the key's relative paths under them).
+        var roots: [String] { ["--input-root", inputRoot, "--output-root", outputRoot] }
+
+        /// Copies `fixture` into the key's input directory; returns the name a client sends.
+        func place(_ fixture: Fixture) async throws -> String {
+            let source: String = try await Fixtures.shared.path(fixture)
+            let name = "\(fixture)." + (source as NSString).pathExtension
+            let directory = (inputRoot as NSString).appendingPathComponent(keyID)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: source,
+                toPath: (directory as NSString).appendingPathComponent(name)
+            )
+            return name
+        }
+
+        /// Where the key's relative output `name` is on this host.
+        func output(_ name: String) -> String {
+            ((outputRoot as NSString).appendingPathComponent(keyID) as NSString).appendingPathComponent(name)
+        }
 
         /// Creates a key, starts `jobctl serve` on a free port, waits for its address.
         init(
             _ directory: TemporaryDirectory,
             db: String,
-            inputRoot: String,
             extra: [String] = [],
             curl: [String] = []
         ) async throws {
             self.curl = curl
+            inputRoot = directory.file("in")
+            outputRoot = directory.file("out")
+            for root in [inputRoot, outputRoot] {
+                try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            }
             let created = try await Jobctl.run(["keys", "create", "--name", "live", "--db", db])
             try #require(created.status == 0, "keys create: \(created.stderr)")
             key = created.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
             process = try JobctlProcess(
                 [
                     "serve", "--db", db, "--listen", "127.0.0.1:0", "--input-root", inputRoot, "--output-root",
-                    directory.path, "--allow-private-webhooks",
+                    outputRoot, "--allow-private-webhooks",
                 ] + extra,
                 log: directory.file("serve.log")
             )
@@ -88,18 +118,18 @@ struct APILiveTests {
         let db =
             store == "postgres"
             ? try await TestPostgres.shared.freshDatabase("api") : directory.file("jobs.sqlite")
-        let input = try await Fixtures.shared.path(.basic)
-        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        let server = try await Server(directory, db: db)
         defer { server.process.signal(SIGKILL) }
+        let input = try await server.place(.basic)
         let receiver = try await Receiver(directory, name: "receiver", secret: secret)
         defer { receiver.stop() }
 
-        let output = directory.file("api.mp4")
+        let output = server.output("api.mp4")
         let submitted = try await server.request(
             "POST",
             "/v1/jobs",
             body:
-                #"{"input":"\#(input)","output":"\#(output)","preset":"low","range":"1s+2s","webhook":"\#(receiver.url())"}"#
+                #"{"input":"\#(input)","output":"api.mp4","preset":"low","range":"1s+2s","webhook":"\#(receiver.url())"}"#
         )
         #expect(submitted.status == 201, "\(submitted.json)")
         let id = try #require(submitted.json["id"] as? String)
@@ -108,7 +138,7 @@ struct APILiveTests {
         try await Task.sleep(for: .milliseconds(300))
 
         let worker = try JobctlProcess(
-            ["worker", "--db", db, "--name", "w", "--once", "--allow-private-webhooks"],
+            ["worker", "--db", db, "--name", "w", "--once", "--allow-private-webhooks"] + server.roots,
             log: directory.file("worker.log"),
             environment: ["JOBCTL_WEBHOOK_SECRET": secret]
         )
@@ -163,20 +193,20 @@ struct APILiveTests {
         let directory = try TemporaryDirectory("api-thumbs")
         defer { directory.remove() }
         let db = directory.file("jobs.sqlite")
-        let input = try await Fixtures.shared.path(.basic)
-        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        let server = try await Server(directory, db: db)
+        let input = try await server.place(.basic)
         defer { server.process.signal(SIGKILL) }
-        let output = directory.file("thumbs")
+        let output = server.output("thumbs")
         let submitted = try await server.request(
             "POST",
             "/v1/jobs",
             body:
-                #"{"kind":"thumbnails","input":"\#(input)","output":"\#(output)","format":"png","thumbnails":{"count":3,"size":"160x"}}"#
+                #"{"kind":"thumbnails","input":"\#(input)","output":"thumbs","format":"png","thumbnails":{"count":3,"size":"160x"}}"#
         )
         #expect(submitted.status == 201, "\(submitted.json)")
         let id = try #require(submitted.json["id"] as? String)
         let worker = try JobctlProcess(
-            ["worker", "--db", db, "--name", "w", "--once"],
+            ["worker", "--db", db, "--name", "w", "--once"] + server.roots,
             log: directory.file("worker.log")
         )
         let waited = try await server.request("GET", "/v1/jobs/\(id)?wait=60s", timeout: 90)
@@ -207,7 +237,6 @@ struct APILiveTests {
         let server = try await Server(
             directory,
             db: db,
-            inputRoot: directory.path,
             extra: ["--tls-cert", certificate, "--tls-key", key, "--request-timeout", "1s"],
             curl: ["--cacert", certificate]
         )
@@ -249,11 +278,11 @@ struct APILiveTests {
         let directory = try TemporaryDirectory("api-cancel")
         defer { directory.remove() }
         let db = directory.file("jobs.sqlite")
-        let input = try await Fixtures.shared.path(.long)
-        let server = try await Server(directory, db: db, inputRoot: (input as NSString).deletingLastPathComponent)
+        let server = try await Server(directory, db: db)
+        let input = try await server.place(.long)
         defer { server.process.signal(SIGKILL) }
         let worker = try JobctlProcess(
-            ["worker", "--db", db, "--name", "w"],
+            ["worker", "--db", db, "--name", "w"] + server.roots,
             log: directory.file("worker.log")
         )
         defer { worker.signal(SIGKILL) }
@@ -261,7 +290,7 @@ struct APILiveTests {
         let submitted = try await server.request(
             "POST",
             "/v1/jobs",
-            body: #"{"input":"\#(input)","output":"\#(directory.file("long.mp4"))","preset":"highest"}"#
+            body: #"{"input":"\#(input)","output":"long.mp4","preset":"highest"}"#
         )
         let id = try #require(submitted.json["id"] as? String, "\(submitted)")
         let running = await eventually(within: .seconds(30)) {
@@ -277,14 +306,14 @@ struct APILiveTests {
             ContinuousClock.now - asked < .seconds(2) + .milliseconds(500),
             "cancel took \(ContinuousClock.now - asked)"
         )
-        #expect(!FileManager.default.fileExists(atPath: directory.file("long.mp4")), "a partial output was left")
+        #expect(!FileManager.default.fileExists(atPath: server.output("long.mp4")), "a partial output was left")
         #expect(try await server.request("POST", "/v1/jobs/\(id)/cancel").status == 409)
 
         // A long poll in flight when the server is told to stop is answered, then it exits 0.
         let queued = try await server.request(
             "POST",
             "/v1/jobs",
-            body: #"{"input":"https://media.example/never.mov","output":"\#(directory.file("q.mp4"))","preset":"low"}"#
+            body: #"{"input":"https://media.example/never.mov","output":"q.mp4","preset":"low"}"#
         )
         let queuedID = try #require(queued.json["id"] as? String)
         worker.signal(SIGTERM)
@@ -315,14 +344,13 @@ struct APILiveTests {
         let server = try await Server(
             directory,
             db: directory.file("jobs.sqlite"),
-            inputRoot: directory.path,
             extra: ["--request-timeout", "1s", "--max-watches-per-key", "3", "--public-metrics"]
         )
         defer { server.process.signal(SIGKILL) }
         let queued = try await server.request(
             "POST",
             "/v1/jobs",
-            body: #"{"input":"https://media.example/a.mov","output":"\#(directory.file("a.mp4"))","preset":"low"}"#
+            body: #"{"input":"https://media.example/a.mov","output":"a.mp4","preset":"low"}"#
         )
         let id = try #require(queued.json["id"] as? String, "\(queued)")
         let port = try #require(server.base.split(separator: ":").last.map(String.init))

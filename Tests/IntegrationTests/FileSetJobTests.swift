@@ -164,7 +164,7 @@ struct FileSetJobTests {
                 input: setup.server.url("/talk.mp4"),
                 output: setup.server.url("/boards/x") + "#{name}",
                 preset: "thumbnails",
-                presetSettings: .object(["times": .array([]), "format": .string("jpeg"), "count": .number(3)])
+                presetSettings: .object(["times": .array([]), "format": .string("jpg"), "count": .number(3)])
             )
         )
         _ = try await setup.runWorker()

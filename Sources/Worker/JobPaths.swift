@@ -1,0 +1,77 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+
+/// Where a job's local input and output are on this host, and the fence around them.
+///
+/// A job of the CLI (no `owner`) names absolute paths, confined to `--input-root` /
+/// `--output-root` when the worker has them. A job of an API key names paths relative to that
+/// key's own directory under each root (`ROOT/KEYID/`, `TenantPath`): they are resolved here,
+/// and confined to that directory (after symlinks), so one tenant's job can neither read nor
+/// replace another tenant's files, whatever the names and links in its directory say.
+struct JobPaths: Sendable {
+    /// The input to open: a URL, or a local path.
+    let input: String
+    /// The output to write: a URL, or a local path.
+    let output: String
+    let confinement: PathConfinement
+
+    static func resolve(_ job: Job, options: WorkerOptions) throws(JobFailure) -> JobPaths {
+        guard let owner = job.owner else {
+            let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
+            try confinement.checkInput(job.input)
+            try confinement.checkOutput(job.output)
+            return JobPaths(input: job.input, output: job.output, confinement: confinement)
+        }
+        func local(
+            _ location: String,
+            root: String?,
+            flag: String,
+            code: String
+        ) throws(JobFailure) -> (
+            path: String, directory: String?
+        ) {
+            guard !MediaLocation.isRemote(location) else { return (location, nil) }
+            func refuse(_ why: String) -> JobFailure {
+                JobFailure(error: JobError(code: code, message: "\(location): \(why)", retryable: false))
+            }
+            if let problem = TenantPath.problem(location) { throw refuse(problem) }
+            guard TenantPath.isDirectoryName(owner) else { throw refuse("the job's owner '\(owner)' is not a key id") }
+            guard let root else {
+                throw refuse(
+                    "a path of an API key's job is relative to its directory under \(flag), which this worker was not given"
+                )
+            }
+            return (
+                TenantPath.resolve(location, root: root, owner: owner), TenantPath.directory(root: root, owner: owner)
+            )
+        }
+        let input = try local(job.input, root: options.inputRoot, flag: "--input-root", code: "input_not_found")
+        let output = try local(job.output, root: options.outputRoot, flag: "--output-root", code: "output_forbidden")
+        // The key's output directory is made on its first job (only that level: the root is the
+        // operator's, and what lies below is the key's to ask for).
+        if let directory = output.directory, let root = options.outputRoot, FileManager.default.fileExists(atPath: root)
+        {
+            mkdir(directory, 0o755)
+        }
+        let confinement = PathConfinement(inputRoot: input.directory, outputRoot: output.directory)
+        try confinement.checkInput(input.path)
+        try confinement.checkOutput(output.path)
+        return JobPaths(input: input.path, output: output.path, confinement: confinement)
+    }
+
+    /// `error` as the job's owner may see it: its directories taken out of paths in the message
+    /// (as given and as resolved), so a tenant sees its relative paths, not the host's layout.
+    static func shown(_ error: JobError, for job: Job, options: WorkerOptions) -> JobError {
+        guard let owner = job.owner, TenantPath.isDirectoryName(owner) else { return error }
+        var error = error
+        for root in [options.inputRoot, options.outputRoot].compactMap({ $0 }) {
+            let directory = TenantPath.directory(root: root, owner: owner)
+            for prefix in Set([directory, PathConfinement.resolved(directory)]) {
+                error.message = error.message.replacingOccurrences(of: prefix + "/", with: "")
+            }
+        }
+        return error
+    }
+}
