@@ -248,6 +248,8 @@ struct KeyAuthentication: RouterMiddleware {
     let openPaths: Set<String>
     let cache: APIKeyCache?
     let keyLimiter: RateLimiter?
+    /// A response's bytes that one token pays for (`RateLimiter.charge`).
+    static let bytesPerToken = 16 * 1024
     let failureLimiter: RateLimiter
     let logger: Logger
 
@@ -285,7 +287,13 @@ struct KeyAuthentication: RouterMiddleware {
         if let wait = keyLimiter?.take(key.id) { throw APIError.rateLimited(wait) }
         var context = context
         context.key = key
-        return try await next(request, context)
+        let response = try await next(request, context)
+        // What a response costs is its size too: past 16 KB each 16 KB more is another token,
+        // so a key that pulls big pages slows itself down, not the server's other tenants.
+        if let keyLimiter, let bytes = response.body.contentLength, bytes > Self.bytesPerToken {
+            keyLimiter.charge(key.id, tokens: Double(bytes - Self.bytesPerToken) / Double(Self.bytesPerToken))
+        }
+        return response
     }
 }
 
@@ -380,25 +388,46 @@ struct JobRoutes: Sendable {
             }
             query.after = value
         }
-        let jobs = try await store.jobs(query)
-        struct Page: Encodable {
-            let jobs: [Job]
-            let nextCursor: String?
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(jobs, forKey: .jobs)
-                try container.encode(nextCursor, forKey: .nextCursor)
+        // A page ends at `limit` jobs or at the first job that takes it past `pageBytes`
+        // (jobs with big results could make 200 of them 10 MB); the cursor goes on from there.
+        // Read in small batches, so a page of big jobs reads little more than it sends.
+        let encoder = Job.makeJSONEncoder(pretty: false)
+        var body = ByteBuffer(string: #"{"jobs":["#)
+        var count = 0
+        var last: Job?
+        var full = false
+        while !full {
+            var batch = query
+            batch.limit = min(query.limit - count, Self.listBatch)
+            batch.after = last.map { JobQuery.Cursor(createdAt: $0.createdAt.milliseconds, id: $0.id) } ?? query.after
+            let jobs = try await store.jobs(batch)
+            for job in jobs {
+                if count > 0 { body.writeString(",") }
+                body.writeBytes(try encoder.encode(Self.presented(job)))
+                count += 1
+                last = job
+                if count == query.limit || body.readableBytes >= Self.pageBytes {
+                    full = true
+                    break
+                }
             }
-
-            enum CodingKeys: String, CodingKey {
-                case jobs
-                case nextCursor = "next_cursor"
-            }
+            if jobs.count < batch.limit { break }
         }
-        let next = jobs.count == query.limit ? jobs.last.map(ListCursor.encode) : nil
-        return try APIResponses.json(Page(jobs: jobs.map(Self.presented), nextCursor: next))
+        let next = full ? last.map(ListCursor.encode) : nil
+        body.writeString(#"],"next_cursor":"#)
+        body.writeString(next.map { #""\#($0)""# } ?? "null")
+        body.writeString("}")
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: body)
+        )
     }
+
+    /// The most bytes of jobs a listing page holds (one job more than this at most).
+    static let pageBytes = 1 << 20
+    /// Jobs read from the store at a time while a page fills.
+    static let listBatch = 25
 
     func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.submit, context)

@@ -294,12 +294,15 @@ final class PollDesk: Sendable {
 struct LongPollingHTTP1Channel: ServerChildChannel {
     let base: HTTP1Channel
     let desk: PollDesk
+    /// How long a response may wait for a client that does not read it (`StalledReaderTimeout`).
+    let stalledReaderTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
-        base.setup(channel: channel, logger: logger).flatMapThrowing { [desk] value in
+        base.setup(channel: channel, logger: logger).flatMapThrowing { [desk, stalledReaderTimeout] value in
             let pipeline = channel.pipeline.syncOperations
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             try pipeline.addHandler(LongPollInterceptor(desk: desk), position: .after(state))
+            try pipeline.addHandler(StalledReaderTimeout(timeout: stalledReaderTimeout), position: .first)
             return value
         }
     }

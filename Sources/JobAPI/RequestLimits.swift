@@ -48,6 +48,17 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Takes `tokens` more from `name`'s bucket for a request that cost that much (a large
+    /// response); the bucket may go below zero, and the key then waits for it to refill.
+    func charge(_ name: String, tokens: Double, now: ContinuousClock.Instant = .now) {
+        guard tokens > 0 else { return }
+        buckets.withLock { buckets in
+            var bucket = refilled(buckets[name], now: now)
+            bucket.tokens -= min(tokens, limit.burst * 4)
+            buckets[name] = bucket
+        }
+    }
+
     /// Whether `name` would be refused now, without taking a token: the seconds to wait, or `nil`.
     func wait(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
         buckets.withLock { buckets in
@@ -66,8 +77,11 @@ final class RateLimiter: Sendable {
         return bucket
     }
 
+    /// Whole seconds (`Retry-After`), at most a day: a rate too small to refill in that time
+    /// (the server refuses such rates; a bucket charged deep) never traps the conversion.
     private func secondsUntilOne(_ bucket: Bucket) -> Int {
-        max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
+        let seconds = ((1 - bucket.tokens) / limit.perSecond).rounded(.up)
+        return seconds.isFinite ? max(1, Int(min(seconds, 86_400))) : 86_400
     }
 
     private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {

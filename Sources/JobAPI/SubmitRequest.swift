@@ -79,8 +79,6 @@ public struct PathScope: Sendable, Hashable {
 }
 
 extension SubmitRequest {
-    static let maximumMetadata = 32
-
     /// The job to queue for `owner`, or the first field that is wrong.
     func jobRequest(
         owner: APIKey,
@@ -138,14 +136,7 @@ extension SubmitRequest {
             throw .invalid("priority", "priority is between -1000 and 1000")
         }
         let metadata = self.metadata ?? [:]
-        guard metadata.count <= Self.maximumMetadata,
-            metadata.allSatisfy({ !$0.key.isEmpty && $0.key.utf8.count <= 100 && $0.value.utf8.count <= 1000 })
-        else {
-            throw .invalid(
-                "metadata",
-                "metadata is at most \(Self.maximumMetadata) entries, keys of 1 to 100 bytes, values up to 1000"
-            )
-        }
+        if let problem = Submission.metadataProblem(metadata) { throw .invalid("metadata", problem) }
         if let webhook {
             guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
                 url.host?.isEmpty == false

@@ -137,6 +137,18 @@ public enum Submission {
         return nil
     }
 
+    /// At most 32 entries, keys of 1 to 100 bytes, values up to 1000, 8 KB in all: metadata is
+    /// carried by every listing, webhook and event, so it must stay small.
+    public static func metadataProblem(_ metadata: [String: String]) -> String? {
+        let total = metadata.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard metadata.count <= 32, total <= 8192,
+            metadata.allSatisfy({ !$0.key.isEmpty && $0.key.utf8.count <= 100 && $0.value.utf8.count <= 1000 })
+        else {
+            return "metadata is at most 32 entries, keys of 1 to 100 bytes, values up to 1000, 8 KB in all"
+        }
+        return nil
+    }
+
     /// What this host can see of a local output now (the worker checks again): never a device,
     /// a FIFO, a link or the input itself for an export; a directory (or nothing yet) for a set
     /// of files.

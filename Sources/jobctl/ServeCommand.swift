@@ -97,7 +97,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
-        guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit is 0 or more") }
+        // Below 0.01 a key would wait minutes for one request; 0 turns the limit off.
+        guard rateLimit == 0 || (0.01...1_000_000).contains(rateLimit) else {
+            throw ValidationError("--rate-limit is 0 (no limit) or between 0.01 and 1000000 requests a second")
+        }
         guard requestTimeout.duration > .zero else { throw ValidationError("--request-timeout must be positive") }
         guard maxStream.duration > .zero else { throw ValidationError("--max-stream must be positive") }
         guard maxWatchesPerKey >= 1 else { throw ValidationError("--max-watches-per-key is at least 1") }

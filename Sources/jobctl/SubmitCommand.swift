@@ -134,6 +134,7 @@ struct SubmitCommand: AsyncParsableCommand {
         for pair in metadata where !pair.contains("=") || pair.hasPrefix("=") {
             throw ValidationError("--metadata takes key=value, not '\(pair)'")
         }
+        if let problem = Submission.metadataProblem(metadataPairs) { throw ValidationError("--" + problem) }
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let webhook {
             guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
@@ -178,13 +179,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 priority: priority,
                 maxAttempts: maxAttempts,
                 idempotencyKey: idempotencyKey,
-                metadata: Dictionary(
-                    metadata.map { pair in
-                        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                        return (String(parts[0]), String(parts[1]))
-                    },
-                    uniquingKeysWith: { $1 }
-                ),
+                metadata: metadataPairs,
                 webhook: webhook
             )
             var policy = AddressPolicy.fromEnvironment()
@@ -219,6 +214,17 @@ struct SubmitCommand: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    /// `--metadata key=value`… as a map (a later key wins).
+    var metadataPairs: [String: String] {
+        Dictionary(
+            metadata.compactMap { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            },
+            uniquingKeysWith: { $1 }
+        )
     }
 
     static func absolute(_ path: String) -> String {

@@ -183,4 +183,102 @@ struct APIHardeningTests {
             #expect(try await APIKindsTests.post(client, f, good).status == .created)
         }
     }
+
+    /// A listing page stops at about 1 MiB of jobs (200 jobs with 8 KB of metadata each were
+    /// 9.6 MB a page), the cursor goes on from there, and each job is seen exactly once.
+    @Test("a listing page is bounded in bytes; the cursor carries on; every job once")
+    func listingPagesAreBoundedInBytes() async throws {
+        let f = try await F { $0.rateLimit = nil }
+        defer { f.directory.remove() }
+        let owner = f.submitID
+        let metadata = Dictionary(uniqueKeysWithValues: (0..<8).map { ("k\($0)", String(repeating: "x", count: 1000)) })
+        var submitted: Set<String> = []
+        for index in 0..<150 {
+            let (job, _) = try await f.store.submit(
+                JobRequest(input: "in.mov", output: "o\(index).mp4", preset: "low", metadata: metadata, owner: owner)
+            )
+            submitted.insert(job.id.rawValue)
+        }
+        let all = submitted
+        try await f.app.test(.router) { client in
+            var seen: [String] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let uri = "/v1/jobs?limit=200" + (cursor.map { "&cursor=\($0)" } ?? "")
+                let response = try await client.execute(
+                    uri: uri,
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                )
+                #expect(response.status == .ok)
+                #expect(response.body.readableBytes <= (1 << 20) + 12 * 1024, "\(response.body.readableBytes) bytes")
+                let page = APIRouteTests.json(response)
+                seen += ((page["jobs"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+                cursor = page["next_cursor"] as? String
+                pages += 1
+            } while cursor != nil && pages < 10
+            #expect(pages >= 2, "150 jobs of 8 KB fit one page")
+            #expect(seen.count == all.count && Set(seen) == all, "\(seen.count) of \(all.count)")
+        }
+    }
+
+    /// A response's size counts against its key's rate: a key that pulls megabyte pages is
+    /// slowed (429), another key is not.
+    @Test("big responses cost their key more tokens: 429 for it, not for another key")
+    func bigResponsesCostTheirKey() async throws {
+        let f = try await F { $0.rateLimit = RateLimit(perSecond: 5, burst: 20) }
+        defer { f.directory.remove() }
+        let metadata = Dictionary(uniqueKeysWithValues: (0..<8).map { ("k\($0)", String(repeating: "x", count: 1000)) })
+        for index in 0..<150 {
+            _ = try await f.store.submit(
+                JobRequest(
+                    input: "in.mov",
+                    output: "o\(index).mp4",
+                    preset: "low",
+                    metadata: metadata,
+                    owner: f.submitID
+                )
+            )
+        }
+        try await f.app.test(.router) { client in
+            let first = try await client.execute(
+                uri: "/v1/jobs?limit=200",
+                method: .get,
+                headers: APIRouteTests.headers(f.submit)
+            )
+            #expect(first.status == .ok && first.body.readableBytes > 500_000)
+            let second = try await client.execute(
+                uri: "/v1/jobs?limit=1",
+                method: .get,
+                headers: APIRouteTests.headers(f.submit)
+            )
+            #expect(second.status == .tooManyRequests, "a 1 MB page should have used the key's burst")
+            #expect(Int(second.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            let other = try await client.execute(
+                uri: "/v1/jobs?limit=1",
+                method: .get,
+                headers: APIRouteTests.headers(f.other)
+            )
+            #expect(other.status == .ok, "another key pays nothing")
+        }
+    }
+
+    /// Metadata is at most 8 KB in all (it rides on every listing, webhook and event).
+    @Test("metadata over 8 KB in all is 422")
+    func metadataIsCapped() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let big = (0..<9).map { #""k\#($0)":"\#(String(repeating: "y", count: 1000))""# }.joined(separator: ",")
+        try await f.app.test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/jobs",
+                method: .post,
+                headers: APIRouteTests.headers(f.submit),
+                body: f.body(extra: #","metadata":{\#(big)}"#)
+            )
+            #expect(response.status == .unprocessableContent)
+            #expect(APIRouteTests.errorCode(response).field == "metadata")
+        }
+    }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import MediaTestKit
+import Queue
+import QueueSQLite
 import Testing
 
 /// `jobctl serve` as a process on a real socket, driven with curl, in front of a real worker
@@ -272,6 +274,38 @@ struct APILiveTests {
             dribble.hasPrefix("dribble True"),
             "a client sending headers a byte at a time kept the connection: \(dribble)"
         )
+    }
+
+    /// A client that asks for megabyte pages and stops reading (scripts/stall-client.py) is
+    /// disconnected once its responses have waited unread for the request timeout, instead of
+    /// pinning them in the server's memory for as long as it keeps the connection.
+    @Test func aClientThatStopsReadingIsDisconnected() async throws {
+        let directory = try TemporaryDirectory("api-stall")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        let server = try await Server(directory, db: db, extra: ["--request-timeout", "2s", "--rate-limit", "0"])
+        defer { server.process.signal(SIGKILL) }
+        let store = try SQLiteJobStore(path: db)
+        let metadata = Dictionary(uniqueKeysWithValues: (0..<8).map { ("k\($0)", String(repeating: "x", count: 1000)) })
+        for index in 0..<150 {
+            _ = try await store.submit(
+                JobRequest(
+                    input: "in.mov",
+                    output: "o\(index).mp4",
+                    preset: "low",
+                    metadata: metadata,
+                    owner: server.keyID
+                )
+            )
+        }
+        let port = try #require(server.base.split(separator: ":").last.map(String.init))
+        let result = try await ProcessRunner.run(
+            "python3",
+            [Self.script("stall-client.py"), port, server.key, "40", "6"]
+        )
+        #expect(result.stdoutText.contains("closed yes"), "\(result.stdoutText) \(result.stderr)")
+        // The server goes on serving others.
+        #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
     }
 
     @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {

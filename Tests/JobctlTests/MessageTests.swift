@@ -106,6 +106,15 @@ struct MessageTests {
                 "error: preset_unknown: no preset named 'ultra'"
             ),
             (["show", "nope"], "error: usage: 'nope' is not a job id"),
+            // An operator's setting is checked like a request's field (1e-300 once crashed
+            // the server on a key's second request, converting Retry-After).
+            (["serve", "--rate-limit", "1e-300"], "error: usage: --rate-limit is 0 (no limit) or between 0.01"),
+            (["serve", "--rate-limit", "nan"], "error: usage: --rate-limit is 0 (no limit) or between 0.01"),
+            (
+                ["submit", input, "--preset", "low"]
+                    + (0..<9).flatMap { ["--metadata", "k\($0)=" + String(repeating: "v", count: 1000)] },
+                "error: usage: --metadata is at most 32 entries"
+            ),
         ]
         for (arguments, line) in cases {
             let result = try await Jobctl.run(arguments)
