@@ -51,6 +51,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case subtitleSource  // an .srt file
     case subtitleOnly  // Matroska with only a subtitle track
     case playlist  // an HLS playlist pointing at a local file
+    case encryptedMP4  // basic, 1 s, with Common Encryption (cenc-aes-ctr), no key given to the reader
+    case encryptedWebM  // one VP9 frame behind WebM encryption (a key id in the track header)
+    case tinyWAV  // 20 samples of PCM at 80 kHz (0.25 ms): too little to encode
     // Limits (docs/spec.md §7): small files that claim a lot.
     case lateAudio  // Matroska: 2 s of video, its audio starting 1 hour later
     // Matroska, two FLAC tracks: 36 s mono 22.05 kHz, and 1 s mono 16 kHz starting at 35 s
@@ -89,6 +92,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .empty: "mov"
         case .subtitleSource: "srt"
         case .playlist: "m3u8"
+        case .encryptedWebM: "webm"
+        case .tinyWAV: "wav"
         case .lateAudio, .hugeDeclaredDuration, .timestampJump, .manyTracks: "mkv"
         case .growingPicture: "h264"
         case .seedMOV: "mov"
@@ -110,6 +115,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         /// The fixtures' bytes one after the other.
         case concatenation([Recipe])
         case text(String)
+        case data(Data)
         case derived(Fixture, Transform)
         case playlist(Fixture)
     }
@@ -306,6 +312,23 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             return .text("1\n00:00:00,500 --> 00:00:02,000\nHello\n\n2\n00:00:02,500 --> 00:00:03,500\nWorld\n")
         case .subtitleOnly:
             return .ffmpegFrom(.subtitleSource, ["-i", "IN", "-c:s", "srt", "OUT"])
+        case .encryptedMP4:
+            return .ffmpegFrom(
+                .basic,
+                [
+                    "-i", "IN", "-t", "1", "-c", "copy", "-encryption_scheme", "cenc-aes-ctr", "-encryption_key",
+                    "76a6c65c5ea762046bd749a2e632ccbb", "-encryption_kid", "a7e61c373e219033c21091fa607bf3b8", "OUT",
+                ]
+            )
+        case .encryptedWebM:
+            return .data(EncryptedWebM.make())
+        case .tinyWAV:
+            return .ffmpeg(
+                [
+                    "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=80000", "-af", "atrim=end_sample=20", "-c:a",
+                    "pcm_s16le", "OUT",
+                ]
+            )
         case .playlist:
             return .playlist(.basic)
         case .lateAudio, .hugeDeclaredDuration:
@@ -421,6 +444,8 @@ public actor Fixtures {
             try data.write(to: URL(fileURLWithPath: partial))
         case .text(let text):
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
+        case .data(let data):
+            try data.write(to: URL(fileURLWithPath: partial))
         case .playlist(let target):
             let segment = try await shared.path(target)
             let text =

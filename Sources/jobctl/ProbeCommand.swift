@@ -108,6 +108,7 @@ struct ProbeCommand: AsyncParsableCommand {
             if let language = track.language { parts.append(language) }
             if track.isAttachedPicture == true { parts.append("cover picture") }
             if !track.isDecodable { parts.append("no decoder") }
+            if track.isEncrypted == true { parts.append("encrypted") }
             print("  #\(track.index) " + parts.joined(separator: ", "))
         }
         if let presets = report.presets {

@@ -131,7 +131,64 @@ struct ErrorTests {
             code: .encodeFailed,
             mentions: "too small"
         ),
+        // Outputs with no media are failures, not exports (they once "completed" with 262 bytes
+        // of headers and 0 frames).
+        Case(
+            name: "an MP4 with Common Encryption",
+            input: .fixture(.encryptedMP4),
+            code: .inputUnsupported,
+            mentions: "is encrypted (DRM)"
+        ),
+        Case(
+            name: "the same, copied",
+            input: .fixture(.encryptedMP4),
+            preset: "passthrough",
+            code: .inputUnsupported,
+            mentions: "is encrypted (DRM)"
+        ),
+        Case(
+            name: "a WebM with an encrypted frame",
+            input: .fixture(.encryptedWebM),
+            code: .inputUnsupported,
+            mentions: "is encrypted (DRM)"
+        ),
+        Case(
+            name: "a WAV of 20 samples",
+            input: .fixture(.tinyWAV),
+            preset: "m4a",
+            outputName: "out.m4a",
+            code: .decodeFailed,
+            mentions: "could be exported"
+        ),
     ]
+
+    /// Images and waveforms of encrypted media say so too (not "no frame could be decoded").
+    @Test(arguments: [Fixture.encryptedMP4, .encryptedWebM])
+    func encryptedMediaIsNamedAsSuch(fixture: Fixture) async throws {
+        let path = try await Fixtures.shared.path(fixture)
+        #expect(try Asset(location: path).tracks.contains { $0.isEncrypted == true } == (fixture == .encryptedWebM))
+        // Refused before any image (a key id in the header), or each image fails so (packets).
+        var failure: MediaError?
+        do {
+            try ImageGenerator(asset: try Asset(location: path)).generateImages(at: [500_000]) { image in
+                failure = image.error
+            }
+        } catch {
+            failure = error
+        }
+        #expect(
+            failure?.code == .inputUnsupported && failure?.message.contains("encrypted") == true,
+            "\(String(describing: failure))"
+        )
+        if fixture == .encryptedMP4 {
+            #expect {
+                try WaveformReader(asset: try Asset(location: path), options: WaveformOptions(), timeRange: .all)
+                    .readPeaks()
+            } throws: { error in
+                (error as? MediaError)?.code == .inputUnsupported && "\(error)".contains("encrypted")
+            }
+        }
+    }
 
     @Test(arguments: cases)
     func failsWithItsCode(_ test: Case) async throws {

@@ -32,6 +32,9 @@ public struct AssetTrack: Sendable, Hashable, Codable {
     public var isDefault: Bool
     /// Whether FFmpeg has a decoder for it.
     public var isDecodable: Bool
+    /// Encrypted (DRM: Common Encryption, WebM encryption): its packets cannot be decoded
+    /// without a key jobctl does not have. `nil` when not.
+    public var isEncrypted: Bool?
     /// The unit of the track's timestamps.
     public var timeBase: Rational
 
@@ -82,6 +85,12 @@ extension AssetTrack {
         language = av_dict_get(stream.pointee.metadata, "language", nil, 0).map { String(cString: $0.pointee.value) }
         isDefault = stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0
         isDecodable = avcodec_find_decoder(parameters.codec_id) != nil
+        // Matroska/WebM keeps the key id as a tag; MP4 (CENC) a `pssh` as side data.
+        var size = 0
+        let encrypted =
+            av_dict_get(stream.pointee.metadata, "enc_key_id", nil, 0) != nil
+            || av_stream_get_side_data(stream, AV_PKT_DATA_ENCRYPTION_INIT_INFO, &size) != nil
+        isEncrypted = encrypted ? true : nil
         self.timeBase = Rational(timeBase)
 
         switch mediaType {

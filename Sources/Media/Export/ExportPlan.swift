@@ -40,6 +40,12 @@ public struct ExportPlan: Sendable {
             }
         }
 
+        if let encrypted = tracks.first(where: { $0.source.isEncrypted == true })?.source {
+            throw MediaError(
+                .inputUnsupported,
+                "\(encrypted.mediaType) track \(encrypted.index) of \(name) is encrypted (DRM): jobctl cannot decrypt it; export from the clear master"
+            )
+        }
         guard !tracks.isEmpty else {
             if preset.video == nil || !format.holdsVideo {
                 throw MediaError(

@@ -311,6 +311,18 @@ public final class ExportSession: @unchecked Sendable {
             writer.fail(shortfall)
             throw shortfall
         }
+        // An output with no media is no export (an undecodable or encrypted frame, a file of
+        // 20 samples): it fails rather than "complete" with a file of headers.
+        if pairs.allSatisfy({ $0.input.samplesWritten == 0 }) {
+            let what = pairs.map { "\($0.output.track.mediaType) track \($0.output.track.index)" }
+            let error = MediaError(
+                .decodeFailed,
+                "nothing of \(asset.displayName) could be exported (\(what.joined(separator: ", ")): no frame or sample came out); the media is too short or cannot be decoded",
+                detail: reader.error?.detail
+            )
+            writer.fail(error)
+            throw error
+        }
         let bytes = try writer.finishWritingWithoutCommit()
         let actualStart = reader.actualStart ?? range.start
         let result = ExportResult(

@@ -36,6 +36,17 @@ final class Packet: @unchecked Sendable {
         set { pointer.pointee.duration = newValue }
     }
     var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    /// Encrypted (Common Encryption in MP4: the demuxer attaches the sample's encryption info
+    /// when it has no key); its payload cannot be decoded.
+    var isEncrypted: Bool { av_packet_get_side_data(pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil }
+
+    /// `input_unsupported` for an encrypted packet of `track` in `asset`.
+    static func encryptionError(track: Int, of asset: String) -> MediaError {
+        MediaError(
+            .inputUnsupported,
+            "track \(track) of \(asset) is encrypted (DRM): jobctl cannot decrypt it; use the clear master"
+        )
+    }
     /// dts when set, pts otherwise: the order packets are decoded in.
     var decodeTimestamp: Int64 { dts != noPTS ? dts : pts }
 }

@@ -115,6 +115,7 @@ final class FrameLocator {
             }
             defer { av_packet_unref(scratch.pointer) }
             guard scratch.streamIndex == streamIndex else { continue }
+            if scratch.isEncrypted { throw Packet.encryptionError(track: streamIndex, of: asset.displayName) }
             if scratch.pts != noPTS && scratch.dts != noPTS {
                 reorder = max(reorder, av_rescale_q(scratch.pts - scratch.dts, timeBase, microsecondBase))
             }

@@ -55,8 +55,14 @@ public final class ImageGenerator: @unchecked Sendable {
     /// Claims the asset (it is read by this generator only). `input_unsupported` when it has no
     /// video track (audio-only files, a cover picture alone).
     public init(asset: Asset) throws(MediaError) {
-        guard asset.primaryVideoTrack != nil else {
+        guard let video = asset.primaryVideoTrack else {
             throw MediaError(.inputUnsupported, "\(asset.displayName) has no video track to take images from")
+        }
+        if video.isEncrypted == true {
+            throw MediaError(
+                .inputUnsupported,
+                "video track \(video.index) of \(asset.displayName) is encrypted (DRM): jobctl cannot decrypt it"
+            )
         }
         guard asset.claimForReading() else {
             throw MediaError(.internalError, "\(asset.displayName) is already being read by another reader")

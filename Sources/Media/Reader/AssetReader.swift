@@ -238,6 +238,11 @@ public final class AssetReader: @unchecked Sendable {
                 av_packet_unref(scratch.pointer)
                 continue
             }
+            if scratch.isEncrypted {
+                av_packet_unref(scratch.pointer)
+                fail(Packet.encryptionError(track: index, of: asset.displayName))
+                return
+            }
             if let end = route.end, scratch.decodeTimestamp != noPTS, scratch.decodeTimestamp >= end {
                 // Packets come in decode order: nothing after this one is shown before the end.
                 av_packet_unref(scratch.pointer)

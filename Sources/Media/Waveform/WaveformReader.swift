@@ -182,10 +182,22 @@ public final class WaveformReader: @unchecked Sendable {
                         + (choices.isEmpty ? "" : " (audio tracks: \(choices))")
                 )
             }
+            if track.isEncrypted == true {
+                throw MediaError(
+                    .inputUnsupported,
+                    "audio track \(index) of \(asset.displayName) is encrypted (DRM): jobctl cannot decrypt it"
+                )
+            }
             return [track]
         }
         guard !audio.isEmpty else {
             throw MediaError(.inputUnsupported, "\(asset.displayName) has no audio track to draw a waveform of")
+        }
+        if let encrypted = audio.first(where: { $0.isEncrypted == true }) {
+            throw MediaError(
+                .inputUnsupported,
+                "audio track \(encrypted.index) of \(asset.displayName) is encrypted (DRM): jobctl cannot decrypt it"
+            )
         }
         return audio
     }
