@@ -39,10 +39,15 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     /// - Parameter clock: `nil` (production): the database's clock; tests inject their own.
     /// - Parameter connectionWait: how long an operation waits for a connection before it fails
     ///   with the reason (the server down, refused, a certificate not trusted…).
+    /// - Parameter knownDownGrace: with a value, how long an operation waits instead while the
+    ///   database is known down (`jobctl serve`: a 503 at once rather than every request held
+    ///   for `connectionWait`); `nil` (commands, workers): the whole `connectionWait`, which
+    ///   rides out a restart.
     public init(
         url: String,
         clock: (@Sendable () -> Date)? = nil,
         connectionWait: Duration = .seconds(15),
+        knownDownGrace: Duration? = nil,
         logger: Logger = Logger(label: "jobctl.postgres")
     ) throws {
         let configuration = try PostgresJobStore.configuration(from: url)
@@ -59,7 +64,13 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         self.location = location
         completions = CompletionBatch()
         waits = ConnectionWaits { wait in
-            Self.connectionWaitFailure(wait, problems: problems, connectionWait: connectionWait, location: location)
+            Self.connectionWaitFailure(
+                wait,
+                problems: problems,
+                connectionWait: connectionWait,
+                knownDownGrace: knownDownGrace,
+                location: location
+            )
         }
     }
 
@@ -183,16 +194,22 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     }
 
     /// Whether an operation waiting for a connection since `started` should fail, and why: at
-    /// once on a final reason (the server refused us), else at the deadline.
+    /// once on a final reason (the server refused us); after `knownDownGrace`, when given, while
+    /// the database is known down (the last attempt to connect failed and none has succeeded
+    /// since); else at the deadline.
     static func connectionWaitFailure(
         _ wait: ConnectionWaits.Wait,
         problems: ConnectionProblems,
         connectionWait: Duration,
+        knownDownGrace: Duration? = nil,
         location: String
     ) -> JobStoreError? {
         let failure = problems.lastFailure
         let hopeless = failure.map { $0.final && $0.at >= wait.started } ?? false
-        guard hopeless || ContinuousClock.now >= wait.started + connectionWait else { return nil }
+        let down =
+            failure != nil
+            && knownDownGrace.map { ContinuousClock.now >= wait.started + min(connectionWait, $0) } == true
+        guard hopeless || down || ContinuousClock.now >= wait.started + connectionWait else { return nil }
         let reason = failure?.reason ?? "no connection became free within \(connectionWait)"
         return JobStoreError(.unavailable, "the job database \(location) cannot be reached: \(reason)")
     }

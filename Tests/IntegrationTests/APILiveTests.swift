@@ -308,6 +308,46 @@ struct APILiveTests {
         #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
     }
 
+    /// PostgreSQL going away (a TCP proxy in front of it, killed): requests are answered 503
+    /// within seconds, not each held for the 15 s a command waits; when it is back, 200 again.
+    @Test func whilePostgreSQLIsDownRequestsFailFastAndRecover() async throws {
+        let directory = try TemporaryDirectory("api-pg-down")
+        defer { directory.remove() }
+        let database = try await TestPostgres.shared.freshDatabase("down")
+        let url = try #require(URLComponents(string: database))
+        let target = "\(url.host ?? "127.0.0.1"):\(url.port ?? 5432)"
+        var proxy = try await HelperServer(script: "tcp-proxy.py", directory, name: "proxy", ["--target", target])
+        var through = url
+        through.port = proxy.port
+        let db = try #require(through.string)
+        let server = try await Server(directory, db: db)
+        defer { server.process.signal(SIGKILL) }
+        #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
+
+        proxy.stop()
+        _ = try await server.request("GET", "/v1/jobs?limit=1")  // the pool finds its connection gone
+        for _ in 0..<4 {
+            let started = ContinuousClock.now
+            let answer = try await server.request("GET", "/v1/jobs?limit=1", timeout: 30)
+            #expect(answer.status == 503, "\(answer.json)")
+            #expect(ContinuousClock.now - started < .seconds(6), "a request waited \(ContinuousClock.now - started)")
+        }
+        proxy = try await HelperServer(
+            script: "tcp-proxy.py",
+            directory,
+            name: "proxy",
+            port: proxy.port,
+            ["--target", target]
+        )
+        defer { proxy.stop() }
+        #expect(
+            try await eventually(within: .seconds(60)) {
+                try await server.request("GET", "/v1/jobs?limit=1").status == 200
+            },
+            "the server did not come back: \(server.process.log.suffix(1500))"
+        )
+    }
+
     @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
         let directory = try TemporaryDirectory("api-cancel")
         defer { directory.remove() }
