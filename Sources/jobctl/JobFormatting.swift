@@ -4,8 +4,11 @@ import Queue
 
 /// How jobs look to people (`--json` prints the job JSON instead).
 enum JobFormatting {
-    /// `0193…  completed  100%  low  talk.mov → talk.low.mp4`
-    static func line(_ job: Job) -> String {
+    /// `0193…  completed  100%  low  talk.mov → talk.low.mp4`, control characters escaped
+    /// (`Terminal.shown`: tenants' paths and names must not reach the terminal raw).
+    static func line(_ job: Job) -> String { Terminal.shown(rawLine(job)) }
+
+    private static func rawLine(_ job: Job) -> String {
         let progress = job.status == .reading ? String(format: "%3d%%", Int(job.progress * 100)) : "    "
         var line =
             "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.displayInput) → \(job.displayOutput)"
@@ -13,7 +16,10 @@ enum JobFormatting {
         return line
     }
 
-    static func details(_ job: Job) -> String {
+    /// Every field of the job, a line each, control characters escaped (`Terminal.shown`).
+    static func details(_ job: Job) -> String { rawDetails(job).map(Terminal.shown).joined(separator: "\n") }
+
+    private static func rawDetails(_ job: Job) -> [String] {
         var lines = ["job \(job.id)"]
         lines.append(
             "  status    \(job.status)" + (job.cancelRequested ? " (cancellation requested)" : "")
@@ -48,7 +54,7 @@ enum JobFormatting {
         }
         if let webhook = job.webhook { lines.append("  webhook   \(MediaLocation.displayed(webhook))") }
         for (key, value) in job.metadata.sorted(by: { $0.key < $1.key }) { lines.append("  meta      \(key)=\(value)") }
-        return lines.joined(separator: "\n")
+        return lines
     }
 
     /// An export's file, or a set's files (each image with its requested and actual time).

@@ -59,7 +59,9 @@ struct ShowCommand: AsyncParsableCommand {
                     delivery.log.last.map { $0.statusCode.map { "HTTP \($0)" } ?? ($0.error ?? "no response") }
                     ?? "not sent yet"
                 print(
-                    "  delivery  \(delivery.id) \(delivery.type): \(delivery.status), \(delivery.attempts) attempt(s), last \(last)"
+                    Terminal.shown(
+                        "  delivery  \(delivery.id) \(delivery.type): \(delivery.status), \(delivery.attempts) attempt(s), last \(last)"
+                    )
                 )
             }
         }

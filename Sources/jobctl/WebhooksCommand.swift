@@ -47,13 +47,17 @@ struct WebhooksCommand: AsyncParsableCommand {
                 if deliveries.isEmpty { Terminal.printError("no webhook deliveries") }
                 for delivery in deliveries {
                     print(
-                        "\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(MediaLocation.displayed(delivery.url))"
+                        Terminal.shown(
+                            "\(delivery.id)  \(delivery.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(delivery.type)  job \(delivery.jobID)  \(MediaLocation.displayed(delivery.url))"
+                        )
                     )
                     for attempt in delivery.log {
                         let outcome = attempt.statusCode.map { "HTTP \($0)" } ?? "no response"
                         print(
-                            "    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms"
-                                + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))"
+                            Terminal.shown(
+                                "    #\(attempt.attempt) \(Job.timestamp(attempt.at))  \(outcome)  \(attempt.latency) ms"
+                                    + (attempt.error.map { "  \($0)" } ?? "") + "  (\(attempt.dispatcher))"
+                            )
                         )
                     }
                     if delivery.status == .pending, let next = delivery.nextAttemptAt {

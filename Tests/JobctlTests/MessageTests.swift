@@ -160,3 +160,45 @@ struct MessageTests {
         )
     }
 }
+
+/// What tenants sent (paths, metadata, error messages naming them) reaches the operator's
+/// terminal escaped: no escape sequence, carriage return, newline or bidi override comes
+/// through raw in `show`, `list` or `watch --once`.
+@Suite("Terminal safety")
+struct TerminalSafetyTests {
+    @Test func tenantStringsAreShownEscaped() async throws {
+        try await withTemporaryDirectory("terminal") { directory in
+            let db = directory.file("jobs.sqlite")
+            let hostile = "\u{1B}[2J\u{1B}]0;pwned\u{07}evil\r\nfake line\u{202E}txt.exe"
+            let output = directory.file("out\u{1B}[31m.mp4")
+            let submitted = try await Jobctl.run([
+                "submit", "https://media.example/in.mov", "--db", db, "--preset", "low", "-o", output,
+                "--metadata", "note=\(hostile)", "--metadata", "k\u{1B}[1m=v",
+            ])
+            try #require(submitted.status == 0, "\(submitted.stderr)")
+            let id = submitted.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+            for arguments in [["show", id], ["list"]] {
+                let result = try await Jobctl.run(arguments + ["--db", db])
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                let bytes = [UInt8](result.stdout)
+                #expect(
+                    !bytes.contains(0x1B) && !bytes.contains(0x0D) && !bytes.contains(0x07),
+                    "\(arguments): raw control bytes"
+                )
+                #expect(!result.stdoutText.contains("\u{202E}"), "\(arguments): a bidi override")
+                #expect(result.stdoutText.contains("\\e[31m"), "\(arguments): \(result.stdoutText)")
+                if arguments[0] == "show" {
+                    #expect(result.stdoutText.contains(#"evil\r\nfake line\u{202E}txt.exe"#), "\(result.stdoutText)")
+                    #expect(
+                        !result.stdoutText.contains("\nfake line"),
+                        "a newline of the tenant's made a line of its own"
+                    )
+                }
+            }
+            // --json keeps the values as they are (JSON escapes them itself).
+            let json = try await Jobctl.run(["show", id, "--db", db, "--json"])
+            let parsed = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+            #expect((parsed["metadata"] as? [String: String])?["note"] == hostile)
+        }
+    }
+}
