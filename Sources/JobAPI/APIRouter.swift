@@ -20,10 +20,15 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// Set when the request is a long poll taken below Hummingbird: its wait is parked there.
     var parkedPoll: PollSlot?
+    /// Completes when the connection closes (an event stream then gives up its watch at once).
+    let connectionClosed: EventLoopFuture<Void>?
+    /// A `HEAD` request, routed as its `GET` (`HeadRequests`): the route answers without a body.
+    var isHead = false
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        connectionClosed = source.channel.closeFuture
     }
 
     /// Job requests are small; anything bigger is refused with 413 before it is read.
@@ -110,12 +115,23 @@ public enum APIRoutes {
         )
     }
 
+    /// `GET path`, and `HEAD path` answered as it with no body (`HeadRequests`).
+    private static func get(
+        _ router: Router<APIRequestContext>,
+        _ path: RouterPath,
+        _ handler: @escaping @Sendable (Request, APIRequestContext) async throws -> Response
+    ) {
+        router.get(path, use: handler)
+        router.on(path, method: .head, use: HeadRequests.handler(handler))
+    }
+
     static func router(_ configuration: APIConfiguration, watch: JobWatch, logger: Logger) -> Router<APIRequestContext>
     {
         let router = Router(context: APIRequestContext.self)
         let table = RouteTable()
         if let registry = configuration.metrics { router.add(middleware: HTTPMetrics(registry: registry)) }
         router.add(middleware: ErrorShape(routes: table, logger: logger))
+        router.add(middleware: DeclaredBodyLimit())
         router.add(middleware: RequestTimeout(configuration: configuration))
         router.add(
             middleware: KeyAuthentication(
@@ -129,12 +145,12 @@ public enum APIRoutes {
             )
         )
         let health = HealthProbe { [store = configuration.store] in try await store.ping() }
-        router.get("/healthz") { _, _ -> Response in
+        get(router, "/healthz") { _, _ -> Response in
             await health.healthy()
                 ? try APIResponses.json(["status": "ok"])
                 : try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
         }
-        router.get("/openapi.json") { _, _ -> Response in
+        get(router, "/openapi.json") { _, _ -> Response in
             Response(
                 status: .ok,
                 headers: [.contentType: "application/json; charset=utf-8"],
@@ -151,7 +167,7 @@ public enum APIRoutes {
                     helpText: "Long polls and event streams open on this server."
                 )
             )
-            router.get("/metrics") { _, context -> Response in
+            get(router, "/metrics") { _, context -> Response in
                 if !configuration.publicMetrics { _ = try JobRoutes.require(.admin, context) }
                 watchers.set(Int64(watch.count))
                 return Response(
@@ -163,12 +179,12 @@ public enum APIRoutes {
         }
         let jobs = JobRoutes(configuration: configuration, watch: watch)
         router.post("/v1/jobs", use: jobs.submit)
-        router.get("/v1/jobs", use: jobs.list)
-        router.get("/v1/jobs/{id}", use: jobs.show)
-        router.get("/v1/jobs/{id}/events", use: jobs.events)
+        get(router, "/v1/jobs", jobs.list)
+        get(router, "/v1/jobs/{id}", jobs.show)
+        get(router, "/v1/jobs/{id}/events", jobs.events)
         router.post("/v1/jobs/{id}/cancel", use: jobs.cancel)
         router.post("/v1/jobs/{id}/retry", use: jobs.retry)
-        router.get("/v1/jobs/{id}/deliveries", use: jobs.deliveries)
+        get(router, "/v1/jobs/{id}/deliveries", jobs.deliveries)
         router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
         table.set(router.routes.map { ($0.method, $0.path.description) })
         return router

@@ -23,6 +23,10 @@ extension JobRoutes {
         if job.status.isTerminal, request.headers.first(where: { $0.name.canonicalName == "last-event-id" }) != nil {
             return Response(status: .noContent)
         }
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no",
+        ]
+        if context.isHead { return Response(status: .ok, headers: headers) }
         // The first event now, so that the stream holds it as bytes rather than the whole job.
         var stream = EventStream()
         let (first, ended) = (try stream.event(for: job), job.status.isTerminal)
@@ -30,9 +34,12 @@ extension JobRoutes {
         guard let subscription = watch.watch(id, owner: key.id, until: .now + configuration.maximumStream) else {
             throw APIError.tooManyWatches(watch.maximumPerKey)
         }
+        // A client that leaves gives up its watch at once, not at the next keep-alive's failed
+        // write (up to 15 s): the connection's close ends the subscription.
+        context.connectionClosed?.whenComplete { _ in subscription.finish() }
         return Response(
             status: .ok,
-            headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no"],
+            headers: headers,
             body: ResponseBody { [first, ended, stream] writer in
                 defer { subscription.finish() }
                 var stream = stream

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import Queue
 import ServiceLifecycle
@@ -339,6 +340,8 @@ final class LongPollInterceptor: ChannelDuplexHandler, RemovableChannelHandler {
     private var routed = 0
     private var held: [HTTPRequestPart] = []
     private var readHeld = false
+    /// An event stream is being written.
+    private var streaming = false
 
     init(desk: PollDesk) { self.desk = desk }
 
@@ -389,6 +392,20 @@ final class LongPollInterceptor: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(part))
     }
 
+    /// Bytes the decoder cannot take while a poll waits (a request pipelined after a
+    /// `Connection: close` one, which HTTP forbids, or garbage): they are dropped, the poll is
+    /// still answered, then the connection closes. (Passed on, the error had Hummingbird answer
+    /// 400 and close at once: the poll's answer was lost.)
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if var current = poll, error is HTTPParserError {
+            current.closeAfter = true
+            poll = current
+            held = []
+            return
+        }
+        context.fireErrorCaught(error)
+    }
+
     func read(context: ChannelHandlerContext) {
         if let poll, poll.read {
             readHeld = true
@@ -398,8 +415,26 @@ final class LongPollInterceptor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { routed = max(0, routed - 1) }
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            streaming = head.headerFields[.contentType] == "text/event-stream"
+        case .end:
+            routed = max(0, routed - 1)
+            streaming = false
+        case .body:
+            break
+        }
         context.write(data, promise: promise)
+    }
+
+    /// A client that closed its side during an event stream has left (`EventSource` never
+    /// half-closes): the connection is closed now, and with it the stream's watch, rather than
+    /// at the next keep-alive that fails (up to 15 s later).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, streaming {
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     /// The answer of the poll in `slot` (on the event loop).

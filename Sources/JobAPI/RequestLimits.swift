@@ -211,3 +211,43 @@ struct HTTPMetrics: RouterMiddleware {
         .record(ContinuousClock.now - start)
     }
 }
+
+/// A body whose `Content-Length` is over the limit is refused (413) before a byte of it is
+/// read, and the connection closed (it would be read through otherwise).
+struct DeclaredBodyLimit: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > context.maxUploadSize {
+            var response = try APIError(
+                .contentTooLarge,
+                "invalid_request",
+                "the body is larger than \(context.maxUploadSize / 1024) KiB"
+            ).response(from: request, context: context)
+            response.headers[.connection] = "close"
+            return response
+        }
+        return try await next(request, context)
+    }
+}
+
+/// `HEAD` on every `GET` route: the `GET`'s handler, answered with its status and headers
+/// (`Content-Length` included) and no body. The context says so, so that a route that would
+/// stream (an event stream) answers without starting one.
+enum HeadRequests {
+    static func handler(
+        _ get: @escaping @Sendable (Request, APIRequestContext) async throws -> Response
+    ) -> @Sendable (Request, APIRequestContext) async throws -> Response {
+        { request, context in
+            var context = context
+            context.isHead = true
+            var response = try await get(request, context)
+            let length = response.body.contentLength
+            response.body = ResponseBody()
+            if let length { response.headers[.contentLength] = "\(length)" }
+            return response
+        }
+    }
+}

@@ -348,6 +348,29 @@ struct APILiveTests {
         )
     }
 
+    /// HTTP's edges over a raw socket (scripts/http-edges.py): a long poll with `Connection:
+    /// close` and bytes pipelined after it still gets its answer; an event stream whose client
+    /// left frees the key's watch slot at once; a body declared too large is 413 before it is
+    /// sent; `HEAD` answers every `GET` route.
+    @Test func httpEdges() async throws {
+        let directory = try TemporaryDirectory("api-edges")
+        defer { directory.remove() }
+        let db = directory.file("jobs.sqlite")
+        let server = try await Server(directory, db: db, extra: ["--rate-limit", "0", "--max-watches-per-key", "1"])
+        defer { server.process.signal(SIGKILL) }
+        let submitted = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body: #"{"input":"https://media.example/a.mov","output":"a.mp4","preset":"low"}"#
+        )
+        let id = try #require(submitted.json["id"] as? String, "\(submitted.json)")
+        let port = try #require(server.base.split(separator: ":").last.map(String.init))
+        let result = try await ProcessRunner.run("python3", [Self.script("http-edges.py"), port, server.key, id])
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(result.stdoutText) \(result.stderr)")
+        for line in lines { #expect(line.hasSuffix(" ok"), "\(line)") }
+    }
+
     @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
         let directory = try TemporaryDirectory("api-cancel")
         defer { directory.remove() }
