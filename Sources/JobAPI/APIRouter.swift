@@ -514,13 +514,26 @@ struct JobRoutes: Sendable {
         return id
     }
 
-    /// `?wait=30s` (or `1500ms`, `2m`, a number of seconds: `parseDuration`), at most `maximum`.
+    /// `?wait=30s` (or `1500ms`, `2m`, a number of seconds), at most `maximum`: exactly what the
+    /// document's pattern allows, `^[0-9]+(\.[0-9]+)?(ms|s|m|h)?$` (no `1e3`, spaces, signs or
+    /// capitals, which `parseDuration` alone would take).
     static func waitParameter(_ request: Request, maximum: Duration) throws -> Duration? {
         guard let text = request.uri.queryParameters.get("wait") else { return nil }
-        guard let wait = parseDuration(text) else {
+        guard Self.isWaitText(text), let wait = parseDuration(text) else {
             throw APIError.invalid("wait", "wait is a duration such as 30s, 1500ms or 2m")
         }
         return min(wait, maximum)
+    }
+
+    /// `DIGITS[.DIGITS][ms|s|m|h]`.
+    static func isWaitText(_ text: String) -> Bool {
+        var number = Substring(text)
+        for unit in ["ms", "s", "m", "h"] where number.hasSuffix(unit) {
+            number = number.dropLast(unit.count)
+            break
+        }
+        let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        return parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
     }
 
     /// Whether a stored job is what `request` would have created (an idempotent replay).

@@ -40,6 +40,13 @@ public enum APIServer {
                 privateKey: .privateKey(key)
             )
             configuration.minimumTLSVersion = .tlsv12
+            // A key that is not the certificate's is found now, with both named, not as a
+            // bare `failedToLoadPrivateKey` when the server starts.
+            do {
+                _ = try NIOSSLContext(configuration: configuration)
+            } catch {
+                throw APIServerError("the key \(privateKey) does not go with the certificate \(certificate) (\(error))")
+            }
             return configuration
         }
     }

@@ -154,7 +154,7 @@ extension SubmitRequest {
             do {
                 return try TimeRange.parseTime(Substring(text), in: text)
             } catch {
-                throw .invalid("thumbnails.\(field)", "thumbnails.\(field): \(error.description)")
+                throw .invalid("thumbnails.\(field)", "thumbnails.\(field): \(error.reading(.duration).description)")
             }
         }
         var options = ThumbnailOptions()

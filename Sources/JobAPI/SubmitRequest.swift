@@ -87,7 +87,8 @@ extension SubmitRequest {
         scope: PathScope,
         policy: AddressPolicy
     ) throws(APIError) -> JobRequest {
-        guard let kind = JobKind(rawValue: self.kind ?? "export") else {
+        // `noop` is `jobctl bench`'s, refused here as `jobctl submit` refuses it.
+        guard let kind = JobKind(rawValue: self.kind ?? "export"), kind != .noop else {
             throw .invalid(
                 "kind",
                 "kind is export, thumbnails, storyboard or waveform, not '\((self.kind ?? "").prefix(20))'"
@@ -115,19 +116,17 @@ extension SubmitRequest {
         let range = try range.map(Self.range)
         let timeRange = range.flatMap { TimeRange(seconds: $0.start, duration: $0.duration) }
         // The same recipe, checks and stored form as `jobctl submit` (the Submission module).
-        var plan = SubmissionPlan(preset: "noop", settings: .null, format: nil, defaultOutput: output)
-        if kind != .noop {
-            let recipe = try recipe(kind, catalog: catalog)
-            do throws(MediaError) {
-                plan = try Submission.plan(recipe, input: localInput, output: localOutput, range: timeRange ?? .all)
-                try Submission.checkLocalOutput(localOutput, input: localInput, kind: kind)
-            } catch {
-                if let option = error.option {
-                    let field = "\(kind.rawValue).\(option.field)"
-                    throw .invalid(field, "\(field) \(option.requirement)")
-                }
-                throw .invalid(Self.field(of: error, kind: kind), error.message, code: error.code.rawValue)
+        let recipe = try recipe(kind, catalog: catalog)
+        let plan: SubmissionPlan
+        do throws(MediaError) {
+            plan = try Submission.plan(recipe, input: localInput, output: localOutput, range: timeRange ?? .all)
+            try Submission.checkLocalOutput(localOutput, input: localInput, kind: kind)
+        } catch {
+            if let option = error.option {
+                let field = "\(kind.rawValue).\(option.field)"
+                throw .invalid(field, "\(field) \(option.requirement)")
             }
+            throw .invalid(Self.field(of: error, kind: kind), error.message, code: error.code.rawValue)
         }
         let maxAttempts = self.maxAttempts?.value ?? 3
         guard (1...100).contains(maxAttempts) else { throw .invalid("maxAttempts", "maxAttempts is between 1 and 100") }

@@ -54,6 +54,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case encryptedMP4  // basic, 1 s, with Common Encryption (cenc-aes-ctr), no key given to the reader
     case encryptedWebM  // one VP9 frame behind WebM encryption (a key id in the track header)
     case tinyWAV  // 20 samples of PCM at 80 kHz (0.25 ms): too little to encode
+    case extremeSAR  // 320x240 with a pixel aspect ratio of 100:1 (shown 32000x240)
     // Limits (docs/spec.md §7): small files that claim a lot.
     case lateAudio  // Matroska: 2 s of video, its audio starting 1 hour later
     // Matroska, two FLAC tracks: 36 s mono 22.05 kHz, and 1 s mono 16 kHz starting at 35 s
@@ -322,6 +323,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .encryptedWebM:
             return .data(EncryptedWebM.make())
+        case .extremeSAR:
+            return .ffmpeg(Self.video() + seconds + ["-vf", "setsar=100/1"] + Self.x264 + ["OUT"])
         case .tinyWAV:
             return .ffmpeg(
                 [

@@ -31,6 +31,18 @@ public struct DeliveryAttempt: Sendable, Hashable, Codable {
         self.error = error
         self.dispatcher = dispatcher
     }
+
+    /// Every field, `statusCode` and `error` as `null` when absent (the API's document
+    /// requires them).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(attempt, forKey: .attempt)
+        try container.encode(at, forKey: .at)
+        try container.encode(statusCode, forKey: .statusCode)
+        try container.encode(latency, forKey: .latency)
+        try container.encode(error, forKey: .error)
+        try container.encode(dispatcher, forKey: .dispatcher)
+    }
 }
 
 /// An event for a job's webhook: written with the job's terminal status, in the same

@@ -45,11 +45,13 @@ enum CommandFailure: Error {
 extension ValidationError {
     /// Runs a kind's options check, the one the API and the worker make, and words its refusal
     /// with the command line's flag (`--samples-per-pixel is between 2 and 16777216`): exit 64.
+    /// Refusals that are not about one option (`limit_exceeded`: a picture too large) are left
+    /// to the command's run, which reports them with their own code.
     static func checking(_ check: () throws(MediaError) -> Void) throws {
         do {
             try check()
         } catch {
-            throw ValidationError(error.option.map { "\($0.flag) \($0.requirement)" } ?? error.message)
+            if let option = error.option { throw ValidationError("\(option.flag) \(option.requirement)") }
         }
     }
 }

@@ -60,6 +60,17 @@ struct MediaDuration: ExpressibleByArgument, Sendable {
         guard let value = try? TimeRange.parseTime(Substring(argument), in: argument) else { return nil }
         microseconds = value
     }
+
+    init(microseconds: Int64) { self.microseconds = microseconds }
+
+    /// For `@Option(transform:)`: a refusal that names the duration grammar, not just the flag.
+    static func parse(_ argument: String) throws -> MediaDuration {
+        do {
+            return MediaDuration(microseconds: try TimeRange.parseTime(Substring(argument), in: argument))
+        } catch {
+            throw ValidationError(error.reading(.duration).description)
+        }
+    }
 }
 
 /// `--range`: checked while parsing (a bad range is a usage error, exit 64, naming what is

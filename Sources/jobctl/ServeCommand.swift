@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import JobAPI
 import Logging
+import NIOCore
 import Observability
 import Queue
 import SafeHTTP
@@ -153,7 +154,7 @@ struct ServeCommand: AsyncParsableCommand {
                         Terminal.printError("listening on \(scheme)://\(shown)")
                     }
                 } catch let error as APIServerError {
-                    throw CommandFailure.usage(error.description)
+                    throw CommandFailure.refused(code: "tls_invalid", error.description)
                 }
                 let group = ServiceGroup(
                     configuration: .init(
@@ -162,8 +163,29 @@ struct ServeCommand: AsyncParsableCommand {
                         logger: logger
                     )
                 )
-                try await group.run()
+                do {
+                    try await group.run()
+                } catch {
+                    guard let reason = Self.listenFailure(error) else { throw error }
+                    throw CommandFailure.failed(code: "listen_failed", "cannot listen on \(listen): \(reason)")
+                }
             }
+        }
+    }
+
+    /// Why the listening socket could not be made, for `listen_failed` (not `internal`).
+    static func listenFailure(_ error: any Error) -> String? {
+        switch error {
+        case let error as IOError:
+            let reason = String(cString: strerror(error.errnoCode))
+            return error.errnoCode == EADDRINUSE
+                ? "\(reason) (another process listens there: `ss -ltnp`)"
+                : error.errnoCode == EACCES ? "\(reason) (ports below 1024 need privileges)" : reason
+        case is SocketAddressError, is SocketAddressError.UnknownHost:
+            return
+                "the host does not resolve to an address of this machine (give an IP address, e.g. 127.0.0.1 or 0.0.0.0)"
+        default:
+            return nil
         }
     }
 }

@@ -13,7 +13,10 @@ struct ThumbnailArguments: ParsableArguments {
     )
     var at: String?
 
-    @Option(help: ArgumentHelp("An image every DURATION from the range's start (e.g. 10s).", valueName: "duration"))
+    @Option(
+        help: ArgumentHelp("An image every DURATION from the range's start (e.g. 10s).", valueName: "duration"),
+        transform: MediaDuration.parse
+    )
     var every: MediaDuration?
 
     @Option(help: ArgumentHelp("N images evenly spaced (the middle of N equal parts).", valueName: "n"))
@@ -26,7 +29,8 @@ struct ThumbnailArguments: ParsableArguments {
         help: ArgumentHelp(
             "How far from each time the frame may be, either way (default: any earlier keyframe, the fastest).",
             valueName: "duration"
-        )
+        ),
+        transform: MediaDuration.parse
     )
     var tolerance: MediaDuration?
 

@@ -281,4 +281,47 @@ struct APIHardeningTests {
             #expect(APIRouteTests.errorCode(response).field == "metadata")
         }
     }
+
+    /// `?wait=` takes exactly what the OpenAPI document's pattern allows.
+    @Test("?wait= accepts only DIGITS[.DIGITS][ms|s|m|h]")
+    func waitFollowsItsPattern() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let id = try await f.submitJob(client)
+            for bad in ["1e3", "%205s", "5S", "%2B5", "5.s", ".5s", "0x10", "inf", "nan", "-1", "5sec", "5 s", "1.2.3"]
+            {
+                let response = try await client.execute(
+                    uri: "/v1/jobs/\(id)?wait=\(bad)",
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                )
+                #expect(response.status == .unprocessableContent, "wait=\(bad): \(response.status)")
+            }
+            for good in ["0", "1.5ms", "300ms", "0.1s", "0m", "0h"] {
+                let response = try await client.execute(
+                    uri: "/v1/jobs/\(id)?wait=\(good)",
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                )
+                #expect(response.status == .ok, "wait=\(good): \(response.status)")
+            }
+        }
+    }
+
+    /// `noop` is `jobctl bench`'s kind: refused by the API as by `jobctl submit`.
+    @Test("kind noop is 422, as on the command line")
+    func noopIsRefused() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let response = try await APIKindsTests.post(
+                client,
+                f,
+                #"{"kind":"noop","input":"https://media.example/a.mov","output":"a.mp4"}"#
+            )
+            #expect(response.status == .unprocessableContent)
+            #expect(APIRouteTests.errorCode(response).field == "kind")
+        }
+    }
 }

@@ -79,6 +79,42 @@ struct LimitOptionsTests {
         }
     }
 
+    /// Pictures too large to make are `limit_exceeded` at submit (a local input), not a failed
+    /// allocation later: a source whose pixels are 100 times wider than tall, and a waveform
+    /// PNG of 16384x16384.
+    @Test func impossiblePicturesAreRefusedAtSubmit() async throws {
+        let wide = try await Fixtures.shared.path(.extremeSAR)
+        let basic = try await Fixtures.shared.path(.basic)
+        try await withTemporaryDirectory("limit-pictures") { directory in
+            let db = directory.file("jobs.sqlite")
+            let thumbs = try await Jobctl.run([
+                "submit", wide, "--db", db, "--kind", "thumbnails", "-o", directory.file("t"),
+            ])
+            #expect(
+                thumbs.status == 1 && thumbs.stderr.hasPrefix("error: limit_exceeded: an image of"),
+                "\(thumbs.stderr)"
+            )
+            #expect(thumbs.stderr.contains("32000x240"), "\(thumbs.stderr)")
+            let sized = try await Jobctl.run(
+                ["submit", wide, "--db", db, "--kind", "thumbnails", "--size", "1280x", "-o", directory.file("t2")]
+            )
+            #expect(sized.status == 0, "with a size it fits: \(sized.stderr)")
+            let png = try await Jobctl.run(
+                [
+                    "submit", basic, "--db", db, "--kind", "waveform", "--files", "png", "--width", "16384", "--height",
+                    "16384",
+                ]
+                    + ["-o", directory.file("w")]
+            )
+            #expect(
+                png.status == 1 && png.stderr.hasPrefix("error: limit_exceeded: a 16384x16384 picture"),
+                "\(png.stderr)"
+            )
+            let inProcess = try await Jobctl.run(["thumbnails", wide, "-o", directory.file("t3")])
+            #expect(inProcess.status == 1 && inProcess.stderr.contains("limit_exceeded"), "\(inProcess.stderr)")
+        }
+    }
+
     @Test func badValuesAreUsageErrorsNamingTheirSource() async throws {
         let input = try await Fixtures.shared.path(.basic)
         let environment = try await Jobctl.run(

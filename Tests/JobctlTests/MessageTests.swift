@@ -161,6 +161,56 @@ struct MessageTests {
     }
 }
 
+/// `serve`'s setup errors have codes of their own, not `internal`.
+@Suite("serve setup errors")
+struct ServeSetupErrorTests {
+    @Test func aMismatchedKeyAndAnAddressThatCannotBeUsedSayWhy() async throws {
+        try await withTemporaryDirectory("serve-setup") { directory in
+            let db = directory.file("jobs.sqlite")
+            for name in ["a", "b"] {
+                try await ProcessRunner.check(
+                    "openssl",
+                    [
+                        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=\(name)",
+                        "-keyout",
+                        directory.file("\(name).key"), "-out", directory.file("\(name).crt"),
+                    ]
+                )
+            }
+            let tls = try await Jobctl.run([
+                "serve", "--db", db, "--listen", "127.0.0.1:0", "--tls-cert", directory.file("a.crt"), "--tls-key",
+                directory.file("b.key"),
+            ])
+            #expect(tls.status == 64 && tls.stderr.hasPrefix("error: tls_invalid: the key"), "\(tls.stderr)")
+            let host = try await Jobctl.run(["serve", "--db", db, "--listen", "256.1.1.1:8080"])
+            #expect(
+                host.status == 1 && host.stderr.hasPrefix("error: listen_failed: cannot listen on 256.1.1.1:8080"),
+                "\(host.stderr)"
+            )
+            // A port another socket holds.
+            let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(holder) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) }
+            }
+            listen(holder, 1)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) }
+            }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            let busy = try await Jobctl.run(["serve", "--db", db, "--listen", "127.0.0.1:\(port)"])
+            #expect(
+                busy.status == 1 && busy.stderr.hasPrefix("error: listen_failed:") && busy.stderr.contains("in use"),
+                "\(busy.stderr)"
+            )
+        }
+    }
+}
+
 /// What tenants sent (paths, metadata, error messages naming them) reaches the operator's
 /// terminal escaped: no escape sequence, carriage return, newline or bidi override comes
 /// through raw in `show`, `list` or `watch --once`.

@@ -147,6 +147,19 @@ struct JobJSONTests {
         #expect(track["codec"] is NSNull, "a track without a codec: codec null; got \(track)")
     }
 
+    @Test("a delivery attempt has every field, statusCode and error null when absent (as the API's document says)")
+    func deliveryAttemptNulls() throws {
+        let attempt = DeliveryAttempt(attempt: 1, at: Date(), statusCode: nil, latency: 12, error: nil, dispatcher: "w")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Job.makeJSONEncoder().encode(attempt)) as? [String: Any]
+        )
+        #expect(Set(json.keys) == ["attempt", "at", "statusCode", "latency", "error", "dispatcher"])
+        #expect(json["error"] is NSNull && json["statusCode"] is NSNull)
+        // The stores keep the log as JSON too: what is written reads back.
+        let decoded = try JSONDecoder().decode(DeliveryAttempt.self, from: JSONEncoder().encode(attempt))
+        #expect(decoded == attempt)
+    }
+
     @Test(
         "the webhook URL is written without credentials or query",
         arguments: [

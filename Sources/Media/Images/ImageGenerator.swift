@@ -85,6 +85,25 @@ public final class ImageGenerator: @unchecked Sendable {
     /// The size images will have.
     public var imageSize: PictureSize { PictureConverter.imageSize(display: displaySize, maximum: maximumSize) }
 
+    /// The largest image side, and picture, an image may have (the sprite's own limits).
+    public static let maximumSide = 16384
+    public static let maximumPixels = 64_000_000
+
+    /// `limit_exceeded` when `imageSize` is too large to make: an extreme pixel aspect ratio
+    /// (100:1 makes a 4096-wide source 409,600 pixels wide) without a `maximumSize` to fit it.
+    public func checkImageSize() throws(MediaError) {
+        let size = imageSize
+        guard
+            size.width > Self.maximumSide || size.height > Self.maximumSide
+                || size.width * size.height > Self.maximumPixels
+        else { return }
+        let aspect = asset.primaryVideoTrack?.sampleAspectRatio.map { " (its pixel aspect ratio is \($0))" } ?? ""
+        throw MediaError(
+            .limitExceeded,
+            "an image of \(asset.displayName) would be \(size.width)x\(size.height)\(aspect), over \(Self.maximumSide) pixels a side or \(Self.maximumPixels / 1_000_000) megapixels: give a size (--size 1280x)"
+        )
+    }
+
     /// Generates an image for each of `times` (µs from the asset's start) and calls `handler`
     /// with each result, in time order, on the calling thread. Blocks until done. Throws only
     /// when nothing can be generated at all (the range is outside the asset, the track cannot
@@ -149,6 +168,7 @@ public final class ImageGenerator: @unchecked Sendable {
             start: asset.startTime + range.start,
             end: range.end.map { asset.startTime + $0 }
         )
+        if size == nil { try checkImageSize() }
         let converter = PictureConverter(
             size: size ?? imageSize,
             rotation: appliesPreferredTrackTransform ? track.rotation ?? 0 : 0,

@@ -35,10 +35,14 @@ public enum ImageTime: Sendable, Hashable, CustomStringConvertible {
     public static func parseList(_ text: String) throws(TimeRangeParseError) -> [ImageTime] {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw TimeRangeParseError(text: text, reason: "no time given")
+            throw TimeRangeParseError(text: text, reason: "no time given", grammar: .times)
         }
         var times: [ImageTime] = []
-        for part in parts { times.append(try ImageTime(parsing: String(part))) }
+        do {
+            for part in parts { times.append(try ImageTime(parsing: String(part))) }
+        } catch {
+            throw TimeRangeParseError(text: text, reason: error.reason, grammar: .times)
+        }
         return times
     }
 

@@ -90,6 +90,7 @@ public final class StoryboardSession: @unchecked Sendable {
         generator = try ImageGenerator(asset: asset)
         generator.timeRange = timeRange
         generator.maximumSize = options.tileSize
+        try generator.checkImageSize()
         self.options = options
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         guard let duration = range.expectedDuration, duration > 0 else {

@@ -117,6 +117,7 @@ public final class ThumbnailSession: @unchecked Sendable {
         generator.toleranceBefore = options.toleranceBefore ?? .max
         generator.toleranceAfter = options.toleranceAfter ?? .max
         generator.format = options.format
+        try generator.checkImageSize()
         self.options = options
     }
 

@@ -74,10 +74,40 @@ public struct TimeRange: Sendable, Hashable, CustomStringConvertible {
 
 /// Why a `--range` did not parse. A usage error (exit 64), never a job failure.
 public struct TimeRangeParseError: Error, Sendable, CustomStringConvertible {
+    /// What was being parsed: the message names its grammar, not another's.
+    public enum Grammar: Sendable {
+        /// `--range`, `range`.
+        case range
+        /// `--at`, `thumbnails.at`: a list of times.
+        case times
+        /// `--every`, `--tolerance`: one duration.
+        case duration
+    }
+
     public var text: String
     public var reason: String
+    public var grammar: Grammar = .range
+
+    public init(text: String, reason: String, grammar: Grammar = .range) {
+        self.text = text
+        self.reason = reason
+        self.grammar = grammar
+    }
+
+    /// The same error, read as `grammar`.
+    public func reading(_ grammar: Grammar) -> TimeRangeParseError {
+        TimeRangeParseError(text: text, reason: reason, grammar: grammar)
+    }
+
     public var description: String {
-        "invalid range '\(text)': \(reason) (expected START+DURATION, START-END or START, e.g. 1s+3s, 1:00-1:30.5, 90)"
+        switch grammar {
+        case .range:
+            "invalid range '\(text)': \(reason) (expected START+DURATION, START-END or START, e.g. 1s+3s, 1:00-1:30.5, 90)"
+        case .times:
+            "invalid times '\(text)': \(reason) (expected times separated by commas, each seconds, ms, a clock, a percentage or end, e.g. 1s,1:30,50%,end)"
+        case .duration:
+            "invalid duration '\(text)': \(reason) (expected seconds, ms or a clock, e.g. 10s, 1500ms, 1:30)"
+        }
     }
 }
 

@@ -54,6 +54,12 @@ public struct WaveformOptions: Sendable, Hashable, Codable {
         if let png {
             if !(1...16384).contains(png.width) { throw .invalidOption("width", "is between 1 and 16384") }
             if !(1...16384).contains(png.height) { throw .invalidOption("height", "is between 1 and 16384") }
+            if png.width * png.height > ImageGenerator.maximumPixels {
+                throw MediaError(
+                    .limitExceeded,
+                    "a \(png.width)x\(png.height) picture is too large (at most \(ImageGenerator.maximumPixels / 1_000_000) megapixels)"
+                )
+            }
             for (field, colour) in [("color", png.color), ("background", png.background)]
             where WaveformRenderer.rgb(colour) == nil {
                 throw .invalidOption(field, "is a colour as RRGGBB, e.g. 3A6EA5")
