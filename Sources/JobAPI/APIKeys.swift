@@ -11,6 +11,7 @@ public enum APIKeys {
     public static func make(
         name: String,
         scope: APIScope,
+        maxPriority: Int = 0,
         at date: Date = Date()
     ) -> (
         key: APIKey, secretHash: String, text: String
@@ -18,7 +19,13 @@ public enum APIKeys {
         var generator = SystemRandomNumberGenerator()
         let id = hex((0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let secret = base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
-        let key = APIKey(id: id, name: name, scope: scope, createdAt: Date(milliseconds: date.milliseconds))
+        let key = APIKey(
+            id: id,
+            name: name,
+            scope: scope,
+            createdAt: Date(milliseconds: date.milliseconds),
+            maxPriority: maxPriority
+        )
         return (key, hash(secret), "jck_\(id)_\(secret)")
     }
 

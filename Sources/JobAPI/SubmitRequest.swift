@@ -134,6 +134,26 @@ extension SubmitRequest {
         guard (-1000...1000).contains(priority) else {
             throw .invalid("priority", "priority is between -1000 and 1000")
         }
+        // Running ahead of others, and encoder settings that cost many times the CPU, are the
+        // operator's to grant (`keys create --max-priority`, an admin key, a presets file).
+        guard owner.allows(priority: priority) else {
+            throw APIError(
+                .forbidden,
+                "forbidden",
+                "this key may submit at priority \(owner.maxPriority) at most (an admin can make a key with jobctl keys create --max-priority N)",
+                field: "priority"
+            )
+        }
+        if owner.scope != .admin, case .inline = preset, case .export(let chosen, _) = recipe,
+            let speed = chosen.video?.encoderPreset, Preset.costlyEncoderSpeeds.contains(speed)
+        {
+            throw APIError(
+                .forbidden,
+                "forbidden",
+                "encoderPreset '\(speed)' costs many times the CPU of 'medium': only admin keys may ask for it inline (an operator can offer it as a named preset)",
+                field: "preset"
+            )
+        }
         let metadata = self.metadata ?? [:]
         if let problem = Submission.metadataProblem(metadata) { throw .invalid("metadata", problem) }
         if let webhook {

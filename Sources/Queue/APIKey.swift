@@ -27,14 +27,28 @@ public struct APIKey: Sendable, Hashable, Codable {
     public var scope: APIScope
     public var createdAt: Date
     public var revokedAt: Date?
+    /// The highest priority its jobs may have (default 0, the default priority): running ahead
+    /// of others is the operator's to grant. Admin keys may use any.
+    public var maxPriority: Int
 
-    public init(id: String, name: String, scope: APIScope, createdAt: Date, revokedAt: Date? = nil) {
+    public init(
+        id: String,
+        name: String,
+        scope: APIScope,
+        createdAt: Date,
+        revokedAt: Date? = nil,
+        maxPriority: Int = 0
+    ) {
         self.id = id
         self.name = name
         self.scope = scope
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.maxPriority = maxPriority
     }
+
+    /// Whether its jobs may run at `priority`.
+    public func allows(priority: Int) -> Bool { scope == .admin || priority <= maxPriority }
 }
 
 /// Where API keys live: the job database (table `api_keys`), so that every `jobctl serve`

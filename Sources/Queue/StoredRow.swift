@@ -23,7 +23,7 @@ public enum StoredColumns {
     ].joined(separator: ", ")
 
     /// The `api_keys` columns an `APIKey` is built from (never the secret's hash).
-    public static let apiKey = "id, name, scope, created_at, revoked_at"
+    public static let apiKey = "id, name, scope, created_at, revoked_at, max_priority"
 
     /// The `webhook_deliveries` columns a `WebhookDelivery` is built from.
     public static let delivery =
@@ -94,7 +94,8 @@ extension StoredRow {
             name: try required("name", text, row: name),
             scope: try StoredValue.decode(try required("scope", text, row: name), column: "scope", row: name),
             createdAt: Date(milliseconds: try required("created_at", integer, row: name)),
-            revokedAt: try integer("revoked_at").map(Date.init(milliseconds:))
+            revokedAt: try integer("revoked_at").map(Date.init(milliseconds:)),
+            maxPriority: Int(try integer("max_priority") ?? 0)
         )
     }
 

@@ -8,8 +8,9 @@ extension PostgresJobStore: APIKeyStore {
         try await withConnection { connection in
             try await connection.query(
                 """
-                INSERT INTO jobctl.api_keys (id, name, scope, secret_hash, created_at)
-                VALUES (\(key.id), \(key.name), \(key.scope.rawValue), \(secretHash), \(key.createdAt.milliseconds))
+                INSERT INTO jobctl.api_keys (id, name, scope, secret_hash, created_at, max_priority)
+                VALUES (\(key.id), \(key.name), \(key.scope.rawValue), \(secretHash), \(key.createdAt.milliseconds),
+                    \(key.maxPriority))
                 """,
                 logger: self.logger
             )

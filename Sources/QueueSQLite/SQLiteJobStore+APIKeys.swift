@@ -7,8 +7,11 @@ extension SQLiteJobStore: APIKeyStore {
     public func createAPIKey(_ key: APIKey, secretHash: String) async throws {
         try await write { db in
             try db.execute(
-                sql: "INSERT INTO api_keys (id, name, scope, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [key.id, key.name, key.scope.rawValue, secretHash, key.createdAt.milliseconds]
+                sql:
+                    "INSERT INTO api_keys (id, name, scope, secret_hash, created_at, max_priority) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    key.id, key.name, key.scope.rawValue, secretHash, key.createdAt.milliseconds, key.maxPriority,
+                ]
             )
         }
     }

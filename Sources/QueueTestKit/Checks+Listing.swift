@@ -94,7 +94,7 @@ extension Checks {
         let stores = h.stores.compactMap { $0 as? any APIKeyStore }
         try #require(stores.count == h.stores.count, "the store does not keep API keys")
         let created = Date(milliseconds: TestClock.defaultStart.milliseconds)
-        let first = APIKey(id: "k1", name: "ingest", scope: .submit, createdAt: created)
+        let first = APIKey(id: "k1", name: "ingest", scope: .submit, createdAt: created, maxPriority: 50)
         let second = APIKey(id: "k2", name: "dashboard", scope: .read, createdAt: created.addingTimeInterval(1))
         try await stores[0].createAPIKey(first, secretHash: "aa")
         try await stores[1 % stores.count].createAPIKey(second, secretHash: "bb")

@@ -29,6 +29,14 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "What the key may do: read, submit or admin.")
         var scope: APIScope = .submit
 
+        @Option(
+            help: ArgumentHelp(
+                "The highest priority the key's jobs may have (default 0, the default priority; admin keys: any).",
+                valueName: "n"
+            )
+        )
+        var maxPriority = 0
+
         @Flag(help: "Print JSON: the key's record and, once, `key`.")
         var json = false
 
@@ -40,12 +48,15 @@ struct KeysCommand: AsyncParsableCommand {
             guard !trimmed.isEmpty, trimmed.count <= 100, !name.contains(where: \.isNewline) else {
                 throw ValidationError("--name is 1 to 100 characters on one line")
             }
+            guard (-1000...1000).contains(maxPriority) else {
+                throw ValidationError("--max-priority is between -1000 and 1000")
+            }
         }
 
         func run() async throws {
             _ = global.bootstrapLogging()
             try await reportingFailures {
-                let made = APIKeys.make(name: name, scope: scope)
+                let made = APIKeys.make(name: name, scope: scope, maxPriority: maxPriority)
                 try await KeysCommand.withKeys(database) {
                     try await $0.createAPIKey(made.key, secretHash: made.secretHash)
                 }
@@ -54,6 +65,7 @@ struct KeysCommand: AsyncParsableCommand {
                         let id, name, key: String
                         let scope: APIScope
                         let createdAt: Date
+                        let maxPriority: Int
                     }
                     return try JobFormatting.printJSON(
                         Created(
@@ -61,7 +73,8 @@ struct KeysCommand: AsyncParsableCommand {
                             name: made.key.name,
                             key: made.text,
                             scope: made.key.scope,
-                            createdAt: made.key.createdAt
+                            createdAt: made.key.createdAt,
+                            maxPriority: made.key.maxPriority
                         )
                     )
                 }
@@ -90,8 +103,11 @@ struct KeysCommand: AsyncParsableCommand {
                 if keys.isEmpty { Terminal.printError("no API keys (jobctl keys create --name NAME makes one)") }
                 for key in keys {
                     let state = key.revokedAt.map { "revoked \(Job.timestamp($0))" } ?? "active"
+                    let priority = key.scope == .admin ? "any" : "≤ \(key.maxPriority)"
                     print(
-                        "\(key.id)  \(key.scope.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  created \(Job.timestamp(key.createdAt))  \(state)  \(key.name)"
+                        Terminal.shown(
+                            "\(key.id)  \(key.scope.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  priority \(priority)  created \(Job.timestamp(key.createdAt))  \(state)  \(key.name)"
+                        )
                     )
                 }
             }

@@ -324,4 +324,39 @@ struct APIHardeningTests {
             #expect(APIRouteTests.errorCode(response).field == "kind")
         }
     }
+
+    /// Running ahead of others and costly encoder settings are an admin's to grant: a key's
+    /// priority ceiling (default 0), `placebo` inline only from admin keys.
+    @Test("priority above the key's ceiling and costly inline encoder speeds are 403 for non-admin keys")
+    func priorityAndCostAreGranted() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let made = APIKeys.make(name: "urgent", scope: .submit, maxPriority: 10)
+        try await f.store.createAPIKey(made.key, secretHash: made.secretHash)
+        let placebo =
+            #"{"input":"https://media.example/a.mov","output":"p.mp4","preset":{"format":"mp4","video":{"codec":"h264","encoderPreset":"placebo"}}}"#
+        try await f.app.test(.router) { client in
+            func submit(_ key: String, _ body: ByteBuffer) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(key),
+                    body: body
+                )
+            }
+            var response = try await submit(f.submit, f.body(output: "a.mp4", extra: #","priority":1"#))
+            #expect(response.status == .forbidden && APIRouteTests.errorCode(response).field == "priority")
+            #expect(try await submit(f.submit, f.body(output: "b.mp4", extra: #","priority":0"#)).status == .created)
+            #expect(try await submit(made.text, f.body(output: "c.mp4", extra: #","priority":10"#)).status == .created)
+            response = try await submit(made.text, f.body(output: "d.mp4", extra: #","priority":11"#))
+            #expect(response.status == .forbidden)
+            #expect(try await submit(f.admin, f.body(output: "e.mp4", extra: #","priority":900"#)).status == .created)
+            response = try await submit(f.submit, ByteBuffer(string: placebo))
+            #expect(
+                response.status == .forbidden && APIRouteTests.errorCode(response).field == "preset",
+                "\(String(buffer: response.body))"
+            )
+            #expect(try await submit(f.admin, ByteBuffer(string: placebo)).status == .created)
+        }
+    }
 }

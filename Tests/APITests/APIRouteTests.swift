@@ -249,7 +249,7 @@ struct APIRouteTests {
                 uri: "/v1/jobs",
                 method: .post,
                 headers: headers,
-                body: f.body(extra: #","priority":5"#)
+                body: f.body(extra: #","priority":-5"#)
             )
             #expect(response.status == .unprocessableContent)
             #expect(Self.errorCode(response) == ("idempotency_key_reused", "Idempotency-Key"))

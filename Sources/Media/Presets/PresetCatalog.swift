@@ -286,6 +286,10 @@ extension Preset {
         return nil
     }
 
+    /// x264/x265 speeds that cost several times `medium`'s CPU (`placebo` about 10x): an
+    /// operator's choice, not every API key's (`jobctl serve` refuses them inline from other keys).
+    public static let costlyEncoderSpeeds: Set<String> = ["slower", "veryslow", "placebo"]
+
     static let encoderSpeeds = [
         "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo",
     ]
