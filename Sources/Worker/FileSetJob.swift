@@ -101,9 +101,13 @@ struct FileSetJob: PreparedJob {
 
     func run() async throws -> FinishedRun {
         let (directory, tag, work, uploadURL, confinement) = (directory, tag, work, uploadURL, confinement)
+        let kind = job.kind
         let staged = try await withTaskCancellationHandler {
             try await onDedicatedThread("jobctl.\(job.kind)") { () throws -> Staged in
                 let files = try StagedFiles(directory: directory, tag: tag)
+                // A local directory holds the job's set: a rerun replaces it whole (an upload's
+                // staging directory holds many jobs' files, and is emptied anyway).
+                if uploadURL == nil { files.replacesSet = Self.isSetFile(of: kind) }
                 try confinement.checkOpenedOutputDirectory(files.resolvedDirectory, shownAs: directory)
                 let details: JSONValue
                 switch work {
@@ -152,6 +156,15 @@ struct FileSetJob: PreparedJob {
             var result: [String: JSONValue] = ["output": .string(output), "files": Self.json(listed)]
             if case .object(let fields) = details { result.merge(fields) { $1 } }
             return .object(result)
+        }
+    }
+
+    /// How a kind's set files are named (a rerun replaces the earlier set of its kind).
+    static func isSetFile(of kind: JobKind) -> @Sendable (String) -> Bool {
+        switch kind {
+        case .thumbnails: ThumbnailSession.isSetFile
+        case .storyboard: StoryboardSession.isSetFile
+        default: { [WaveformOutputs.jsonName, WaveformOutputs.datName, WaveformOutputs.pngName].contains($0) }
         }
     }
 

@@ -219,6 +219,43 @@ struct FileSetJobTests {
         }
     }
 
+    /// A rerun into a directory that holds an earlier set replaces the whole set: no file of
+    /// the earlier one is left beside the new one (a mix), and files that are not the set's are
+    /// kept. The same in process (`jobctl thumbnails`).
+    @Test func aRerunReplacesTheWholeEarlierSet() async throws {
+        let setup = try await Setup("file-set-rerun")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.basic)
+        let output = setup.directory.file("thumbs")
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: output + "/notes.txt"))
+        _ = try await setup.submit(input, ["--kind", "thumbnails", "--count", "5", "-o", output], preset: nil)
+        _ = try await setup.runWorker()
+        _ = try await setup.submit(input, ["--kind", "storyboard", "--tiles", "4", "-o", output], preset: nil)
+        _ = try await setup.submit(input, ["--kind", "thumbnails", "--count", "2", "-o", output], preset: nil)
+        _ = try await setup.runWorker()
+        let visible = try FileManager.default.contentsOfDirectory(atPath: output).filter { !$0.hasPrefix(".") }.sorted()
+        #expect(
+            visible == [
+                "notes.txt", "storyboard.jpg", "storyboard.json", "storyboard.vtt", "thumb-001.jpg", "thumb-002.jpg",
+            ],
+            "\(visible)"
+        )
+        let inProcess = setup.directory.file("local")
+        for count in ["4", "1"] {
+            let result = try await Jobctl.run(["thumbnails", input, "--count", count, "-o", inProcess])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: inProcess).filter { !$0.hasPrefix(".") } == [
+                "thumb-001.jpg"
+            ]
+        )
+    }
+
     @Test func badInputsAreRefusedAtSubmit() async throws {
         let directory = try TemporaryDirectory("file-set-refusals")
         defer { directory.remove() }

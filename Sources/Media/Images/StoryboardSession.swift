@@ -122,8 +122,15 @@ public final class StoryboardSession: @unchecked Sendable {
     public func cancel() { generator.cancelAllImageGeneration() }
 
     /// Writes the storyboard's files into `directory`, all or none.
+    /// Whether `name` is one of a storyboard's files (`storyboard.jpg|png|webp|vtt|json`).
+    @Sendable public static func isSetFile(_ name: String) -> Bool {
+        ["vtt", "json"].map { "storyboard.\($0)" }.contains(name)
+            || ImageFormat.allCases.contains { "storyboard.\($0.rawValue)" == name }
+    }
+
     public func run(directory: String) throws(MediaError) -> StoryboardResult {
         let files = try StagedFiles(directory: directory)
+        files.replacesSet = Self.isSetFile
         var result = try run(into: files)
         result.files = try files.commit()
         return result

@@ -121,6 +121,15 @@ public final class ThumbnailSession: @unchecked Sendable {
         self.options = options
     }
 
+    /// Whether `name` is one of a thumbnail set's files (`thumb-001.jpg`…, any image format).
+    @Sendable public static func isSetFile(_ name: String) -> Bool {
+        guard name.hasPrefix("thumb-"), let dot = name.lastIndex(of: ".") else { return false }
+        let number = name[name.index(name.startIndex, offsetBy: 6)..<dot]
+        let ext = name[name.index(after: dot)...]
+        return !number.isEmpty && number.allSatisfy { $0.isASCII && $0.isNumber }
+            && ImageFormat.allCases.contains { $0.rawValue == ext }
+    }
+
     /// 0…1: images done of those asked for.
     public var progress: Double { steps.fraction }
 
@@ -130,6 +139,7 @@ public final class ThumbnailSession: @unchecked Sendable {
     /// failure (nothing is left behind then).
     public func run(directory: String) throws(MediaError) -> [ImageFile] {
         let files = try StagedFiles(directory: directory)
+        files.replacesSet = Self.isSetFile
         let images = try run(into: files)
         _ = try files.commit()
         return images

@@ -35,6 +35,11 @@ public final class StagedFiles {
     /// What the set may write in all (`--max-output-size` applies to a whole set); shared by
     /// the `StagedFiles` of one set that spans directories. `nil`: no limit.
     public var budget: OutputBudget?
+    /// When set, the directory holds one set of a kind, whose files this recognises by name
+    /// (`thumb-004.jpg`): committing also removes the regular files of that kind the new set
+    /// does not have, so a rerun with fewer files never leaves a mix of two runs. Other files
+    /// are never touched.
+    public var replacesSet: (@Sendable (String) -> Bool)?
 
     /// A file written and not yet shown under its name.
     public struct StagedFile: Sendable, Hashable {
@@ -198,11 +203,26 @@ public final class StagedFiles {
             }
             written.append(WrittenFile(name: file.name, path: path(of: file.name), bytes: file.bytes))
         }
+        if let isOfTheSet = replacesSet { removeEarlierSet(keeping: Set(written.map(\.name)), isOfTheSet) }
         files.removeAll()
         created.removeAll()
         finished = true
         fsync(descriptor)
         return written
+    }
+
+    /// Removes the regular files of the set's kind that `kept` does not name.
+    private func removeEarlierSet(keeping kept: Set<String>, _ isOfTheSet: (String) -> Bool) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd/\(descriptor)") else {
+            return
+        }
+        for name in names where isOfTheSet(name) && !kept.contains(name) {
+            var info = stat()
+            guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                continue
+            }
+            unlinkat(descriptor, name, 0)
+        }
     }
 
     /// Removes what was staged.
