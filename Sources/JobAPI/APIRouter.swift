@@ -22,6 +22,8 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     var parkedPoll: PollSlot?
     /// Completes when the connection closes (an event stream then gives up its watch at once).
     let connectionClosed: EventLoopFuture<Void>?
+    /// The connection, to stop reading a body that is refused unread (`DeclaredBodyLimit`).
+    let channel: (any Channel)?
     /// A `HEAD` request, routed as its `GET` (`HeadRequests`): the route answers without a body.
     var isHead = false
 
@@ -29,6 +31,7 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
         connectionClosed = source.channel.closeFuture
+        channel = source.channel
     }
 
     /// Job requests are small; anything bigger is refused with 413 before it is read.
@@ -306,7 +309,9 @@ struct KeyAuthentication: RouterMiddleware {
         let response = try await next(request, context)
         // What a response costs is its size too: past 16 KB each 16 KB more is another token,
         // so a key that pulls big pages slows itself down, not the server's other tenants.
-        if let keyLimiter, let bytes = response.body.contentLength, bytes > Self.bytesPerToken {
+        // (`HEAD` has produced the whole body and sends its length only: it pays for it too.)
+        let bytes = max(response.body.contentLength ?? 0, response.headers[.contentLength].flatMap { Int($0) } ?? 0)
+        if let keyLimiter, bytes > Self.bytesPerToken {
             keyLimiter.charge(key.id, tokens: Double(bytes - Self.bytesPerToken) / Double(Self.bytesPerToken))
         }
         return response

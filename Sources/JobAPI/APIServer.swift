@@ -135,15 +135,18 @@ public struct APIServerError: Error, CustomStringConvertible {
 }
 
 /// Closes a connection whose client stopped reading its response: the channel has not been
-/// writable (more than NIO's high-water mark, 64 KB, waiting beyond what the kernel took) for
-/// `timeout`. Without it a client that asks for large pages and never reads them pins each
-/// response in the server's memory for as long as it keeps the connection (150 such
-/// connections once took a server to 1.42 GB).
+/// writable (more than NIO's high-water mark, 64 KB, waiting beyond what the kernel took) and
+/// none of what waits has gone out for `timeout`. Without it a client that asks for large pages
+/// and never reads them pins each response in the server's memory for as long as it keeps the
+/// connection (150 such connections once took a server to 1.42 GB). A slow client that still
+/// reads is not cut: each time the timer runs out, bytes sent since arm it again.
 final class StalledReaderTimeout: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
 
     private let timeout: TimeAmount
     private var scheduled: Scheduled<Void>?
+    /// What waited to be sent when the timer was armed.
+    private var waiting = 0
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
@@ -152,10 +155,29 @@ final class StalledReaderTimeout: ChannelInboundHandler, RemovableChannelHandler
             scheduled?.cancel()
             scheduled = nil
         } else if scheduled == nil {
-            let channel = context.channel
-            scheduled = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+            arm(context)
         }
         context.fireChannelWritabilityChanged()
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        waiting = Self.buffered(context)
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        scheduled = context.eventLoop.scheduleTask(in: timeout) {
+            let (handler, context) = (handler.value, bound.value)
+            handler.scheduled = nil
+            guard !context.channel.isWritable else { return }
+            if Self.buffered(context) < handler.waiting {
+                handler.arm(context)  // progress: a slow reader, not a stalled one
+            } else {
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    private static func buffered(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -29,25 +29,37 @@ extension JobRoutes {
         if context.isHead { return Response(status: .ok, headers: headers) }
         // The first event now, so that the stream holds it as bytes rather than the whole job.
         var stream = EventStream()
-        let (first, ended) = (try stream.event(for: job), job.status.isTerminal)
+        let first = try stream.event(for: job)
+        // An ended job: its one event, and no watch (nothing left to wait for).
+        if job.status.isTerminal {
+            return Response(
+                status: .ok,
+                headers: headers,
+                body: ResponseBody { writer in
+                    try await writer.write(first)
+                    try await writer.finish(nil)
+                }
+            )
+        }
         // Admitted before the answer starts: past the key's limit it is a 429, not a stream.
         guard let subscription = watch.watch(id, owner: key.id, until: .now + configuration.maximumStream) else {
             throw APIError.tooManyWatches(watch.maximumPerKey)
         }
         // A client that leaves gives up its watch at once, not at the next keep-alive's failed
-        // write (up to 15 s): the connection's close ends the subscription.
-        context.connectionClosed?.whenComplete { _ in subscription.finish() }
+        // write (up to 15 s): the connection's close ends the subscription. The callback holds
+        // it weakly, so that streams that ended on a connection that stays open are not kept.
+        let end = StreamEnd(subscription)
+        context.connectionClosed?.whenComplete { [weak end] _ in end?.subscription.finish() }
         return Response(
             status: .ok,
             headers: headers,
-            body: ResponseBody { [first, ended, stream] writer in
-                defer { subscription.finish() }
+            body: ResponseBody { [first, stream, end] writer in
+                defer { end.subscription.finish() }
                 var stream = stream
                 try await writer.write(first)
-                guard !ended else { return try await writer.finish(nil) }
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
-                    for await snapshot in subscription.updates {
+                    for await snapshot in end.subscription.updates {
                         guard let update = snapshot?.job else { break }
                         if let event = try stream.eventIfChanged(update) {
                             try await writer.write(event)
@@ -59,12 +71,19 @@ extension JobRoutes {
                         }
                     }
                 } onGracefulShutdown: {
-                    subscription.finish()
+                    end.subscription.finish()
                 }
                 try await writer.finish(nil)
             }
         )
     }
+}
+
+/// An event stream's subscription, held by the stream's body and only weakly by the
+/// connection's close callback.
+final class StreamEnd: Sendable {
+    let subscription: JobWatch.Subscription
+    init(_ subscription: JobWatch.Subscription) { self.subscription = subscription }
 }
 
 /// What a stream has sent, to send only changes.

@@ -227,6 +227,9 @@ struct DeclaredBodyLimit: RouterMiddleware {
                 "the body is larger than \(context.maxUploadSize / 1024) KiB"
             ).response(from: request, context: context)
             response.headers[.connection] = "close"
+            // Stop reading: the body is never read (Hummingbird would otherwise read it through
+            // to reach a next request), and the connection ends once the answer is out.
+            context.channel?.close(mode: .input, promise: nil)
             return response
         }
         return try await next(request, context)

@@ -126,7 +126,15 @@ extension SubmitRequest {
                 let field = "\(kind.rawValue).\(option.field)"
                 throw .invalid(field, "\(field) \(option.requirement)")
             }
-            throw .invalid(Self.field(of: error, kind: kind), error.message, code: error.code.rawValue)
+            // A key sees its own relative paths in messages, not the host's layout.
+            var message = error.message
+            for root in [scope.inputRoot, scope.outputRoot].compactMap({ $0 }) {
+                message = message.replacingOccurrences(
+                    of: TenantPath.directory(root: root, owner: owner.id) + "/",
+                    with: ""
+                )
+            }
+            throw .invalid(Self.field(of: error, kind: kind), message, code: error.code.rawValue)
         }
         let maxAttempts = self.maxAttempts?.value ?? 3
         guard (1...100).contains(maxAttempts) else { throw .invalid("maxAttempts", "maxAttempts is between 1 and 100") }
@@ -249,6 +257,14 @@ extension SubmitRequest {
         guard TenantPath.isDirectoryName(owner) else {
             throw .invalid(field, "this key cannot have local files", code: code)
         }
-        return TenantPath.resolve(location, root: root, owner: owner)
+        let path = TenantPath.resolve(location, root: root, owner: owner)
+        // What this server looks at (an input's tracks, an output's kind) stays in the key's
+        // directory too: a link there that leads out is refused, not followed.
+        let directory = OutputDestination.resolved(TenantPath.directory(root: root, owner: owner))
+        let resolved = OutputDestination.resolved(path)
+        guard resolved == directory || resolved.hasPrefix(directory + "/") else {
+            throw .invalid(field, "\(field): \(location) leads outside this key's directory", code: code)
+        }
+        return path
     }
 }

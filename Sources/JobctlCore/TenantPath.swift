@@ -14,8 +14,11 @@ public enum TenantPath {
             return
                 "local paths are relative to this key's own directory under the server's root ('talk.mov', 'exports/talk.mp4'), not absolute"
         }
-        if path.split(separator: "/", omittingEmptySubsequences: false).contains(where: {
-            $0.isEmpty || $0 == "." || $0 == ".."
+        // Bytes, as the file system reads them: split as Characters, a combining mark after a
+        // `/` would hide the `/` (and a `..` before it) inside one grapheme.
+        let dot = UInt8(ascii: ".")
+        if path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains(where: {
+            $0.isEmpty || $0.elementsEqual([dot]) || $0.elementsEqual([dot, dot])
         }) {
             return "a local path has no empty, '.' or '..' segment"
         }

@@ -45,6 +45,8 @@ public final class QueueGauges: Service {
             Gauge(label: "jobctl_queue_depth").record(counts[.unknown] ?? 0)
             lastAnswer.withLock { $0 = (.now, nil) }
         } catch {
+            // Stopping (shutdown, a server that could not start) is not a failure to report.
+            if Task.isCancelled || "\(error)".contains("CancellationError") { return }
             lastAnswer.withLock { $0.error = "\(error)" }
             logger.warning("Counting jobs for metrics failed", metadata: ["error": "\(error)"])
         }

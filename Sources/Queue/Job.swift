@@ -242,7 +242,7 @@ public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConverti
 
     /// The message of `worker_crashed`, the same from every store (SQL builds it from `worker`).
     public static func workerCrashedMessage(worker: String) -> String {
-        "its workers stopped renewing the lease on \(JobStateMachine.crashLimit) attempts in a row (killed, crashed or frozen; the last was \(worker)): set aside as a poison job; `jobctl retry --force` runs it again"
+        "its workers stopped renewing the lease on \(JobStateMachine.crashLimit) attempts (killed, crashed or frozen; the last was \(worker)): set aside as a poison job; `jobctl retry --force` runs it again"
     }
 }
 

@@ -53,9 +53,10 @@ public enum JobEvent: Sendable, Hashable, CaseIterable {
 ///    └─────────────────────────────────────────────────── retry ─────┘
 /// ```
 ///
-/// **Poison jobs.** `crashes` counts the attempts in a row that ended with the lease expiring
-/// (the worker killed, crashed or frozen; a reported outcome resets it). At `crashLimit` the
-/// job fails at once, whatever attempts it has left (`worker_crashed`, not retryable), and only
+/// **Poison jobs.** `crashes` counts the attempts that ended with the lease expiring (the
+/// worker killed, crashed or frozen) since the job last ran to an end, was handed back or was
+/// retried; a failure the worker reports does not reset it. At `crashLimit` the job fails at
+/// once, whatever attempts it has left (`worker_crashed`, not retryable), and only
 /// `retry(force: true)` runs it again: one input that kills its worker cannot take a fleet
 /// down one worker after another.
 public enum JobStateMachine {
@@ -70,7 +71,7 @@ public enum JobStateMachine {
         public var maxAttempts: Int
         /// The number of attempts the job was submitted with; `retry` grants it again.
         public var attemptBudget: Int
-        /// Attempts in a row that ended with the lease expiring (see "Poison jobs" above).
+        /// Attempts that ended with the lease expiring, since the last reset (see "Poison jobs" above).
         public var crashes: Int
 
         public init(
@@ -91,12 +92,12 @@ public enum JobStateMachine {
 
         public var attemptsLeft: Bool { attempt < maxAttempts }
 
-        /// Failed because its workers died `crashLimit` attempts in a row.
+        /// Failed because its workers died on `crashLimit` attempts since the last reset.
         public var isPoisoned: Bool { crashes >= JobStateMachine.crashLimit }
 
         public var description: String {
             "\(status)\(cancelRequested ? " (cancel requested)" : "") at attempt \(attempt) of \(maxAttempts)"
-                + (crashes > 0 ? ", \(crashes) crash\(crashes == 1 ? "" : "es") in a row" : "")
+                + (crashes > 0 ? ", \(crashes) crash\(crashes == 1 ? "" : "es")" : "")
         }
     }
 
@@ -107,11 +108,12 @@ public enum JobStateMachine {
     public static func next(_ state: State, on event: JobEvent) -> State? {
         var next = state
         next.cancelRequested = false
-        // Only a lease expiring adds to the crashes; any outcome a worker reports, and a
-        // retry, starts the count again.
+        // Only a lease expiring adds to the crashes. A failure the worker reports does not
+        // start the count again (an input that fails retryably on every third attempt would
+        // otherwise kill workers for ever); a hand-back, a retry and the job's end do.
         switch event {
-        case .complete, .fail, .release, .confirmCancelled, .retry: next.crashes = 0
-        case .claim, .cancel, .leaseExpired: break
+        case .complete, .release, .confirmCancelled, .retry: next.crashes = 0
+        case .claim, .cancel, .leaseExpired, .fail: break
         }
         switch (state.status, event) {
         case (.unknown, .claim):
@@ -129,7 +131,8 @@ public enum JobStateMachine {
             next.status =
                 retryable && state.cancelRequested ? .cancelled : retryable && state.attemptsLeft ? .unknown : .failed
         case (.reading, .leaseExpired):
-            next.crashes = state.crashes + 1
+            // A job being cancelled ends cancelled: its worker's death is not counted.
+            next.crashes = state.cancelRequested ? 0 : state.crashes + 1
             next.status =
                 state.cancelRequested ? .cancelled : next.isPoisoned || !state.attemptsLeft ? .failed : .unknown
         case (.reading, .release):
@@ -139,7 +142,7 @@ public enum JobStateMachine {
         case (.reading, .confirmCancelled):
             next.status = .cancelled
         case (.failed, .retry(let force)), (.cancelled, .retry(let force)):
-            guard force || !state.isPoisoned else { return nil }
+            guard force || !state.isPoisoned || state.status != .failed else { return nil }
             next.status = .unknown
             next.maxAttempts = state.attempt + state.attemptBudget
         default:

@@ -225,7 +225,7 @@ extension JobStoreError {
     public static func poisoned(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
         JobStoreError(
             .conflict,
-            "job \(id) is a poison job: its workers died on \(JobStateMachine.crashLimit) attempts in a row (worker_crashed); run it again with --force once the cause is fixed",
+            "job \(id) is a poison job: its workers died on \(JobStateMachine.crashLimit) attempts (worker_crashed); run it again with --force once the cause is fixed",
             status: .failed,
             file: file,
             line: line

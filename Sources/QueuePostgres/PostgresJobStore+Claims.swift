@@ -67,14 +67,14 @@ extension PostgresJobStore {
     }
 
     /// Jobs whose worker vanished: cancelled if that was asked, failed when out of attempts or
-    /// when it makes them poison jobs (JobStateMachine.crashLimit crashes in a row; the others
+    /// when it makes them poison jobs (JobStateMachine.crashLimit crashes since the last reset; the others
     /// are claimed again); each with its webhook event. Returns the time it settled at.
     func settleExpiredLeases(_ connection: PostgresConnection) async throws -> Int64 {
         let now = try await currentTime(connection)
         var ended: [String] = []
         for try await id in try await connection.query(
             """
-            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, finished_at = \(now),
+            UPDATE jobctl.jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, crashes = 0, finished_at = \(now),
                 updated_at = \(now)
             WHERE status = 'reading' AND lease_expires_at <= \(now) AND cancel_requested RETURNING id
             """,

@@ -171,13 +171,16 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
     func withinConnectionWait<T: Sendable>(
         _ operation: @escaping @Sendable (_ connected: @escaping @Sendable () -> Void) async throws -> T
     ) async throws -> T {
-        let waits = self.waits
+        let (waits, problems) = (self.waits, self.problems)
         let wait = waits.begin()
         defer { waits.end(wait) }
         // A task of its own, so that the watcher can cancel it while it waits for the pool.
         let task = Task {
             try await operation {
                 if wait.leased() { waits.end(wait) }
+                // A connection came: the database is reachable again, whatever the pool logged
+                // (its "Connection established" is a debug event, which may be filtered out).
+                problems.connected()
             }
         }
         wait.attach { task.cancel() }

@@ -28,11 +28,11 @@ extension SQLiteJobStore {
             // statistics the planner would sort the whole queue), so a claim reads a few rows
             // however long the queue is. Jobs whose worker vanished: cancelled if that was
             // asked, failed when out of attempts or when it makes them poison jobs
-            // (JobStateMachine.crashLimit crashes in a row).
+            // (JobStateMachine.crashLimit crashes since the last reset).
             var ended = try String.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, finished_at = :now,
+                        UPDATE jobs SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, crashes = 0, finished_at = :now,
                             updated_at = :now
                         WHERE status = 'reading' AND lease_expires_at <= :now AND cancel_requested = 1
                         RETURNING id

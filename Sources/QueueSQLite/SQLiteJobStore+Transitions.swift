@@ -11,7 +11,7 @@ extension SQLiteJobStore {
             tracks: tracks,
             sql: """
                 status = 'completed', progress = 1, result = :result, error_code = NULL, error_message = NULL, error_retryable = NULL,
-                finished_at = :now
+                finished_at = :now, crashes = 0
                 """,
             arguments: ["result": try StoredJSON.encode(result)]
         )
@@ -37,7 +37,12 @@ extension SQLiteJobStore {
     }
 
     public func confirmCancelled(_ lease: Lease) async throws -> Bool {
-        try await finish(lease, tracks: nil, sql: "status = 'cancelled', finished_at = :now", arguments: [:])
+        try await finish(
+            lease,
+            tracks: nil,
+            sql: "status = 'cancelled', finished_at = :now, crashes = 0",
+            arguments: [:]
+        )
     }
 
     public func release(_ lease: Lease) async throws -> Bool {
@@ -48,7 +53,8 @@ extension SQLiteJobStore {
             sql: """
                 status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'unknown' END,
                 finished_at = CASE WHEN cancel_requested = 1 THEN :now ELSE NULL END,
-                attempt = CASE WHEN cancel_requested = 1 THEN attempt ELSE attempt - 1 END, run_at = :now, progress = 0
+                attempt = CASE WHEN cancel_requested = 1 THEN attempt ELSE attempt - 1 END, run_at = :now, progress = 0,
+                crashes = 0
                 """,
             arguments: [:]
         )
@@ -68,7 +74,7 @@ extension SQLiteJobStore {
         return try await write { db in
             try db.run(
                 sql: """
-                    UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0, crashes = 0,
+                    UPDATE jobs SET \(assignments), lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0,
                         updated_at = :now
                     WHERE id = :id AND lease_token = :token AND status = 'reading'
                     """,

@@ -103,8 +103,10 @@ public struct URLShape: Sendable, Hashable {
     /// Whether the path has a `.` or `..` segment (also percent-encoded): a server resolves
     /// them, so two different templates could name one object.
     public var hasDotSegments: Bool {
-        path.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
-            let decoded = segment.lowercased().replacingOccurrences(of: "%2e", with: ".")
+        // Split as bytes (a URL here is ASCII, checked by `parse`).
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { segment in
+            let decoded = String(decoding: segment, as: UTF8.self).lowercased()
+                .replacingOccurrences(of: "%2e", with: ".")
             return decoded == "." || decoded == ".."
         }
     }

@@ -198,8 +198,11 @@ public enum Submission {
     ) throws(MediaError) {
         guard !MediaLocation.isRemote(input) else { return }
         let path = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
-        // Without limits: they are the worker's to apply (its --max-duration may differ).
-        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input, limits: .none)
+        // The duration and output size are the worker's to judge (its limits may differ); the
+        // picture and stream limits still bound what opening it here may cost.
+        var limits = ResourceLimits.default
+        limits.maxDuration = ResourceLimits.none.maxDuration
+        guard FileManager.default.fileExists(atPath: path), let asset = try? Asset(location: input, limits: limits)
         else { return }
         do throws(MediaError) {
             try check(asset, range)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Logging
 import Media
 import Observability
@@ -36,7 +37,7 @@ struct GlobalOptions: ParsableArguments {
             case .text:
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level
-                return handler
+                return EscapingLogHandler(wrapped: handler)
             case .json:
                 var handler = JSONLogHandler(label: label)
                 handler.logLevel = level
@@ -177,5 +178,43 @@ struct ByteCount: ExpressibleByArgument, Sendable {
         let (product, overflow) = base.multipliedReportingOverflow(by: scale)
         guard !overflow else { return nil }
         value = product
+    }
+}
+
+/// The text log with tenants' strings escaped (`TerminalText`): a job's input, output or error
+/// message carrying an escape sequence or a newline must not rewrite the operator's terminal or
+/// forge a log line. (The JSON log escapes them itself.)
+struct EscapingLogHandler: LogHandler {
+    var wrapped: StreamLogHandler
+
+    var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue.map(Self.escaped) }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.message = Logger.Message(stringLiteral: TerminalText.escaped("\(event.message)"))
+        event.metadata = event.metadata?.mapValues(Self.escaped)
+        wrapped.log(event: event)
+    }
+
+    static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+        switch value {
+        case .string(let text): .string(TerminalText.escaped(text))
+        case .stringConvertible(let value): .string(TerminalText.escaped(value.description))
+        case .array(let values): .array(values.map(escaped))
+        case .dictionary(let values): .dictionary(values.mapValues(escaped))
+        }
     }
 }

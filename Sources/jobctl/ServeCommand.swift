@@ -85,8 +85,15 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard let (_, port) = Self.split(listen), (0...65535).contains(port) else {
+        guard let (host, port) = Self.split(listen), (0...65535).contains(port) else {
             throw ValidationError("--listen is HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
+        }
+        // An address of this machine, not a name to resolve (a name that does not resolve once
+        // held the start for the resolver's timeout).
+        guard host == "localhost" || IPAddress(host) != nil else {
+            throw ValidationError(
+                "--listen takes an IP address of this machine, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080, not '\(host)'"
+            )
         }
         for (flag, root) in [("--input-root", inputRoot), ("--output-root", outputRoot)] {
             guard let root else { continue }

@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Synchronization
 
 /// Writing to the terminal: stderr lines, JSON on stdout, and a progress bar when stderr is a TTY.
@@ -9,27 +10,8 @@ enum Terminal {
         FileHandle.standardError.write(Data((shown(line) + "\n").utf8))
     }
 
-    /// `text` safe for a terminal: control characters (escape sequences, CR, LF, DEL, C1) and the
-    /// invisible marks that reorder text (bidi overrides) written as escapes (`\e`, `\r`, `\n`,
-    /// `\u{202E}`). Jobs hold what tenants sent (paths, metadata, messages naming them): shown
-    /// raw they could rewrite the operator's screen or hide a line.
-    static func shown(_ text: String) -> String {
-        var shown = ""
-        shown.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x0A: shown += "\\n"
-            case 0x0D: shown += "\\r"
-            case 0x09: shown += "\\t"
-            case 0x1B: shown += "\\e"
-            case 0x00..<0x20, 0x7F: shown += String(format: "\\x%02X", scalar.value)
-            case 0x80..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                shown += String(format: "\\u{%X}", scalar.value)
-            default: shown.unicodeScalars.append(scalar)
-            }
-        }
-        return shown
-    }
+    /// `text` safe for a terminal (`TerminalText.escaped`): tenants' strings never reach it raw.
+    static func shown(_ text: String) -> String { TerminalText.escaped(text) }
 
     /// Stable JSON: sorted keys, indented, slashes not escaped.
     static func printJSON<T: Encodable>(_ value: T) throws {

@@ -261,6 +261,19 @@ struct APIHardeningTests {
                 headers: APIRouteTests.headers(f.other)
             )
             #expect(other.status == .ok, "another key pays nothing")
+            // HEAD makes the same page and pays for it the same.
+            let admin = try await client.execute(
+                uri: "/v1/jobs?limit=200",
+                method: .head,
+                headers: APIRouteTests.headers(f.admin)
+            )
+            #expect(admin.status == .ok && admin.body.readableBytes == 0)
+            let after = try await client.execute(
+                uri: "/v1/jobs?limit=1",
+                method: .get,
+                headers: APIRouteTests.headers(f.admin)
+            )
+            #expect(after.status == .tooManyRequests, "a HEAD of a 1 MB page cost one token")
         }
     }
 
@@ -357,6 +370,33 @@ struct APIHardeningTests {
                 "\(String(buffer: response.body))"
             )
             #expect(try await submit(f.admin, ByteBuffer(string: placebo)).status == .created)
+        }
+    }
+
+    /// Local paths: combining marks cannot hide a `..` (checked as bytes), and a link in the
+    /// key's directory that leads out is refused rather than followed by the server's look.
+    @Test("relative paths: no .. hidden by a combining mark, no link out of the key's directory")
+    func pathsStayInTheKeysDirectory() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let mine = f.directory.file(f.submitID)
+        try FileManager.default.createDirectory(atPath: mine, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: mine + "/out.mov", withDestinationPath: "/etc/passwd")
+        try await f.app.test(.router) { client in
+            // (`..\u{301}/x.mov` is a directory named dot, dot, accent: allowed, and no parent.)
+            for input in ["../\u{301}x.mov", "a/../../x.mov", "out.mov"] {
+                let response = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit),
+                    body: f.body(input: input)
+                )
+                #expect(response.status == .unprocessableContent, "\(input)")
+                #expect(
+                    APIRouteTests.errorCode(response).field == "input",
+                    "\(input): \(String(buffer: response.body))"
+                )
+            }
         }
     }
 }

@@ -304,6 +304,10 @@ struct APILiveTests {
             [Self.script("stall-client.py"), port, server.key, "40", "6"]
         )
         #expect(result.stdoutText.contains("closed yes"), "\(result.stdoutText) \(result.stderr)")
+        // A client that reads slowly but steadily (a page taking longer than the timeout) is
+        // not cut.
+        let slow = try await ProcessRunner.run("python3", [Self.script("stall-client.py"), port, server.key, "slow"])
+        #expect(slow.stdoutText.hasPrefix("complete yes"), "\(slow.stdoutText) \(slow.stderr)")
         // The server goes on serving others.
         #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
     }

@@ -182,9 +182,10 @@ struct ServeSetupErrorTests {
                 directory.file("b.key"),
             ])
             #expect(tls.status == 64 && tls.stderr.hasPrefix("error: tls_invalid: the key"), "\(tls.stderr)")
+            // Not an address: refused at once, without asking a resolver.
             let host = try await Jobctl.run(["serve", "--db", db, "--listen", "256.1.1.1:8080"])
             #expect(
-                host.status == 1 && host.stderr.hasPrefix("error: listen_failed: cannot listen on 256.1.1.1:8080"),
+                host.status == 64 && host.stderr.hasPrefix("error: usage: --listen takes an IP address"),
                 "\(host.stderr)"
             )
             // A port another socket holds.
@@ -245,6 +246,17 @@ struct TerminalSafetyTests {
                     )
                 }
             }
+            // The worker's text log too: a job whose input and error message carry escape
+            // sequences and newlines logs them escaped.
+            let hostileInput = directory.file("in\u{1B}[2J\nforged.mov")
+            let second = try await Jobctl.run([
+                "submit", hostileInput, "--db", db, "--preset", "low", "-o", directory.file("o.mp4"),
+            ])
+            #expect(second.status == 0, "\(second.stderr)")
+            let worker = try await Jobctl.run(["worker", "--db", db, "--once", "-v", "--name", "w"])
+            let log = [UInt8](worker.stderr.utf8)
+            #expect(!log.contains(0x1B), "a raw escape in the worker's log")
+            #expect(worker.stderr.contains("\\e[2J\\nforged.mov"), "\(worker.stderr)")
             // --json keeps the values as they are (JSON escapes them itself).
             let json = try await Jobctl.run(["show", id, "--db", db, "--json"])
             let parsed = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])

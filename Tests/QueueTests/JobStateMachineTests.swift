@@ -74,13 +74,14 @@ struct JobStateMachineTests {
         }
     }
 
-    /// Crashes in a row after an event, by hand: a lease expiring adds one; a claim or a cancel
-    /// request keeps them; any reported outcome and a retry start again.
+    /// Crashes after an event, by hand: a lease expiring adds one (unless it ends a cancel); a
+    /// claim, a cancel request and a reported failure keep them; a hand-back, a retry and the
+    /// job's end start again.
     static func expectedCrashes(_ from: From, _ event: JobEvent) -> Int {
         switch event {
-        case .leaseExpired: from.crashes + 1
-        case .claim, .cancel: from.crashes
-        case .complete, .fail, .release, .confirmCancelled, .retry: 0
+        case .leaseExpired: from.cancelRequested ? 0 : from.crashes + 1
+        case .claim, .cancel, .fail: from.crashes
+        case .complete, .release, .confirmCancelled, .retry: 0
         }
     }
 
@@ -95,7 +96,9 @@ struct JobStateMachineTests {
         }
     }
 
-    @Test("a poison job: three crashes in a row fail it with attempts left; a reported failure in between starts again")
+    @Test(
+        "a poison job: three crashes fail it with attempts left; reported failures between them do not reset the count, a hand-back does"
+    )
     func poisonJobs() {
         var state = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 100)
         for crash in 1...JobStateMachine.crashLimit {
@@ -109,12 +112,19 @@ struct JobStateMachineTests {
         let forced = JobStateMachine.next(state, on: .retry(force: true))
         #expect(forced?.status == .unknown && forced?.crashes == 0)
 
-        // Two crashes, a failure the worker reported, two more: not poisoned.
+        // Two crashes, a failure the worker reported (an input that answers 503 every third
+        // time), one more: poisoned all the same.
         var mixed = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 100)
-        for event: JobEvent in [.leaseExpired, .leaseExpired, .fail(retryable: true), .leaseExpired, .leaseExpired] {
+        for event: JobEvent in [.leaseExpired, .leaseExpired, .fail(retryable: true), .leaseExpired] {
             mixed = JobStateMachine.next(JobStateMachine.next(mixed, on: .claim)!, on: event)!
         }
-        #expect(mixed.status == .unknown && mixed.crashes == 2)
+        #expect(mixed.status == .failed && mixed.isPoisoned)
+        // Two crashes, a hand-back (the worker drained), two more: not poisoned.
+        var drained = JobStateMachine.State(status: .unknown, attempt: 0, maxAttempts: 100)
+        for event: JobEvent in [.leaseExpired, .leaseExpired, .release, .leaseExpired, .leaseExpired] {
+            drained = JobStateMachine.next(JobStateMachine.next(drained, on: .claim)!, on: event)!
+        }
+        #expect(drained.status == .unknown && drained.crashes == 2)
     }
 
     @Test(

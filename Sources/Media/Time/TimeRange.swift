@@ -149,8 +149,10 @@ extension TimeRange {
             guard let seconds = decimal(parts[parts.count - 1], scale: 1_000_000), seconds < 60_000_000 else {
                 throw fail("'\(time)' has invalid seconds (0 to 59.999999)")
             }
+            // At most 9 digits of minutes: in microseconds the sum stays far from overflowing
+            // (a 14-digit M:SS once trapped the server that parsed it).
             guard let minutes = Int64(parts[parts.count - 2]), minutes >= 0, parts.count == 2 || minutes < 60,
-                parts[parts.count - 2].allSatisfy(\.isNumber)
+                parts[parts.count - 2].count <= 9, parts[parts.count - 2].allSatisfy({ $0.isASCII && $0.isNumber })
             else { throw fail("'\(time)' has invalid minutes") }
             var hours: Int64 = 0
             if parts.count == 3 {
