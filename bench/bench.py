@@ -301,7 +301,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skip-memory", action="store_true", help="skip the memory-flatness check")
     parser.add_argument("--write-doc", action="store_true", help="also write the section in docs/benchmarks.md")
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="the file for --write-doc (default %(default)s)")
+    parser.add_argument("--input", default="1920x1080@30:20",
+                        help="the generated input, WIDTHxHEIGHT@FPS:SECONDS (default %(default)s; 8K: 7680x4320@24:2)")
+    parser.add_argument("--section", default="export",
+                        help="the section of --doc to write, between <!-- bench:SECTION:start/end --> (default %(default)s)")
     args = parser.parse_args()
+    try:
+        size, _, rest = args.input.partition("@")
+        width, height = (int(n) for n in size.split("x"))
+        fps, seconds = (int(n) for n in rest.split(":"))
+        args.input = (width, height, fps, seconds)
+    except ValueError:
+        parser.error("--input is WIDTHxHEIGHT@FPS:SECONDS, like 7680x4320@24:2")
     if args.quick:
         args.runs = 1
     args.cases = args.cases.split(",") if args.cases else (["low"] if args.quick else DEFAULT_CASES)
@@ -316,7 +327,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"invocation: {shlex.join(sys.orig_argv)}", file=sys.stderr)
     presets = load_presets(jobctl)
-    input_path = generate_input(320, 240, 30, 3, "veryfast") if args.quick else generate_input(1920, 1080, 30, 20, "veryfast")
+    input_path = generate_input(320, 240, 30, 3, "veryfast") if args.quick else generate_input(*args.input, "veryfast")
     try:
         results = [run_case(case, presets, jobctl, input_path, args.runs) for case in args.cases]
         memory = None if args.skip_memory else memory_check(jobctl, presets, args.quick)
@@ -328,7 +339,8 @@ def main() -> int:
     body = report(args, machine_info(), input_path, results, memory, warnings)
     print(body)
     if args.write_doc:
-        write_doc(args.doc, body)
+        marks = (f"<!-- bench:{args.section}:start -->", f"<!-- bench:{args.section}:end -->")
+        write_doc(args.doc, body, marks, insert_before="## Notes" if args.section != "export" else None)
         print(f"wrote {args.doc}", file=sys.stderr)
     return 0
 

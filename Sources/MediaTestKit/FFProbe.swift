@@ -33,6 +33,7 @@ public struct ProbeInfo: Decodable, Sendable {
         public var start_time: String?
         public var duration: String?
         public var nb_frames: String?
+        public var bit_rate: String?
         public var avg_frame_rate: String?
         public var side_data_list: [SideData]?
         public var tags: [String: String]?

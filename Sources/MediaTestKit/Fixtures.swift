@@ -50,11 +50,21 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case garbage  // faststart with every media byte replaced by noise
     case subtitleSource  // an .srt file
     case subtitleOnly  // Matroska with only a subtitle track
-    case playlist  // an HLS playlist pointing at a local file
+    case playlist  // an HLS playlist naming /etc/passwd, then a file beside it
     case encryptedMP4  // basic, 1 s, with Common Encryption (cenc-aes-ctr), no key given to the reader
     case encryptedWebM  // one VP9 frame behind WebM encryption (a key id in the track header)
     case tinyWAV  // 20 samples of PCM at 80 kHz (0.25 ms): too little to encode
     case extremeSAR  // 320x240 with a pixel aspect ratio of 100:1 (shown 32000x240)
+    // Real-world shapes from a player's corpus (issue 31), generated.
+    case fragmented  // basic as fragmented MP4 (empty moov, a fragment per keyframe)
+    case fragmentedIndeterminate  // the same with every header duration "indeterminate" (all ones)
+    case eac3  // H.264 + E-AC-3 5.1 in MP4, 3 s
+    case audioGap  // Matroska FLAC tone: 1 s, a 0.5 s gap in the timestamps, 2 s more
+    case video8K  // 7680x4320 H.264, 1 s
+    case junkPrefixedMP3  // 100 kB of 0xDEADBEEF, then a 2 s MP3
+    case stillJPEG  // one 640x480 JPEG picture
+    case stillPNG  // one 320x240 PNG picture
+    case hugeWebP  // one 9000x4500 WebP picture: its size is known only to its decoder
     // Limits (docs/spec.md §7): small files that claim a lot.
     case lateAudio  // Matroska: 2 s of video, its audio starting 1 hour later
     // Matroska, two FLAC tracks: 36 s mono 22.05 kHz, and 1 s mono 16 kHz starting at 35 s
@@ -94,6 +104,11 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .subtitleSource: "srt"
         case .playlist: "m3u8"
         case .encryptedWebM: "webm"
+        case .audioGap: "mkv"
+        case .junkPrefixedMP3: "mp3"
+        case .stillJPEG: "jpg"
+        case .stillPNG: "png"
+        case .hugeWebP: "webp"
         case .tinyWAV: "wav"
         case .lateAudio, .hugeDeclaredDuration, .timestampJump, .manyTracks: "mkv"
         case .growingPicture: "h264"
@@ -118,7 +133,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case text(String)
         case data(Data)
         case derived(Fixture, Transform)
-        case playlist(Fixture)
+        /// The playlist, with a revision (a changed text gets a new cached file).
+        case playlist(Fixture, revision: Int)
     }
 
     enum Transform {
@@ -128,6 +144,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case noiseInMediaData
         /// Version-0 `mvhd`, `tkhd` and `mdhd` durations divided: the samples stay.
         case divideDeclaredDurations(by: UInt32)
+        /// Version-0 `mvhd`, `tkhd`, `mdhd` and `mehd` durations set to all ones (ISO BMFF's
+        /// "indeterminate", as live recorders and packagers write fragmented MP4).
+        case indeterminateDeclaredDurations
     }
 
     private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] {
@@ -323,6 +342,37 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .encryptedWebM:
             return .data(EncryptedWebM.make())
+        case .fragmented:
+            return .ffmpegFrom(.basic, ["-i", "IN", "-c", "copy", "-movflags", "frag_keyframe+empty_moov", "OUT"])
+        case .fragmentedIndeterminate:
+            return .derived(.fragmented, .indeterminateDeclaredDurations)
+        case .eac3:
+            return .ffmpeg(
+                Self.video() + ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "3"] + Self.x264
+                    + ["-c:a", "eac3", "-ac", "6", "-b:a", "384k", "OUT"]
+            )
+        case .audioGap:
+            return .ffmpeg(
+                Self.tone(48000) + [
+                    "-t", "3", "-af", "asetpts='if(gte(T,1),PTS+0.5/TB,PTS)'", "-c:a", "flac", "OUT",
+                ]
+            )
+        case .video8K:
+            return .ffmpeg(
+                Self.video("7680x4320", rate: 24) + [
+                    "-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "OUT",
+                ]
+            )
+        case .junkPrefixedMP3:
+            return .concatenation([
+                .data(Data((0..<25_600).flatMap { _ in [0xDE, 0xAD, 0xBE, 0xEF] as [UInt8] })),
+                .ffmpeg(Self.tone(44100) + ["-t", "2", "-c:a", "libmp3lame", "-f", "mp3", "OUT"]),
+            ])
+        case .stillJPEG, .stillPNG, .hugeWebP:
+            let size = self == .stillJPEG ? "640x480" : self == .stillPNG ? "320x240" : "9000x4500"
+            let codec =
+                self == .stillJPEG ? ["-c:v", "mjpeg"] : self == .stillPNG ? ["-c:v", "png"] : ["-c:v", "libwebp"]
+            return .ffmpeg(Self.video(size) + ["-frames:v", "1"] + codec + ["OUT"])
         case .extremeSAR:
             return .ffmpeg(Self.video() + seconds + ["-vf", "setsar=100/1"] + Self.x264 + ["OUT"])
         case .tinyWAV:
@@ -333,7 +383,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
                 ]
             )
         case .playlist:
-            return .playlist(.basic)
+            return .playlist(.basic, revision: 2)
         case .lateAudio, .hugeDeclaredDuration:
             let offset = self == .lateAudio ? "3600" : "10000000"
             return .ffmpeg(
@@ -449,10 +499,10 @@ public actor Fixtures {
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
         case .data(let data):
             try data.write(to: URL(fileURLWithPath: partial))
-        case .playlist(let target):
+        case .playlist(let target, _):
             let segment = try await shared.path(target)
             let text =
-                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nfile://\(segment)\n#EXTINF:4.0,\n/etc/passwd\n#EXT-X-ENDLIST\n"
+                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\n/etc/passwd\n#EXTINF:4.0,\nfile://\(segment)\n#EXT-X-ENDLIST\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: partial))
         case .derived(let source, let transform):
             var data = try Data(contentsOf: URL(fileURLWithPath: try await shared.path(source)))
@@ -500,6 +550,16 @@ public actor Fixtures {
                     guard data[found.upperBound] == 0, at + 4 <= data.count else { continue }
                     let value = data[at..<at + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } / divisor
                     withUnsafeBytes(of: value.bigEndian) { data.replaceSubrange(at..<at + 4, with: $0) }
+                }
+            }
+        case .indeterminateDeclaredDurations:
+            for (box, offset) in [("mvhd", 20), ("tkhd", 24), ("mdhd", 20), ("mehd", 8)] {
+                var from = data.startIndex
+                while let found = data.range(of: Data(box.utf8), in: from..<data.endIndex) {
+                    from = found.upperBound
+                    let at = found.lowerBound + offset
+                    guard data[found.upperBound] == 0, at + 4 <= data.count else { continue }
+                    data.replaceSubrange(at..<at + 4, with: [0xFF, 0xFF, 0xFF, 0xFF])
                 }
             }
         case .noiseInMediaData:

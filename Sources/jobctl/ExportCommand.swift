@@ -149,5 +149,6 @@ struct ExportCommand: AsyncParsableCommand {
             if let packets = track.packets { line += ", \(packets) packets copied" }
             print(line)
         }
+        for warning in result.warnings ?? [] { Terminal.printError("warning: \(warning)") }
     }
 }

@@ -80,7 +80,7 @@ extension ContainerFormat: ExpressibleByArgument {}
 struct LimitOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 4096x4096). Env: JOBCTL_MAX_PIXELS.",
+            "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 8192x4320, 8K). Env: JOBCTL_MAX_PIXELS.",
             valueName: "pixels"
         )
     )

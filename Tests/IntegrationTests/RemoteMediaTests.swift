@@ -262,4 +262,88 @@ struct RemoteMediaTests {
         #expect(setup.server.records().isEmpty, "the server was reached: \(setup.server.records())")
         #expect(setup.stagingLeftovers().isEmpty)
     }
+
+    /// An HLS playlist by URL (issue 31): read when everything it names is on its own origin;
+    /// refused, before anything there is fetched, when it names another server. A DASH
+    /// manifest by URL is refused (FFmpeg's DASH reader would open what it names unguarded).
+    @Test func aRemotePlaylistReadsOnlyFromItsOwnOrigin() async throws {
+        let setup = try await Setup("remote-hls")
+        let other = try await HelperServer(
+            script: "media-server.py",
+            setup.directory,
+            name: "other",
+            ["--root", setup.directory.file("media"), "--uploads", setup.directory.file("other-uploads")]
+        )
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+            other.stop()
+        }
+        let set = setup.directory.file("media/hls")
+        try FileManager.default.createDirectory(atPath: set, withIntermediateDirectories: true)
+        let source = [
+            "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i",
+            "sine=f=440:sample_rate=48000", "-t", "3", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
+            "-pix_fmt", "yuv420p", "-c:a", "aac",
+        ]
+        _ = try await ProcessRunner.check(
+            "ffmpeg",
+            source + [
+                "-f", "hls", "-hls_time", "1", "-hls_segment_type", "fmp4", "-hls_playlist_type", "vod",
+                "-hls_segment_filename", "\(set)/seg%d.m4s", "\(set)/index.m3u8",
+            ]
+        )
+        _ = try await ProcessRunner.check(
+            "ffmpeg",
+            source + ["-f", "dash", "-seg_duration", "1", "\(set)/manifest.mpd"]
+        )
+        let playlist = try String(contentsOfFile: "\(set)/index.m3u8", encoding: .utf8)
+        let elsewhere = playlist.replacingOccurrences(of: "\nseg1.m4s", with: "\n" + other.url("/hls/seg1.m4s"))
+        try Data(elsewhere.utf8).write(to: URL(fileURLWithPath: "\(set)/elsewhere.m3u8"))
+
+        let good = try await setup.submit(
+            setup.server.url("/hls/index.m3u8"),
+            ["-o", setup.directory.file("good.mp4")]
+        )
+        let bad = try await setup.submit(
+            setup.server.url("/hls/elsewhere.m3u8"),
+            ["-o", setup.directory.file("bad.mp4")]
+        )
+        let dash = try await setup.submit(
+            setup.server.url("/hls/manifest.mpd"),
+            ["-o", setup.directory.file("dash.mp4")]
+        )
+        for _ in 0..<3 { _ = try await setup.runWorker() }
+
+        let read = try await setup.job(good)
+        #expect(read.status == .completed, "\(read.error?.message ?? "")")
+        let probe = try await FFProbe.probe(setup.directory.file("good.mp4"))
+        #expect(abs((probe.format.durationSeconds ?? 0) - 3.0) < 0.15, "\(probe.format.duration ?? "?")")
+        #expect(try await FFProbe.videoFrameTimes(setup.directory.file("good.mp4")).count == 75)
+        let fetched = Set(setup.requests("GET").compactMap { $0["path"] as? String })
+        #expect(
+            fetched.isSuperset(of: ["/hls/index.m3u8", "/hls/init.mp4", "/hls/seg0.m4s", "/hls/seg2.m4s"]),
+            "\(fetched)"
+        )
+
+        let refused = try await setup.job(bad)
+        #expect(
+            refused.status == .failed && refused.error?.code == "input_unsupported",
+            "\(refused.error?.message ?? "")"
+        )
+        #expect(
+            refused.error?.message.contains("its own scheme, host and port") == true,
+            "\(refused.error?.message ?? "")"
+        )
+        #expect(other.records().isEmpty, "the other server was reached: \(other.records())")
+        #expect(!FileManager.default.fileExists(atPath: setup.directory.file("bad.mp4")))
+
+        let manifest = try await setup.job(dash)
+        #expect(
+            manifest.status == .failed && manifest.error?.code == "input_unsupported",
+            "\(manifest.error?.message ?? "")"
+        )
+        #expect(manifest.error?.message.contains("DASH manifests read from a URL") == true)
+        #expect(setup.stagingLeftovers().isEmpty)
+    }
 }

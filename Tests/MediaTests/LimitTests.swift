@@ -35,7 +35,7 @@ struct LimitTests {
             fixture: .hugePicture,
             preset: "highest",
             code: .limitExceeded,
-            mentions: "8192x8192 (67108864 pixels), over the limit of 16777216 pixels (--max-pixels"
+            mentions: "8192x8192 (67108864 pixels), over the limit of 35389440 pixels (--max-pixels"
         ),
         Case(
             fixture: .growingPicture,

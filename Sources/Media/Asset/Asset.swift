@@ -24,6 +24,12 @@ public final class Asset: @unchecked Sendable {
     /// Whether `duration` is only a guess from the bitrate (then an export may end elsewhere
     /// without the input being damaged).
     public let durationIsEstimate: Bool
+    /// The headers say the length is indeterminate (a fragmented MP4 with all-ones durations):
+    /// `duration` is what the tracks that do say give, or `nil`.
+    public let durationIsIndeterminate: Bool
+    /// For a manifest (several variants of one presentation), the tracks of the one variant
+    /// an export reads: `nil` for other containers, where every track counts.
+    let variant: Set<Int>?
     public let bitrate: Int?
     /// Bytes, for local files.
     public let fileSize: Int64?
@@ -45,11 +51,51 @@ public final class Asset: @unchecked Sendable {
         self.limits = limits
         let url = try Asset.ffmpegURL(for: location)
         let interrupt = AtomicFlag()
+        let guarding = InputGuard(url: url, shown: MediaLocation.displayed(location), interrupt: interrupt)
+        let manifest = MediaLocation.isRemote(url) ? nil : try LocalManifest.read(String(url.dropFirst(5)))
         let input: InputFile
         do {
-            input = try InputFile(url: url, interrupt: interrupt, limits: limits)
+            do {
+                input = try InputFile(
+                    url: url,
+                    limits: limits,
+                    guarding: guarding,
+                    dashManifest: manifest?.checked
+                )
+            } catch let error as FFError {
+                // Probing guessed a refused format: what the file's name says, if that reads it
+                // (the junk is then skipped the way a player skips it: by finding the sync).
+                let detail = FFmpegLog.takeLastError()
+                guard detail?.contains("not on whitelist") == true, !MediaLocation.isRemote(location),
+                    let format = InputFile.demuxer(forExtension: (location as NSString).pathExtension),
+                    let retried = try? InputFile(
+                        url: url,
+                        limits: limits,
+                        guarding: guarding,
+                        format: format
+                    )
+                else {
+                    FFmpegLog.restoreLastError(detail)
+                    throw error
+                }
+                _ = FFmpegLog.takeLastError()
+                input = retried
+            }
         } catch let error as FFError {
             let detail = FFmpegLog.takeLastError()
+            // A manifest that names what it may not: that, rather than what failed after it.
+            if let refused = guarding.failure(
+                format: InputFile.probeFormatName(url.hasPrefix("file:") ? String(url.dropFirst(5)) : url)
+            ) {
+                throw refused
+            }
+            if manifest?.checked != nil, detail?.contains("not on whitelist") == true {
+                throw MediaError(
+                    .inputUnsupported,
+                    "\(MediaLocation.displayed(location)) is a DASH manifest (dash) with a segment jobctl does not read: one is another manifest or in a refused format",
+                    detail: detail
+                )
+            }
             if let detail, detail.contains("max_streams") {
                 throw MediaError(
                     .limitExceeded,
@@ -60,6 +106,7 @@ public final class Asset: @unchecked Sendable {
         } catch {
             throw MediaError(.internalError, "opening \(location): \(error)")
         }
+        if let refused = input.refusal { throw refused }
         self.input = input
         self.interrupt = interrupt
         let context = input.context.pointee
@@ -70,7 +117,31 @@ public final class Asset: @unchecked Sendable {
             throw tooMany
         }
         tracks = (0..<input.streamCount).map { AssetTrack(stream: input.stream($0)) }
-        if context.duration != noPTS && context.duration > 0 {
+        variant = ["hls", "dash"].contains(input.formatName) ? Self.variant(of: input, tracks) : nil
+        // A picture whose size only its decoder knows (WebP, some JPEGs) was not decoded when
+        // it is over the limit: the size is then in FFmpeg's words only.
+        let logged = FFmpegLog.takeLastError()
+        FFmpegLog.restoreLastError(logged)
+        if let logged, logged.contains("exceeds specified max pixel count"),
+            tracks.contains(where: { $0.mediaType == .video && ($0.width ?? 0) == 0 })
+        {
+            let size =
+                logged.range(of: #"Picture size [0-9]+x[0-9]+"#, options: .regularExpression).map {
+                    String(logged[$0].dropFirst("Picture size ".count))
+                } ?? "larger"
+            throw MediaError(
+                .limitExceeded,
+                "\(MediaLocation.displayed(location)) holds a \(size) picture, over the limit of \(limits.maxPixels) pixels (--max-pixels, JOBCTL_MAX_PIXELS)"
+            )
+        }
+        // A fragmented MP4 whose headers say "indeterminate": the length is known only from its
+        // media, so it is unknown here (what the file holds is exported, and the limits are
+        // applied to what is read) rather than the 143,165 s FFmpeg makes of it.
+        let indeterminate = (0..<input.streamCount).contains {
+            AssetTrack.isIndeterminate(input.stream($0).pointee.duration)
+        }
+        durationIsIndeterminate = indeterminate
+        if context.duration != noPTS && context.duration > 0 && !indeterminate {
             duration = context.duration
         } else {
             let longest = tracks.compactMap(\.duration).max()
@@ -95,10 +166,34 @@ public final class Asset: @unchecked Sendable {
     /// The track carried as "the first video track" (AVAssetExportSession behaviour): not a
     /// cover picture.
     public var primaryVideoTrack: AssetTrack? {
-        tracks.first { $0.mediaType == .video && $0.isAttachedPicture != true }
+        tracks.first { $0.mediaType == .video && $0.isAttachedPicture != true && variant?.contains($0.index) != false }
     }
 
-    public var audioTracks: [AssetTrack] { tracks.filter { $0.mediaType == .audio } }
+    public var audioTracks: [AssetTrack] {
+        tracks.filter { $0.mediaType == .audio && variant?.contains($0.index) != false }
+    }
+
+    /// The variant a player on a good connection would pick: the video with the most pixels
+    /// (then the highest bitrate), and the highest-bitrate audio that plays with it (an HLS
+    /// variant is a program of its own; a DASH manifest has one program for everything).
+    private static func variant(of input: InputFile, _ tracks: [AssetTrack]) -> Set<Int> {
+        func bitrate(_ track: AssetTrack) -> Int {
+            let metadata = av_dict_get(input.stream(track.index).pointee.metadata, "variant_bitrate", nil, 0)
+            return metadata.flatMap { Int(String(cString: $0.pointee.value)) } ?? track.bitrate ?? 0
+        }
+        let programs: [Set<Int>] = (0..<Int(input.context.pointee.nb_programs)).compactMap { number in
+            guard let program = input.context.pointee.programs[number]?.pointee else { return nil }
+            return Set((0..<Int(program.nb_stream_indexes)).map { Int(program.stream_index[$0]) })
+        }
+        let video = tracks.filter { $0.mediaType == .video && $0.isAttachedPicture != true }.max {
+            (($0.width ?? 0) * ($0.height ?? 0), bitrate($0)) < (($1.width ?? 0) * ($1.height ?? 0), bitrate($1))
+        }
+        let together = video.flatMap { video in programs.first { $0.contains(video.index) } }
+        let allAudio = tracks.filter { $0.mediaType == .audio }
+        let withVideo = allAudio.filter { together?.contains($0.index) != false }
+        let audio = (withVideo.isEmpty ? allAudio : withVideo).max { bitrate($0) < bitrate($1) }
+        return Set([video?.index, audio?.index].compactMap(\.self))
+    }
 
     /// Marks the asset as read by one reader.
     func claimForReading() -> Bool {
@@ -169,7 +264,7 @@ public final class Asset: @unchecked Sendable {
                 let format = InputFile.probeFormatName(location).map { " (\($0))" } ?? ""
                 return MediaError(
                     .inputUnsupported,
-                    "\(location) is in a format jobctl does not read\(format): playlists and image sequences are refused",
+                    "\(location) is in a format jobctl does not read\(format): image sequences, concat lists and DASH manifests read from a URL are refused",
                     detail: detail
                 )
             }

@@ -81,6 +81,7 @@ extension AssetTrack {
         startTime = stream.pointee.start_time != noPTS ? Double(stream.pointee.start_time) * timeBase.double : nil
         duration =
             stream.pointee.duration != noPTS && stream.pointee.duration > 0
+                && !AssetTrack.isIndeterminate(stream.pointee.duration)
             ? Double(stream.pointee.duration) * timeBase.double : nil
         language = av_dict_get(stream.pointee.metadata, "language", nil, 0).map { String(cString: $0.pointee.value) }
         isDefault = stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0
@@ -159,6 +160,11 @@ extension AssetTrack {
         let normalised = clockwise < 0 ? clockwise + 360 : clockwise
         return Int((normalised / 90).rounded()) % 4 * 90
     }
+
+    /// Whether a stream's duration is ISO BMFF's "indeterminate" (all ones in a 32-bit field:
+    /// fragmented MP4 from live recorders and packagers), which FFmpeg 5.1 reads as 2^32 − 1
+    /// units (143,165 s at 30,000 a second) rather than as unknown.
+    static func isIndeterminate(_ duration: Int64) -> Bool { duration == Int64(UInt32.max) }
 
     /// The sample aspect ratio (stream, else codec), 1:1 when unknown.
     static func sampleAspect(of stream: UnsafeMutablePointer<AVStream>) -> (num: Int, den: Int) {

@@ -12,6 +12,9 @@ public struct ExportResult: Sendable, Codable, Hashable {
     /// keyframe before the requested start.
     public var actualRange: RangeSeconds
     public var tracks: [Track]
+    /// What a person should know about an export that completed: the input's headers did not
+    /// say how long it is, so it holds what the file held (absent when there is nothing to say).
+    public var warnings: [String]?
 
     public struct RangeSeconds: Sendable, Codable, Hashable {
         public var start: Double

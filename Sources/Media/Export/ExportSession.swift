@@ -180,9 +180,12 @@ public final class ExportSession: @unchecked Sendable {
             guard let duration = track.source.duration else { return nil }
             return Int64(((track.source.startTime ?? 0) + duration) * 1_000_000) - asset.startTime
         }
-        var expectedEnd = ends.contains(nil) ? asset.duration : ends.compactMap { $0 }.max()
-        if let end = range.end { expectedEnd = min(expectedEnd ?? end, end) }
-        guard let expectedEnd else { return nil }
+        // Where the media should end: by the headers, capped by the range. When the headers do
+        // not say (an indeterminate fragmented MP4), the file holds what it holds: no shortfall.
+        guard var expectedEnd = ends.contains(nil) ? asset.duration : ends.compactMap({ $0 }).max() else {
+            return nil
+        }
+        if let end = range.end { expectedEnd = min(expectedEnd, end) }
         let missing = expectedEnd - range.start - produced
         let readError = reader.inputEndedEarly != nil
         guard
@@ -358,7 +361,17 @@ public final class ExportSession: @unchecked Sendable {
                 return track
             }
         )
-        return (result, writer)
+        var finished = result
+        if asset.durationIsIndeterminate {
+            let end = range.start + produced
+            finished.warnings = [
+                "\(asset.displayName)'s headers do not say how long it is (fragmented, duration indeterminate): it held media until \(TimeRange.format(end))"
+                    + (range.end.map {
+                        $0 > end + 100_000 ? ", before the end of the range (\(TimeRange.format($0)))" : ""
+                    } ?? "")
+            ]
+        }
+        return (finished, writer)
     }
 }
 

@@ -33,6 +33,7 @@ enum AVErr {
     static let invalidData = cff_averror_invaliddata()
     static let noEntry = cff_averror_enoent()
     static let accessDenied = cff_averror_eacces()
+    static let permission = cff_averror_errno(EPERM)
     static let noSpace = cff_averror_enospc()
     static let httpNotFound = cff_averror_http_not_found()
     static let httpForbidden = cff_averror_http_forbidden()

@@ -59,6 +59,9 @@ public enum FFmpegLog {
     ) {
         // Debug and trace messages are frequent: drop them before formatting.
         guard level <= AV_LOG_VERBOSE, let format, let arguments else { return }
+        if level <= AV_LOG_WARNING, let context, let skipped = skippedMedia(format) {
+            InputGuard.noteSkipped(skipped, by: context)
+        }
         let forwardLevel = FFmpegLog.sink.withLock { $0.forwardLevel }
         let remember = level <= AV_LOG_ERROR
         guard remember || level <= forwardLevel else { return }
@@ -79,12 +82,29 @@ public enum FFmpegLog {
 
     private static let lastErrorKey = "jobctl.ffmpeg.lastError"
 
+    /// What the playlist readers only warn about when they go on without a piece of the media.
+    private static let skippingWarnings: [(format: String, what: String)] = [
+        ("Failed to open fragment of playlist", "a fragment"),
+        ("Failed to open an initialization section", "an initialization section"),
+        ("Failed to open segment", "a segment"),
+    ]
+
+    private static func skippedMedia(_ format: UnsafePointer<CChar>) -> String? {
+        skippingWarnings.first { strstr(format, $0.format) != nil }?.what
+    }
+
     /// The last error FFmpeg logged on this thread since the previous call, if any.
     static func takeLastError() -> String? {
         let dictionary = Thread.current.threadDictionary
         let message = dictionary[lastErrorKey] as? String
         dictionary.removeObject(forKey: lastErrorKey)
         return message.map(stripContext)
+    }
+
+    /// Puts back an error taken with `takeLastError` (a second try that did not help).
+    static func restoreLastError(_ message: String?) {
+        guard let message else { return }
+        Thread.current.threadDictionary[lastErrorKey] = message
     }
 
     /// `[mov,mp4,m4a,3gp,3g2,mj2 @ 0x55d…] moov atom not found` → `moov atom not found`.

@@ -5,8 +5,9 @@ import JobctlCore
 /// An opened input (`AVFormatContext` for demuxing).
 ///
 /// Opened with a protocol whitelist and a demuxer whitelist (docs/spec.md §7): a media file is hostile
-/// input, and playlist-style demuxers (hls, concat, image sequences) could make FFmpeg read
-/// other local files. Blocking I/O is aborted through `interrupt`.
+/// input, and playlist-style demuxers (concat, image sequences) could make FFmpeg read other
+/// local files. HLS is read with every open confined by an `InputGuard`; a local DASH manifest
+/// only after `LocalManifest` checked it. Blocking I/O is aborted through the guard's `interrupt`.
 final class InputFile {
     /// Protocols FFmpeg may use to read an input (docs/spec.md §7).
     static let protocolWhitelist = "file,http,https,tcp,tls"
@@ -16,7 +17,13 @@ final class InputFile {
         "aac", "ac3", "eac3", "mpeg", "mpegvideo", "mxf", "asf", "aiff", "caf", "m4v", "h264",
         "hevc", "yuv4mpegpipe", "dv", "amr", "wv", "ape", "tta", "au", "nut", "dts", "truehd",
         "ivf", "gxf", "rm", "3gp", "mp4", "m4a",
+        // Single still pictures (never `image2`, which reads numbered sequences of files).
+        "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe",
+        // What a playlist names is opened only through the input's `InputGuard`.
+        "hls",
     ].joined(separator: ",")
+    /// For a checked local DASH manifest only (FFmpeg's DASH reader opens what it names itself).
+    static let dashWhitelist = demuxerWhitelist + ",dash"
 
     /// How FFmpeg reads `http(s)` inputs: like the webhook sender, redirects are not followed
     /// (the address guard checked the URL's own host) and proxies from the environment are
@@ -35,32 +42,75 @@ final class InputFile {
     ]
 
     let context: UnsafeMutablePointer<AVFormatContext>
-    /// Kept alive for the interrupt callback's opaque pointer.
-    private let interrupt: AtomicFlag
+    /// Kept alive for `io_open`'s and the interrupt callback's opaque pointer: what the input
+    /// may open, and whether its reading is to stop.
+    let guarding: InputGuard
+    /// A checked DASH manifest's bytes, read by FFmpeg instead of the file.
+    private let memory: MemoryInput?
 
-    init(url: String, interrupt: AtomicFlag, limits: ResourceLimits) throws {
+    /// The demuxer a file's extension names, for a second try when probing guessed a format
+    /// that is refused (a player looks for the MP3 sync after junk; FFmpeg's probe calls 100 kB
+    /// of junk before an MP3 "AMR-NB").
+    static func demuxer(forExtension ext: String) -> String? {
+        let names = [
+            "mp3": "mp3", "aac": "aac", "ac3": "ac3", "eac3": "eac3", "ec3": "eac3", "flac": "flac", "wav": "wav",
+            "m4a": "mov", "mp4": "mov", "mov": "mov", "m4v": "mov", "3gp": "mov", "mkv": "matroska",
+            "mka": "matroska", "webm": "matroska", "ts": "mpegts", "m2ts": "mpegts", "ogg": "ogg", "opus": "ogg",
+            "oga": "ogg", "avi": "avi", "flv": "flv", "jpg": "jpeg_pipe", "jpeg": "jpeg_pipe", "png": "png_pipe",
+            "webp": "webp_pipe", "bmp": "bmp_pipe",
+        ]
+        return names[ext.lowercased()]
+    }
+
+    /// - Parameters:
+    ///   - format: a demuxer to use instead of probing (one of the whitelist).
+    ///   - dashManifest: the checked bytes of the local DASH manifest at `url` (`LocalManifest`).
+    init(
+        url: String,
+        limits: ResourceLimits,
+        guarding: InputGuard,
+        format: String? = nil,
+        dashManifest: Data? = nil
+    ) throws {
         guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
-        self.interrupt = interrupt
+        self.guarding = guarding
+        guarding.install(on: allocated)
+        memory = dashManifest.map { MemoryInput($0, narrowingTo: Self.demuxerWhitelist) }
+        memory?.attach(to: allocated)
+        // Aborted when cancelled, and when something the input names failed (a playlist
+        // reader would otherwise go on to the next segment, or wait for a live one).
         allocated.pointee.interrupt_callback = AVIOInterruptCB(
             callback: { opaque in
                 guard let opaque else { return 0 }
-                return Unmanaged<AtomicFlag>.fromOpaque(opaque).takeUnretainedValue().isSet ? 1 : 0
+                let guarding = Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue()
+                return guarding.interrupt.isSet || guarding.failed ? 1 : 0
             },
-            opaque: Unmanaged.passUnretained(interrupt).toOpaque()
+            opaque: Unmanaged.passUnretained(guarding).toOpaque()
         )
         var options: OpaquePointer? = nil
         av_dict_set(&options, "protocol_whitelist", Self.protocolWhitelist, 0)
-        av_dict_set(&options, "format_whitelist", Self.demuxerWhitelist, 0)
+        av_dict_set(&options, "format_whitelist", memory == nil ? Self.demuxerWhitelist : Self.dashWhitelist, 0)
         // A file declaring thousands of streams fails here, before each costs memory.
         av_dict_set(&options, "max_streams", "\(limits.maxTracks)", 0)
         if MediaLocation.isRemote(url) {
             for (key, value) in Self.httpOptions { av_dict_set(&options, key, value, 0) }
         }
+        // HLS reuses a connection for the next segment without asking `io_open`: never. And
+        // it skips a segment whose extension it does not like before asking: the guard decides.
+        av_dict_set(&options, "http_persistent", "0", 0)
+        // A live playlist that stops growing ends after three reloads, not a thousand.
+        av_dict_set(&options, "m3u8_hold_counters", "3", 0)
+        av_dict_set(&options, "max_reload", "3", 0)
+        if memory == nil {
+            av_dict_set(&options, "allowed_extensions", "ALL", 0)
+            av_dict_set(&options, "allowed_segment_extensions", "ALL", 0)
+        }
         defer { av_dict_free(&options) }
 
         var opened: UnsafeMutablePointer<AVFormatContext>? = allocated
         // On failure avformat_open_input frees the context.
-        try check(avformat_open_input(&opened, url, nil, &options), "avformat_open_input")
+        let forced = (memory == nil ? format : "dash").flatMap { av_find_input_format($0) }
+        try check(avformat_open_input(&opened, url, forced, &options), "avformat_open_input")
         guard let opened else { throw FFError(code: AVErr.invalidData, operation: "avformat_open_input") }
         context = opened
         // Every stored property is set: from here a throw runs `deinit`, which closes the
@@ -111,9 +161,18 @@ final class InputFile {
     }
 
     /// Reads the next packet into `packet` (which must be blank). Returns FFmpeg's code.
+    /// A named file refused or failed (`refusal`) ends the reading: a playlist would skip it.
     func read(into packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
-        av_read_frame(context, packet)
+        let result = av_read_frame(context, packet)
+        guard !guarding.failed else {
+            if result >= 0 { av_packet_unref(packet) }
+            return AVErr.permission
+        }
+        return result
     }
+
+    /// `input_unsupported` naming what the input tried to open outside its scope, if anything.
+    var refusal: MediaError? { guarding.failure(format: String(cString: context.pointee.iformat.pointee.name)) }
 
     /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
     /// timestamp seek to the start can land past the first keyframe (docs/ffmpeg.md #25).

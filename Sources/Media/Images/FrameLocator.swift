@@ -106,6 +106,7 @@ final class FrameLocator {
             let result = asset.input.read(into: scratch.pointer)
             if result == AVErr.again { continue }
             if result < 0 {
+                if let refusal = asset.input.refusal { throw refusal }
                 if result == AVErr.exit || isCancelled() { throw MediaError.cancelled() }
                 // The end of the input (or a damaged tail): drain the decoder.
                 try decoding.send(nil) { frame throws(MediaError) in

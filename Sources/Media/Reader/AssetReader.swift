@@ -224,6 +224,10 @@ public final class AssetReader: @unchecked Sendable {
             let result = input.read(into: scratch.pointer)
             if result == AVErr.again { continue }
             if result < 0 {
+                if let refusal = input.refusal {
+                    fail(refusal)
+                    return
+                }
                 // A damaged file often ends with a logged error ("partial file") and a plain EOF.
                 let logged = FFmpegLog.takeLastError()
                 if result != AVErr.eof && result != AVErr.exit {

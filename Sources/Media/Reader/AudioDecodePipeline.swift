@@ -77,6 +77,7 @@ final class AudioDecodePipeline: TrackPipeline {
             ? av_rescale_q(timestamp, timeBase, sampleBase)
             : (nextSample ?? av_rescale_q(window.start, microsecondBase, sampleBase))
         let count = Int64(frame.pointee.nb_samples)
+        let expected = nextSample
         nextSample = first + count
         let start = av_rescale_q(window.start, microsecondBase, sampleBase)
         let end = window.end.map { av_rescale_q($0, microsecondBase, sampleBase) } ?? Int64.max
@@ -93,6 +94,17 @@ final class AudioDecodePipeline: TrackPipeline {
             let silence = av_rescale_q(from - start, sampleBase, AVRational(num: 1, den: outputRate))
             leadingSilence = silence
             try emitSilence(silence)
+        }
+        // A gap in the timestamps (E-AC-3 in MP4 whose frames hold fewer samples than their
+        // spacing, a transport stream's dropout) is silence, not skipped: the audio stays in
+        // sync with the video and the output lasts as long as the input says. Jitter of a few
+        // milliseconds (timestamps rounded to the container's unit) is not a gap.
+        if let expected, first - expected > Int64(rate) / 100 {
+            let gap = min(first, end) - max(expected, start)
+            if gap > 0 {
+                if let resampler, let held = try wrap({ try resampler.flush() }) { try emit(held) }
+                try emitSilence(av_rescale_q(gap, sampleBase, AVRational(num: 1, den: outputRate)))
+            }
         }
         let converter = try resampler(for: frame)
         let converted = try wrap { try converter.convert(frame, offset: Int32(from - first), count: Int32(to - from)) }

@@ -35,9 +35,11 @@ public struct ResourceLimits: Sendable, Hashable {
         maxOutputBytes = bytes
     }
 
-    /// 4096×4096 pixels (4K UHD and DCI fit, 8K does not), 12 hours, 64 streams, 64 GiB.
+    /// 8192×4320 pixels (8K UHD and DCI 8K fit, as phones record them; 16K and the hostile
+    /// 65536² do not), 12 hours, 64 streams, 64 GiB. An 8K export at `highest` peaks near 4 GB
+    /// (docs/operations.md, "Resource limits").
     public static let `default` = ResourceLimits(
-        pixels: 4096 * 4096,
+        pixels: 8192 * 4320,
         duration: 12 * 3600 * 1_000_000,
         tracks: 64,
         bytes: 64 << 30

@@ -126,6 +126,9 @@ class EncodingEngine: Engine {
 }
 
 final class VideoEngine: EncodingEngine {
+    /// Pictures larger than this (DCI 4K, 4096x2160) get a shorter encoder lookahead.
+    static let largePicture = 4096 * 2160
+
     /// Frame durations by pts: libx264 in 5.1 returns packets without (docs/ffmpeg.md #19).
     private var durations: [Int64: Int64] = [:]
 
@@ -135,7 +138,16 @@ final class VideoEngine: EncodingEngine {
         var options: [String: String] = [:]
         if let crf = encoding.crf { options["crf"] = "\(crf)" }
         if let speed = encoding.encoderPreset { options["preset"] = speed }
-        if encoding.codec == .hevc { options["x265-params"] = "log-level=error" }
+        // Above 4K (8K) the encoder's lookahead holds most of the memory (40 frames of
+        // 33 MP: 6.6 GB for x264 at 8K, the ffmpeg CLI's default too); 10 frames keep an 8K
+        // export near 4 GB, at a small cost in compression (docs/benchmarks.md, "8K").
+        // x265 keeps far more per frame: 5 frames and 2 B-frames (4.6 -> about 4 GB at 8K).
+        let large = encoding.size.width * encoding.size.height > VideoEngine.largePicture
+        if encoding.codec == .hevc {
+            options["x265-params"] = "log-level=error" + (large ? ":rc-lookahead=5:bframes=2" : "")
+        } else if large {
+            options["x264-params"] = "rc-lookahead=10"
+        }
         let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
             context.pointee.width = Int32(encoding.size.width)
             context.pointee.height = Int32(encoding.size.height)

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""jobctl and the ffmpeg CLI side by side on a folder of real-world media.
+
+Usage: corpus-compare.py FOLDER [--jobctl PATH] [--out DIR] [--timeout S] [--jobs N] [--json FILE]
+
+For every file under FOLDER (sorted), runs `jobctl export FILE --preset low --range 0s+3s` and
+the `ffmpeg` command that `jobctl presets --json` gives for `low`, with `-t 3`, each with a
+time limit, and classifies each run:
+
+  ok        exit 0 and the output holds media (ffprobe counts packets in a stream)
+  empty     exit 0 but the output holds no media (a "success" that wrote nothing)
+  refused   a non-zero exit (jobctl: the error code from `error: CODE:`)
+  crash     killed by a signal
+  hang      still running at the time limit (then killed)
+
+Prints one line per file where the two differ or either did not end ok, then a summary; with
+--json, writes every row. Nothing here is jobctl's own checking: ffprobe is the judge of both
+outputs. The corpus used in docs/benchmarks.md is androidx/media's test assets (fetched, never
+committed).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("folder")
+parser.add_argument("--jobctl", default=".build/release/jobctl")
+parser.add_argument("--out", default=None)
+parser.add_argument("--timeout", type=float, default=30)
+parser.add_argument("--jobs", type=int, default=2)
+parser.add_argument("--json", default=None)
+arguments = parser.parse_args()
+
+out = arguments.out or tempfile.mkdtemp(prefix="corpus-")
+os.makedirs(out, exist_ok=True)
+presets = json.loads(subprocess.run([arguments.jobctl, "presets", "--json"], capture_output=True, check=True).stdout)
+template = next(p for p in presets if p["name"] == "low")["ffmpeg"]
+
+
+def run(command, timeout):
+    started = time.time()
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return "hang", "", time.time() - started
+    elapsed = time.time() - started
+    if process.returncode < 0:
+        return "crash", "signal %d" % -process.returncode, elapsed
+    return process.returncode, stderr.decode("utf-8", "replace"), elapsed
+
+
+def packets(path):
+    """Packets in the output's streams, by ffprobe (0 when it has none or cannot be read)."""
+    if not os.path.exists(path):
+        return 0
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of", "json", path],
+        capture_output=True,
+    )
+    try:
+        streams = json.loads(probe.stdout).get("streams", [])
+    except ValueError:
+        return 0
+    return sum(int(s.get("nb_read_packets", 0) or 0) for s in streams)
+
+
+def classify(result, output):
+    code, stderr, elapsed = result
+    if code in ("hang", "crash"):
+        return code, stderr
+    if code != 0:
+        line = next((l for l in stderr.splitlines() if l.startswith("error: ")), stderr.strip().splitlines()[-1:] or [""])
+        text = line if isinstance(line, str) else (line[0] if line else "")
+        return "refused", text[:160]
+    return ("ok", "") if packets(output) > 0 else ("empty", "exit 0, no media in the output")
+
+
+def compare(index_and_path):
+    index, path = index_and_path
+    mine = os.path.join(out, "%04d.jobctl.mp4" % index)
+    theirs = os.path.join(out, "%04d.ffmpeg.mp4" % index)
+    jobctl = classify(
+        run([arguments.jobctl, "export", path, "--preset", "low", "--range", "0s+3s", "-o", mine], arguments.timeout),
+        mine,
+    )
+    command = shlex.split(template.replace("INPUT", shlex.quote(path)).replace("OUTPUT", shlex.quote(theirs)))
+    command = [command[0], "-nostdin", "-y", "-v", "error"] + command[1:-1] + ["-t", "3", command[-1]]
+    ffmpeg = classify(run(command, arguments.timeout), theirs)
+    for leftover in (mine, theirs):
+        if os.path.exists(leftover):
+            os.remove(leftover)
+    return {"file": os.path.relpath(path, arguments.folder), "jobctl": jobctl, "ffmpeg": ffmpeg}
+
+
+files = sorted(
+    os.path.join(directory, name)
+    for directory, _, names in os.walk(arguments.folder)
+    for name in names
+    if os.path.isfile(os.path.join(directory, name))
+)
+with concurrent.futures.ThreadPoolExecutor(max_workers=arguments.jobs) as pool:
+    rows = list(pool.map(compare, enumerate(files)))
+
+summary = {}
+for row in rows:
+    for tool in ("jobctl", "ffmpeg"):
+        summary.setdefault(tool, {}).setdefault(row[tool][0], 0)
+        summary[tool][row[tool][0]] += 1
+    if row["jobctl"][0] != "ok" or row["ffmpeg"][0] != "ok":
+        mark = "!!" if row["ffmpeg"][0] == "ok" and row["jobctl"][0] != "ok" else "  "
+        print(
+            "%s %-70s jobctl %-8s ffmpeg %-8s %s" % (mark, row["file"], row["jobctl"][0], row["ffmpeg"][0], row["jobctl"][1]),
+            flush=True,
+        )
+only_ffmpeg = [r["file"] for r in rows if r["ffmpeg"][0] == "ok" and r["jobctl"][0] != "ok"]
+only_jobctl = [r["file"] for r in rows if r["jobctl"][0] == "ok" and r["ffmpeg"][0] != "ok"]
+print("files: %d" % len(rows))
+for tool in ("jobctl", "ffmpeg"):
+    print("%-7s %s" % (tool, ", ".join("%s %d" % item for item in sorted(summary[tool].items()))))
+print("ffmpeg ok, jobctl not (marked !!): %d" % len(only_ffmpeg))
+print("jobctl ok, ffmpeg not: %d" % len(only_jobctl))
+if arguments.json:
+    with open(arguments.json, "w") as handle:
+        json.dump(rows, handle, indent=1)
