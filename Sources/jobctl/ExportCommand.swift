@@ -69,6 +69,7 @@ struct ExportCommand: AsyncParsableCommand {
             // The temporary file names this process, so a later export to the same place can
             // tell a dead export's leftover (SIGKILL, a power cut) from a live one's.
             let pid = ProcessInfo.processInfo.processIdentifier
+            let tag = "export-\(pid)-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
             ExportCommand.removeLeftovers(of: output)
             let session = ExportSession(
                 asset: asset,
@@ -76,17 +77,13 @@ struct ExportCommand: AsyncParsableCommand {
                 outputPath: output,
                 format: format,
                 timeRange: timeRange,
-                temporaryTag: "export-\(pid)-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+                temporaryTag: tag
             )
 
             // Ctrl-C, SIGTERM or SIGHUP (a closed terminal) cancels the export and removes its
-            // temporary file.
-            let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { session.cancel() }
-                source.resume()
-                return source
+            // temporary file; a second one removes it and exits at once.
+            let signals = cancellingOnSignals(removing: [AssetWriter.temporaryPath(for: output, tag: tag)]) {
+                session.cancel()
             }
             defer { for signal in signals { signal.cancel() } }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Media
+import Synchronization
 
 /// Runs `body` with Ctrl-C, SIGTERM and SIGHUP (a closed terminal) calling `cancel` instead of
 /// killing the process, so a cancelled operation removes its temporary files; and, on a
@@ -13,13 +14,7 @@ func runInterruptibly<T>(
     cancel: @escaping @Sendable () -> Void,
     _ body: () async throws -> T
 ) async throws -> T {
-    let signals = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { cancel() }
-        source.resume()
-        return source
-    }
+    let signals = cancellingOnSignals(cancel: cancel)
     defer { for signal in signals { signal.cancel() } }
     let bar = showingProgress && Terminal.stderrIsTTY ? ProgressBar(total: total) : nil
     let drawing = Task {
@@ -33,6 +28,32 @@ func runInterruptibly<T>(
         bar?.clear()
     }
     return try await body()
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP call `cancel`; a second one, when the first has not ended the
+/// operation (FFmpeg can spin in a loop that never asks whether to stop), removes `temporary`
+/// files and exits at once with status 130. Cancel the returned sources when done.
+func cancellingOnSignals(
+    removing temporary: [String] = [],
+    cancel: @escaping @Sendable () -> Void
+) -> [DispatchSourceSignal] {
+    let received = Mutex(0)
+    return [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            let count = received.withLock { count in
+                count += 1
+                return count
+            }
+            guard count > 1 else { return cancel() }
+            for path in temporary { unlink(path) }
+            FileHandle.standardError.write(Data("error: cancelled: stopped without waiting (a second signal)\n".utf8))
+            _exit(130)
+        }
+        source.resume()
+        return source
+    }
 }
 
 /// A maximum picture size: `320x180` (a box), `320x` (a width), `x180` (a height).

@@ -27,6 +27,9 @@ public final class Asset: @unchecked Sendable {
     /// The headers say the length is indeterminate (a fragmented MP4 with all-ones durations):
     /// `duration` is what the tracks that do say give, or `nil`.
     public let durationIsIndeterminate: Bool
+    /// What an export of this asset should say it could not do as asked (a DASH manifest with
+    /// several periods, of which FFmpeg reads one).
+    public let warnings: [String]
     /// For a manifest (several variants of one presentation), the tracks of the one variant
     /// an export reads: `nil` for other containers, where every track counts.
     let variant: Set<Int>?
@@ -107,6 +110,7 @@ public final class Asset: @unchecked Sendable {
             throw MediaError(.internalError, "opening \(location): \(error)")
         }
         if let refused = input.refusal { throw refused }
+        warnings = manifest?.warnings ?? []
         self.input = input
         self.interrupt = interrupt
         let context = input.context.pointee

@@ -11,8 +11,13 @@ import FoundationXML
 /// reader opens what a manifest names without asking it, so a DASH manifest is checked here
 /// instead, and read from the checked bytes (`MemoryInput`): every name in it (base URLs,
 /// segment templates and lists) must be a relative path without `..`, a scheme or
-/// percent-encoding; no link in its directory may lead out; it must be static (a live
-/// manifest is fetched again), without external links (`xlink`) or a document type.
+/// percent-encoding; representation ids plain names and bandwidths numbers (templates put
+/// them into paths); no link in its directory may lead out; it must be static (a live
+/// manifest is read again from the file, unchecked), without
+/// external links (`xlink`) or a document type, and without segments given as byte ranges
+/// (`SegmentURL@mediaRange`: FFmpeg 5.1's reader misreads them and loops for ever). FFmpeg only
+/// reads files with it (protocol whitelist `file`). One with several periods is read, with a
+/// warning: FFmpeg reads one of them.
 enum LocalManifest {
     static let maximumBytes = 4 << 20
 
@@ -27,9 +32,10 @@ enum LocalManifest {
         return nil
     }
 
-    /// The manifest at `path`, if it is one: its kind, and for DASH its checked bytes.
-    /// `input_unsupported` for one over 4 MB or a DASH manifest that fails the check.
-    static func read(_ path: String) throws(MediaError) -> (kind: String, checked: Data?)? {
+    /// The manifest at `path`, if it is one: its kind, and for DASH its checked bytes and what
+    /// an export of it should warn about. `input_unsupported` for one over 4 MB or a DASH
+    /// manifest that fails the check.
+    static func read(_ path: String) throws(MediaError) -> (kind: String, checked: Data?, warnings: [String])? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
         guard let kind = kind(ofHead: handle.readData(ofLength: 4096)) else { return nil }
@@ -43,7 +49,7 @@ enum LocalManifest {
                 "\(name) is \(what) larger than \(maximumBytes >> 20) MB, which jobctl does not read"
             )
         }
-        guard kind == "dash" else { return (kind, nil) }
+        guard kind == "dash" else { return (kind, nil, []) }
         func refuse(_ why: String) -> MediaError {
             MediaError(.inputUnsupported, "\(name) is \(what) that jobctl does not read: \(why)")
         }
@@ -55,10 +61,23 @@ enum LocalManifest {
         parser.shouldResolveExternalEntities = false
         parser.delegate = names
         guard parser.parse() else { throw refuse("it is not well-formed XML") }
-        if names.isDynamic { throw refuse("it is a live (dynamic) manifest; export from a finished, static one") }
+        // FFmpeg's reader matches element names without case or namespace, and attributes
+        // without namespace: so does this check, on every spelling it could read.
+        if names.types.contains(where: { $0.lowercased() != "static" }) {
+            throw refuse("it is a live (dynamic) manifest; export from a finished, static one")
+        }
+        if let ranged = names.rangedFiles.first {
+            throw refuse(
+                "its segments are byte ranges of one file (SegmentURL mediaRange), which FFmpeg's DASH reader misreads and never finishes; export '\(ranged.prefix(80))' itself"
+            )
+        }
         if let link = names.xlinks.first { throw refuse("it links to other documents ('\(link.prefix(80))')") }
         for id in names.representationIDs where !isPlainName(id) {
             throw refuse("a representation id ('\(id.prefix(40))') is not a plain name")
+        }
+        for bandwidth in names.bandwidths
+        where bandwidth.isEmpty || !bandwidth.utf8.allSatisfy({ (48...57).contains($0) }) {
+            throw refuse("a bandwidth ('\(bandwidth.prefix(40))') is not a number")
         }
         for base in names.baseURLs {
             var trimmed = base.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -68,7 +87,7 @@ enum LocalManifest {
         }
         for template in names.templates {
             let name = template.replacingOccurrences(
-                of: #"\$(RepresentationID|Number|Time|Bandwidth|SubNumber)(%0[0-9]+[dxX])?\$|\$\$"#,
+                of: #"\$[A-Za-z]+(%0[0-9]+[a-zA-Z])?\$|\$\$"#,
                 with: "x",
                 options: .regularExpression
             )
@@ -77,7 +96,12 @@ enum LocalManifest {
         if let link = linkLeadingOut(from: (path as NSString).deletingLastPathComponent) {
             throw refuse("its directory holds '\(link)', a link leading outside it")
         }
-        return (kind, data)
+        let notes =
+            names.periods > 1
+            ? [
+                "\(name) has \(names.periods) periods; FFmpeg's DASH reader reads one (the longest, or the last when they do not say how long they are): the output holds that period only"
+            ] : []
+        return (kind, data, notes)
     }
 
     /// Why `name` is not a plain relative path inside the manifest's directory, if it is not.
@@ -119,14 +143,25 @@ enum LocalManifest {
         return nil
     }
 
-    /// Every name an MPD uses for files.
+    /// Every name an MPD uses for files, and what else FFmpeg's reader acts on: element names
+    /// without case or namespace prefix, attributes by their local name (as libxml2's
+    /// `xmlGetProp` finds them), on any element.
     private final class MPDNames: NSObject, XMLParserDelegate {
         var baseURLs: [String] = []
         var templates: [String] = []
         var representationIDs: [String] = []
+        var bandwidths: [String] = []
         var xlinks: [String] = []
-        var isDynamic = false
+        var types: [String] = []
+        var periods = 0
+        /// The base URLs of representations whose segments are byte ranges.
+        var rangedFiles: [String] = []
+        private var ranged = false
         private var text: String?
+
+        static func local(_ name: String) -> String {
+            (name.split(separator: ":").last.map(String.init) ?? name).lowercased()
+        }
 
         func parser(
             _ parser: XMLParser,
@@ -135,32 +170,39 @@ enum LocalManifest {
             qualifiedName: String?,
             attributes: [String: String] = [:]
         ) {
-            let name = element.split(separator: ":").last.map(String.init) ?? element
-            for (key, value) in attributes where key.lowercased().hasSuffix("href") { xlinks.append(value) }
+            let name = Self.local(element)
+            for (key, value) in attributes {
+                switch Self.local(key) {
+                case let attribute where attribute.hasSuffix("href"): xlinks.append(value)
+                case "media", "initialization", "index", "bitstreamswitching", "sourceurl": templates.append(value)
+                case "bandwidth": bandwidths.append(value)
+                case "mediarange" where name == "segmenturl": ranged = true
+                case "id" where name == "representation": representationIDs.append(value)
+                case "type" where name == "mpd": types.append(value)
+                default: break
+                }
+            }
             switch name {
-            case "MPD":
-                isDynamic = attributes["type"]?.lowercased() == "dynamic"
-            case "SegmentTemplate":
-                templates += ["media", "initialization", "index", "bitstreamSwitching"].compactMap { attributes[$0] }
-            case "SegmentURL":
-                templates += ["media", "index"].compactMap { attributes[$0] }
-            case "Initialization", "RepresentationIndex", "BitstreamSwitching":
-                templates += ["sourceURL"].compactMap { attributes[$0] }
-            case "Representation":
-                if let id = attributes["id"] { representationIDs.append(id) }
-            case "BaseURL":
-                text = ""
-            default:
-                break
+            case "period": periods += 1
+            case "baseurl": text = ""
+            default: break
             }
         }
+
+        func parser(_ parser: XMLParser, foundCDATA block: Data) { text? += String(decoding: block, as: UTF8.self) }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) { text? += string }
 
         func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
-            if element.hasSuffix("BaseURL"), let text {
+            if Self.local(element) == "baseurl", let text {
                 baseURLs.append(text)
                 self.text = nil
+            }
+            if ranged, ["representation", "adaptationset", "period", "mpd"].contains(Self.local(element)) {
+                rangedFiles.append(
+                    baseURLs.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "the file it names"
+                )
+                ranged = false
             }
         }
     }

@@ -362,15 +362,17 @@ public final class ExportSession: @unchecked Sendable {
             }
         )
         var finished = result
+        var warnings = asset.warnings
         if asset.durationIsIndeterminate {
             let end = range.start + produced
-            finished.warnings = [
+            warnings.append(
                 "\(asset.displayName)'s headers do not say how long it is (fragmented, duration indeterminate): it held media until \(TimeRange.format(end))"
                     + (range.end.map {
                         $0 > end + 100_000 ? ", before the end of the range (\(TimeRange.format($0)))" : ""
                     } ?? "")
-            ]
+            )
         }
+        finished.warnings = warnings.isEmpty ? nil : warnings
         return (finished, writer)
     }
 }

@@ -88,7 +88,8 @@ final class InputFile {
             opaque: Unmanaged.passUnretained(guarding).toOpaque()
         )
         var options: OpaquePointer? = nil
-        av_dict_set(&options, "protocol_whitelist", Self.protocolWhitelist, 0)
+        // A checked DASH manifest names local files only: FFmpeg may open nothing else for it.
+        av_dict_set(&options, "protocol_whitelist", memory == nil ? Self.protocolWhitelist : "file", 0)
         av_dict_set(&options, "format_whitelist", memory == nil ? Self.demuxerWhitelist : Self.dashWhitelist, 0)
         // A file declaring thousands of streams fails here, before each costs memory.
         av_dict_set(&options, "max_streams", "\(limits.maxTracks)", 0)
@@ -98,7 +99,9 @@ final class InputFile {
         // HLS reuses a connection for the next segment without asking `io_open`: never. And
         // it skips a segment whose extension it does not like before asking: the guard decides.
         av_dict_set(&options, "http_persistent", "0", 0)
-        // A live playlist that stops growing ends after three reloads, not a thousand.
+        // A live playlist is read from its first segment (not three from the end), and one
+        // that stops growing ends after three reloads, not a thousand.
+        av_dict_set(&options, "live_start_index", "0", 0)
         av_dict_set(&options, "m3u8_hold_counters", "3", 0)
         av_dict_set(&options, "max_reload", "3", 0)
         if memory == nil {
@@ -167,6 +170,12 @@ final class InputFile {
         guard !guarding.failed else {
             if result >= 0 { av_packet_unref(packet) }
             return AVErr.permission
+        }
+        if result >= 0 {
+            let time = packet.pointee.pts != noPTS ? packet.pointee.pts : packet.pointee.dts
+            if time != noPTS, let stream = context.pointee.streams[Int(packet.pointee.stream_index)] {
+                guarding.noteRead(av_rescale_q(time, stream.pointee.time_base, microsecondBase))
+            }
         }
         return result
     }

@@ -42,11 +42,15 @@ final class InputGuard: @unchecked Sendable {
         case refused(String)
         /// With FFmpeg's code.
         case unopened(String, Int32)
-        /// A piece of the media the reader went on without (it only warned).
-        case skipped(String)
     }
 
     private let problem = Mutex<Problem?>(nil)
+    /// The first piece of the media a playlist reader went on without (it only warns), and how
+    /// far the packets read had reached then (microseconds). FFmpeg's DASH reader also asks for
+    /// a segment past the last one: a skip with no media after it is the end, not a hole.
+    private let skipped = Mutex<(what: String, at: Int64)?>(nil)
+    /// How far the packets read have reached (microseconds); written by the demuxing thread.
+    private let reached = Atomic<Int64>(.min)
     /// Whether `problem` is set: asked by the interrupt callback, on every I/O operation.
     private let hasProblem = Atomic(false)
     /// How many opens were asked for: the first is the input itself, whose failure the
@@ -67,6 +71,10 @@ final class InputGuard: @unchecked Sendable {
 
     /// Whether something the input names was refused or failed to open.
     var failed: Bool { hasProblem.load(ordering: .acquiring) }
+
+    func noteRead(_ time: Int64) {
+        if time > reached.load(ordering: .relaxed) { reached.store(time, ordering: .relaxed) }
+    }
 
     private func note(_ found: Problem) {
         problem.withLock { $0 = $0 ?? found }
@@ -138,13 +146,14 @@ final class InputGuard: @unchecked Sendable {
             let opaque = context.assumingMemoryBound(to: AVFormatContext.self).pointee.opaque
         else { return }
         let guarding = Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue()
-        guarding.note(.skipped(what))
+        let at = guarding.reached.load(ordering: .relaxed)
+        guarding.skipped.withLock { $0 = $0 ?? (what, at) }
     }
 
     /// What the input named that was refused (`input_unsupported`), failed to open or was
-    /// skipped (`input_unreadable`, retried later when the network failed), if anything.
+    /// skipped with media after it (`input_unreadable`, retried later when the network
+    /// failed), if anything.
     func failure(format: String?) -> MediaError? {
-        guard let found = problem.withLock({ $0 }) else { return nil }
         let what =
             switch format {
             case "hls"?: "an HLS playlist (hls)"
@@ -154,6 +163,15 @@ final class InputGuard: @unchecked Sendable {
         func named(_ url: String) -> Substring {
             MediaLocation.displayed(url.hasPrefix("file:") ? String(url.dropFirst(5)) : url).prefix(120)
         }
+        guard let found = problem.withLock({ $0 }) else {
+            guard let (piece, at) = skipped.withLock({ $0 }).map({ ($0.what, $0.at) }),
+                reached.load(ordering: .relaxed) - at > 1_000_000
+            else { return nil }
+            return MediaError(
+                .inputUnreadable,
+                "\(shown) is \(what) with \(piece) that cannot be read (missing or damaged): the media is incomplete"
+            )
+        }
         switch found {
         case .unopened(let url, let code):
             var failure = MediaError(
@@ -162,11 +180,6 @@ final class InputGuard: @unchecked Sendable {
             )
             failure.transient = AVErr.transientNetwork.contains(code)
             return failure
-        case .skipped(let piece):
-            return MediaError(
-                .inputUnreadable,
-                "\(shown) is \(what) with \(piece) that cannot be read (missing or damaged): the media is incomplete"
-            )
         case .refused(let url) where url.hasPrefix("crypto"):
             return MediaError(
                 .inputUnsupported,

@@ -284,6 +284,11 @@ public final class AssetReader: @unchecked Sendable {
             }
         }
         guard terminalError == nil else { return }
+        // A playlist reader that went on without a segment, with media after it.
+        if let refusal = input.refusal {
+            fail(refusal)
+            return
+        }
         do {
             try timeline.finish()
         } catch {
