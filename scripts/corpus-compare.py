@@ -2,10 +2,12 @@
 """jobctl and the ffmpeg CLI side by side on a folder of real-world media.
 
 Usage: corpus-compare.py FOLDER [--jobctl PATH] [--out DIR] [--timeout S] [--jobs N] [--json FILE]
+                          [--ffmpeg-from FILE]
 
 For every file under FOLDER (sorted), runs `jobctl export FILE --preset low --range 0s+3s` and
 the `ffmpeg` command that `jobctl presets --json` gives for `low`, with `-t 3`, each with a
-time limit, and classifies each run:
+time limit, and classifies each run (--ffmpeg-from takes the CLI's column from an earlier
+--json file instead of running it again: the CLI does not change between jobctl builds):
 
   ok        exit 0 and the output holds media (ffprobe counts packets in a stream)
   empty     exit 0 but the output holds no media (a "success" that wrote nothing)
@@ -36,7 +38,12 @@ parser.add_argument("--out", default=None)
 parser.add_argument("--timeout", type=float, default=30)
 parser.add_argument("--jobs", type=int, default=2)
 parser.add_argument("--json", default=None)
+parser.add_argument("--ffmpeg-from", default=None)
 arguments = parser.parse_args()
+earlier = {}
+if arguments.ffmpeg_from:
+    with open(arguments.ffmpeg_from) as handle:
+        earlier = {row["file"]: row["ffmpeg"] for row in json.load(handle)}
 
 out = arguments.out or tempfile.mkdtemp(prefix="corpus-")
 os.makedirs(out, exist_ok=True)
@@ -95,9 +102,11 @@ def compare(index_and_path):
         run([arguments.jobctl, "export", path, "--preset", "low", "--range", "0s+3s", "-o", mine], arguments.timeout),
         mine,
     )
-    command = shlex.split(template.replace("INPUT", shlex.quote(path)).replace("OUTPUT", shlex.quote(theirs)))
-    command = [command[0], "-nostdin", "-y", "-v", "error"] + command[1:-1] + ["-t", "3", command[-1]]
-    ffmpeg = classify(run(command, arguments.timeout), theirs)
+    ffmpeg = earlier.get(os.path.relpath(path, arguments.folder))
+    if ffmpeg is None:
+        command = shlex.split(template.replace("INPUT", shlex.quote(path)).replace("OUTPUT", shlex.quote(theirs)))
+        command = [command[0], "-nostdin", "-y", "-v", "error"] + command[1:-1] + ["-t", "3", command[-1]]
+        ffmpeg = classify(run(command, arguments.timeout), theirs)
     for leftover in (mine, theirs):
         if os.path.exists(leftover):
             os.remove(leftover)
