@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value: job results and preset settings are stored as documents the queue does not
 /// interpret (export results today; thumbnails and waveforms later).
 public enum JSONValue: Sendable, Hashable, Codable {
@@ -50,4 +52,26 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
     public var doubleValue: Double? { if case .number(let value) = self { value } else { nil } }
     public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+}
+
+extension JSONValue {
+    /// `value` as a JSON value: the one bridge from a Codable type to what the queue stores
+    /// (options at submission, results at completion). Throws what `JSONEncoder` throws (a
+    /// non-finite number), never answers `null` for a value it could not encode.
+    public init(encoding value: some Encodable) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+    }
+
+    /// This value read as `T`: the one bridge back. Throws `DecodingError` when it does not fit.
+    public func decoded<T: Decodable>(as type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+    }
+
+    /// Sets `key` of an object (nothing for other values).
+    public mutating func set(_ key: String, _ value: JSONValue) {
+        if case .object(var object) = self {
+            object[key] = value
+            self = .object(object)
+        }
+    }
 }

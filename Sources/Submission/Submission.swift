@@ -215,7 +215,7 @@ public enum Submission {
 
     private static func json(_ value: some Encodable) throws(MediaError) -> JSONValue {
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+            return try JSONValue(encoding: value)
         } catch {
             throw MediaError(.presetUnknown, "the job's settings cannot be stored: \(error)")
         }

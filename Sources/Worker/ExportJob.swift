@@ -18,7 +18,7 @@ struct ExportJob: PreparedJob {
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob
     {
-        let preset = try decodePreset(job)
+        let preset: Preset = try job.storedOptions()
         let range = try job.timeRange()
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
             guard let format = ContainerFormat(rawValue: name) else {
@@ -62,15 +62,6 @@ struct ExportJob: PreparedJob {
         return ExportJob(session: session, uploadURL: uploadURL, shownOutput: job.owner == nil ? nil : job.output)
     }
 
-    /// The job's preset as it was when submitted.
-    private static func decodePreset(_ job: Job) throws(MediaError) -> Preset {
-        do {
-            return try JSONDecoder().decode(Preset.self, from: JSONEncoder().encode(job.presetSettings))
-        } catch {
-            throw MediaError(.presetUnknown, "the job's preset '\(job.preset)' could not be read (\(error))")
-        }
-    }
-
     /// Temporary files of earlier attempts of this job (a worker killed mid-export leaves one
     /// beside the destination): `.NAME.JOBID-ATTEMPT-TOKEN.jobctl.tmp`.
     private static func removeLeftovers(of job: Job, writingTo output: String) {
@@ -90,21 +81,27 @@ struct ExportJob: PreparedJob {
 
     func run() async throws -> FinishedRun {
         let finished = try await session.exportDeferringCommit()
-        let result = finished.result
+        let result: JSONValue
+        do {
+            result = try JSONValue(encoding: finished.result)
+        } catch {
+            throw JobFailure.unstorableResult(error)  // the output, dropped, is deleted
+        }
+        let duration = finished.result.duration
         let (uploadURL, shownOutput) = (self.uploadURL, self.shownOutput)
         let held = HeldExport(
             finished.takeOutput(),
             uploadURL: uploadURL,
             contentType: RemoteMedia.contentType(of: session.format)
         )
-        return FinishedRun(held: held, mediaSeconds: result.duration) { uploaded in
+        return FinishedRun(held: held, mediaSeconds: duration) { uploaded in
             var result = result
-            if let shownOutput { result.output = shownOutput }
+            if let shownOutput { result.set("output", .string(shownOutput)) }
             if let uploaded, let url = uploadURL {
-                result.bytes = uploaded.values.reduce(0, +)
-                result.output = MediaLocation.displayed(url)
+                result.set("bytes", .number(Double(uploaded.values.reduce(0, +))))
+                result.set("output", .string(MediaLocation.displayed(url)))
             }
-            return ExportJob.json(result)
+            return result
         }
     }
 
@@ -123,9 +120,6 @@ struct ExportJob: PreparedJob {
         }
     }
 
-    static func json(_ result: ExportResult) -> JSONValue {
-        (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(result))) ?? .null
-    }
 }
 
 extension Job {

@@ -48,6 +48,20 @@ struct FileSetJob: PreparedJob {
 
     static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> FileSetJob
     {
+        // The stored options first: a row that does not read costs no input.
+        enum Stored {
+            case thumbnails(ThumbnailOptions)
+            case storyboard(StoryboardOptions)
+            case waveform(WaveformOptions)
+        }
+        let stored: Stored
+        switch job.kind {
+        case .thumbnails: stored = .thumbnails(try job.storedOptions())
+        case .storyboard: stored = .storyboard(try job.storedOptions())
+        case .waveform: stored = .waveform(try job.storedOptions())
+        case .export, .noop:
+            throw MediaError(.internalError, "a \(job.kind) job was given to the file-set runner")
+        }
         let range = try job.timeRange()
         let paths = try JobPaths.resolve(job, options: options)
         let confinement = paths.confinement
@@ -70,15 +84,13 @@ struct FileSetJob: PreparedJob {
             return try Asset(location: paths.input, limits: options.limits)
         }
         let work: Work
-        switch job.kind {
-        case .thumbnails:
-            work = .thumbnails(try ThumbnailSession(asset: asset, options: try decode(job), timeRange: range))
-        case .storyboard:
-            work = .storyboard(try StoryboardSession(asset: asset, options: try decode(job), timeRange: range))
-        case .waveform:
-            work = .waveform(try WaveformReader(asset: asset, options: try decode(job), timeRange: range))
-        case .export, .noop:
-            throw MediaError(.internalError, "a \(job.kind) job was given to the file-set runner")
+        switch stored {
+        case .thumbnails(let options):
+            work = .thumbnails(try ThumbnailSession(asset: asset, options: options, timeRange: range))
+        case .storyboard(let options):
+            work = .storyboard(try StoryboardSession(asset: asset, options: options, timeRange: range))
+        case .waveform(let options):
+            work = .waveform(try WaveformReader(asset: asset, options: options, timeRange: range))
         }
         return FileSetJob(
             job: job,
@@ -88,15 +100,6 @@ struct FileSetJob: PreparedJob {
             tag: lease.temporaryTag,
             confinement: uploadURL == nil ? confinement : PathConfinement(inputRoot: nil, outputRoot: nil)
         )
-    }
-
-    /// The kind's options as they were when the job was submitted.
-    private static func decode<Options: Decodable>(_ job: Job) throws(MediaError) -> Options {
-        do {
-            return try JSONDecoder().decode(Options.self, from: JSONEncoder().encode(job.presetSettings))
-        } catch {
-            throw MediaError(.presetUnknown, "the job's \(job.kind) options could not be read (\(error))")
-        }
     }
 
     func run() async throws -> FinishedRun {
@@ -111,10 +114,10 @@ struct FileSetJob: PreparedJob {
                 try confinement.checkOpenedOutputDirectory(files.resolvedDirectory, shownAs: directory)
                 let details: JSONValue
                 switch work {
-                case .thumbnails(let session): details = Self.json(["images": try session.run(into: files)])
+                case .thumbnails(let session): details = try Self.json(["images": try session.run(into: files)])
                 case .storyboard(let session):
                     let result = try session.run(into: files)
-                    details = Self.json(
+                    details = try Self.json(
                         [
                             "storyboard": Storyboard(
                                 description: result.description,
@@ -125,7 +128,7 @@ struct FileSetJob: PreparedJob {
                     )
                 case .waveform(let reader):
                     let result = try reader.run(into: files)
-                    details = Self.json(
+                    details = try Self.json(
                         [
                             "waveform": Waveform(
                                 sampleRate: result.sampleRate,
@@ -153,7 +156,7 @@ struct FileSetJob: PreparedJob {
                         ?? (local as NSString).appendingPathComponent(file.name)
                 )
             }
-            var result: [String: JSONValue] = ["output": .string(output), "files": Self.json(listed)]
+            var result: [String: JSONValue] = ["output": .string(output), "files": .array(listed.map(\.json))]
             if case .object(let fields) = details { result.merge(fields) { $1 } }
             return .object(result)
         }
@@ -176,11 +179,15 @@ struct FileSetJob: PreparedJob {
         let details: JSONValue
     }
 
-    struct ResultFile: Encodable {
+    struct ResultFile {
         var name: String
         var bytes: Int64
         /// The file's path, or its URL without the query (the signature).
         var location: String
+
+        var json: JSONValue {
+            .object(["name": .string(name), "bytes": .number(Double(bytes)), "location": .string(location)])
+        }
     }
 
     struct Storyboard: Encodable {
@@ -198,8 +205,12 @@ struct FileSetJob: PreparedJob {
         var duration: Double
     }
 
-    private static func json(_ value: some Encodable) -> JSONValue {
-        (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))) ?? .null
+    private static func json(_ value: some Encodable) throws(JobFailure) -> JSONValue {
+        do {
+            return try JSONValue(encoding: value)
+        } catch {
+            throw JobFailure.unstorableResult(error)
+        }
     }
 
     // MARK: Uploads

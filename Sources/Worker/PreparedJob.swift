@@ -112,3 +112,32 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
         taken?.discard()
     }
 }
+
+extension Job {
+    /// The kind's options as they were stored at submission, read as `Options`. A stored value
+    /// that does not fit is `database_corrupt` naming the job (changed outside jobctl, or by an
+    /// incompatible version), never a default: not retried, another attempt would read the same.
+    func storedOptions<Options: Decodable>(as type: Options.Type = Options.self) throws(JobFailure) -> Options {
+        do {
+            return try presetSettings.decoded(as: Options.self)
+        } catch {
+            throw JobFailure(
+                error: JobError(
+                    code: "database_corrupt",
+                    message:
+                        "job \(id): the \(kind) options stored with it cannot be read (\(error)); the row was changed outside jobctl or by an incompatible version",
+                    retryable: false
+                )
+            )
+        }
+    }
+}
+
+extension JobFailure {
+    /// A result that cannot be stored as JSON (a non-finite number): a bug, reported as one.
+    static func unstorableResult(_ error: any Error) -> JobFailure {
+        JobFailure(
+            error: JobError(code: "internal", message: "the job's result could not be stored as JSON (\(error))")
+        )
+    }
+}

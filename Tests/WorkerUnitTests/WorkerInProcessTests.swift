@@ -30,7 +30,7 @@ struct WorkerInProcessTests {
             maxAttempts: Int = 3
         ) async throws -> Job {
             let preset = try PresetCatalog.builtIn.preset(named: "low")
-            let settings = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(preset))
+            let settings = try JSONValue(encoding: preset)
             let request = JobRequest(
                 input: input,
                 output: directory.file(name),
@@ -120,6 +120,39 @@ struct WorkerInProcessTests {
             #expect(failed.error?.code == "range_out_of_bounds", "\(String(describing: failed.error))")
         }
         #expect(try await bench.job(fine.id).status == .completed, "the worker went on to the next job")
+    }
+
+    @Test("stored options that do not read as the kind's are database_corrupt naming the job, not a default")
+    func unreadableStoredOptions() async throws {
+        let bench = try Bench("bad-options")
+        defer { bench.directory.remove() }
+        let input = try await Fixtures.shared.path(.basic)
+        // Rows changed by hand or by another version: a preset whose fields have the wrong
+        // types, thumbnail options that are not an object.
+        var badRequests = [
+            JobRequest(
+                input: input,
+                output: bench.directory.file("bad.mp4"),
+                preset: "low",
+                presetSettings: .object(["name": .number(5), "video": .string("fast")])
+            ),
+            JobRequest(kind: .thumbnails, input: input, output: bench.directory.file("thumbs"), preset: "thumbnails"),
+        ]
+        badRequests[1].presetSettings = .string("every second")
+        var bad: [Job] = []
+        for request in badRequests { bad.append(try await bench.store.submit(request).job) }
+        let fine = try await bench.submit(input, range: Job.Range(start: 0, duration: 0.5))
+        try await bench.worker(once: true).run()
+        for job in bad {
+            let failed = try await bench.job(job.id)
+            #expect(failed.status == .failed)
+            #expect(failed.error?.code == "database_corrupt", "\(String(describing: failed.error))")
+            #expect(failed.error?.message.contains("job \(job.id)") == true)
+            #expect(failed.error?.retryable == false)
+            #expect(failed.attempt == 1, "not retried: another attempt reads the same row")
+        }
+        #expect(try await bench.job(fine.id).status == .completed, "the worker went on to the next job")
+        #expect(bench.outputs() == ["out.mp4"], "nothing written for the unreadable rows")
     }
 
     @Test("a retryable failure runs again until its attempts are spent")
