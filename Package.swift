@@ -158,7 +158,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit", "JobctlCore"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
         .testTarget(

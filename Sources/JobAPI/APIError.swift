@@ -1,12 +1,13 @@
 import Foundation
 import Hummingbird
+import JobctlCore
 import Queue
 
 /// The one error body of the API: `{"error": {"code", "message", "field"}}`, with the CLI's
 /// error codes where one applies. Nothing else reaches a client: no stack trace, no SQL.
 public struct APIError: HTTPResponseError, Sendable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     public var field: String?
     /// Seconds, for 429.
@@ -14,33 +15,36 @@ public struct APIError: HTTPResponseError, Sendable {
     /// The methods the path has, for 405.
     public var allow: [String]?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, field: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
     }
 
-    static func invalid(_ field: String, _ message: String, code: String = "invalid_request") -> APIError {
+    /// An error answered with its code's status (`ErrorCode.httpStatus`).
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
+        self.init(HTTPResponse.Status(code: code.httpStatus), code, message, field: field)
+    }
+
+    static func invalid(_ field: String, _ message: String, code: ErrorCode = .invalidRequest) -> APIError {
         APIError(.unprocessableContent, code, message, field: field)
     }
 
     static let unauthorized = APIError(
         .unauthorized,
-        "unauthorized",
         "send an API key as `Authorization: Bearer jck_…` (jobctl keys create)"
     )
 
     static func rateLimited(_ seconds: Int) -> APIError {
-        var error = APIError(.tooManyRequests, "rate_limited", "too many requests; retry after \(seconds) s")
+        var error = APIError(.rateLimited, "too many requests; retry after \(seconds) s")
         error.retryAfter = seconds
         return error
     }
 
     static func tooManyWatches(_ maximum: Int) -> APIError {
         var error = APIError(
-            .tooManyRequests,
-            "too_many_watches",
+            .tooManyWatches,
             "this key holds \(maximum) long polls and event streams on this server already; close some, or retry later"
         )
         error.retryAfter = 5
@@ -48,12 +52,11 @@ public struct APIError: HTTPResponseError, Sendable {
     }
 
     static let databaseUnavailable = APIError(
-        .serviceUnavailable,
-        "database_unavailable",
+        .databaseUnavailable,
         "the job database cannot be reached; try again"
     )
 
-    static func noJob(_ id: String) -> APIError { APIError(.notFound, "job_not_found", "no job \(id)") }
+    static func noJob(_ id: String) -> APIError { APIError(.jobNotFound, "no job \(id)") }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = try APIResponses.json(
@@ -70,7 +73,7 @@ public struct APIError: HTTPResponseError, Sendable {
 /// `{"error": {"code", "message", "field"}}`, `field` always present (null when none).
 struct ErrorBody: Codable, Sendable {
     struct Detail: Codable, Sendable {
-        let code: String
+        let code: ErrorCode
         let message: String
         let field: String?
 

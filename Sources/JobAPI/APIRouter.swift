@@ -216,21 +216,20 @@ struct ErrorShape: RouterMiddleware {
                 if !allowed.isEmpty {
                     var refusal = APIError(
                         .methodNotAllowed,
-                        "method_not_allowed",
                         "\(request.uri.path) answers \(allowed.joined(separator: ", "))"
                     )
                     refusal.allow = allowed
                     throw refusal
                 }
             }
-            let code = error.status == .notFound ? "not_found" : "invalid_request"
+            let code: ErrorCode = error.status == .notFound ? .notFound : .invalidRequest
             throw APIError(error.status, code, error.body ?? error.status.reasonPhrase)
         } catch let error as JobStoreError where error.code != .conflict && error.code != .notFound {
             logger.error("The job database failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             throw APIError.databaseUnavailable
         } catch {
             logger.error("A request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            throw APIError(.internalServerError, "internal", "the request failed; the server's log has the details")
+            throw APIError(.internalError, "the request failed; the server's log has the details")
         }
     }
 }
@@ -330,7 +329,7 @@ struct JobRoutes: Sendable {
         if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 255 {
             throw APIError(
                 .badRequest,
-                "invalid_request",
+                .invalidRequest,
                 "Idempotency-Key is 1 to 255 bytes",
                 field: "Idempotency-Key"
             )
@@ -342,7 +341,7 @@ struct JobRoutes: Sendable {
         } catch {
             throw APIError(
                 .contentTooLarge,
-                "invalid_request",
+                .invalidRequest,
                 "the body is larger than \(context.maxUploadSize / 1024) KiB"
             )
         }
@@ -352,7 +351,7 @@ struct JobRoutes: Sendable {
         } catch let error as DecodingError {
             throw Self.describe(error)
         } catch {
-            throw APIError(.badRequest, "invalid_request", "the body is not JSON")
+            throw APIError(.badRequest, .invalidRequest, "the body is not JSON")
         }
         let jobRequest = try submitted.jobRequest(
             owner: key,
@@ -366,8 +365,7 @@ struct JobRoutes: Sendable {
             // Stripe's rule: the same key with another request is a client bug, not a replay.
             guard Self.sameRequest(job, jobRequest) else {
                 throw APIError(
-                    .unprocessableContent,
-                    "idempotency_key_reused",
+                    .idempotencyKeyReused,
                     "Idempotency-Key was used for a different request (job \(job.id))",
                     field: "Idempotency-Key"
                 )
@@ -460,7 +458,7 @@ struct JobRoutes: Sendable {
                 return try APIResponses.json(Self.presented(job), status: .accepted)
             }
         } catch let error as JobStoreError where error.code == .conflict {
-            throw APIError(.conflict, "job_ended", error.message)
+            throw APIError(.jobEnded, error.message)
         }
     }
 
@@ -476,13 +474,13 @@ struct JobRoutes: Sendable {
         case .some: throw APIError.invalid("force", "force is true or false")
         }
         if force && key.scope != .admin {
-            throw APIError(.forbidden, "forbidden", "force is for admin keys: a poison job may take more workers down")
+            throw APIError(.forbidden, "force is for admin keys: a poison job may take more workers down")
         }
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         do {
             return try APIResponses.json(Self.presented(try await store.retry(id, force: force)))
         } catch let error as JobStoreError where error.code == .conflict {
-            throw APIError(.conflict, "job_not_retryable", error.message)
+            throw APIError(.jobNotRetryable, error.message)
         }
     }
 
@@ -503,7 +501,6 @@ struct JobRoutes: Sendable {
         guard key.scope >= scope else {
             throw APIError(
                 .forbidden,
-                "forbidden",
                 "this key's scope is \(key.scope.rawValue); this needs \(scope.rawValue)"
             )
         }
@@ -565,9 +562,9 @@ struct JobRoutes: Sendable {
             if let field = path(context.codingPath) {
                 return .invalid(field, "\(field) is not valid: \(context.debugDescription.prefix(200))")
             }
-            return APIError(.badRequest, "invalid_request", "the body is not JSON")
+            return APIError(.badRequest, .invalidRequest, "the body is not JSON")
         @unknown default:
-            return APIError(.badRequest, "invalid_request", "the body could not be read")
+            return APIError(.badRequest, .invalidRequest, "the body could not be read")
         }
     }
 }

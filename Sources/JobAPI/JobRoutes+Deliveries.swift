@@ -24,12 +24,12 @@ extension JobRoutes {
         // Only this job's deliveries: a delivery id names no tenant by itself.
         guard try await outbox.deliveries(job: id, limit: Self.deliveriesPerJob).contains(where: { $0.id == delivery })
         else {
-            throw APIError(.notFound, "delivery_not_found", "job \(id) has no webhook delivery \(delivery.prefix(64))")
+            throw APIError(.deliveryNotFound, "job \(id) has no webhook delivery \(delivery.prefix(64))")
         }
         do {
             return try APIResponses.json(try await outbox.redeliver(delivery), status: .accepted)
         } catch let error as JobStoreError where error.code == .conflict {
-            throw APIError(.conflict, "delivery_in_flight", error.message)
+            throw APIError(.deliveryInFlight, error.message)
         }
     }
 
@@ -37,7 +37,7 @@ extension JobRoutes {
         let id = try Self.jobID(context)
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
         guard let outbox = store as? any WebhookOutbox else {
-            throw APIError(.notFound, "not_found", "this job database keeps no webhook deliveries")
+            throw APIError(.notFound, "this job database keeps no webhook deliveries")
         }
         return (id, outbox)
     }

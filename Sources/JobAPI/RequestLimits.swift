@@ -126,7 +126,6 @@ struct RequestTimeout: RouterMiddleware {
                 } catch {}
                 throw APIError(
                     .requestTimeout,
-                    "request_timeout",
                     "the request took longer than \(limit); a submit may have been stored: retry it with the same Idempotency-Key"
                 )
             }
@@ -223,7 +222,7 @@ struct DeclaredBodyLimit: RouterMiddleware {
         if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > context.maxUploadSize {
             var response = try APIError(
                 .contentTooLarge,
-                "invalid_request",
+                .invalidRequest,
                 "the body is larger than \(context.maxUploadSize / 1024) KiB"
             ).response(from: request, context: context)
             response.headers[.connection] = "close"

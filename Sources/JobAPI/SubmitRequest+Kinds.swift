@@ -124,7 +124,7 @@ extension SubmitRequest {
                 return try catalog.inlinePreset(data)
             }
         } catch let error as MediaError {
-            throw APIError.invalid("preset", error.message, code: error.code.rawValue)
+            throw APIError.invalid("preset", error.message, code: error.code.errorCode)
         } catch let error as APIError {
             throw error
         } catch {

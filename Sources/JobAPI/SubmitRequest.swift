@@ -102,7 +102,7 @@ extension SubmitRequest {
             root: scope.inputRoot,
             owner: owner.id,
             policy: policy,
-            code: "input_unreadable"
+            code: .inputUnreadable
         )
         let localOutput = try Self.checkLocation(
             output,
@@ -110,7 +110,7 @@ extension SubmitRequest {
             root: scope.outputRoot,
             owner: owner.id,
             policy: policy,
-            code: "output_forbidden"
+            code: .outputForbidden
         )
         if let problem = Submission.outputProblem(output, kind: kind) { throw .invalid("output", problem) }
         let range = try range.map(Self.range)
@@ -134,7 +134,7 @@ extension SubmitRequest {
                     with: ""
                 )
             }
-            throw .invalid(Self.field(of: error, kind: kind), message, code: error.code.rawValue)
+            throw .invalid(Self.field(of: error, kind: kind), message, code: error.code.errorCode)
         }
         let maxAttempts = self.maxAttempts?.value ?? 3
         guard (1...100).contains(maxAttempts) else { throw .invalid("maxAttempts", "maxAttempts is between 1 and 100") }
@@ -147,7 +147,6 @@ extension SubmitRequest {
         guard owner.allows(priority: priority) else {
             throw APIError(
                 .forbidden,
-                "forbidden",
                 "this key may submit at priority \(owner.maxPriority) at most (an admin can make a key with jobctl keys create --max-priority N)",
                 field: "priority"
             )
@@ -157,7 +156,6 @@ extension SubmitRequest {
         {
             throw APIError(
                 .forbidden,
-                "forbidden",
                 "encoderPreset '\(speed)' costs many times the CPU of 'medium': only admin keys may ask for it inline (an operator can offer it as a named preset)",
                 field: "preset"
             )
@@ -169,7 +167,7 @@ extension SubmitRequest {
                 url.host?.isEmpty == false
             else { throw .invalid("webhook", "webhook must be an http(s) URL") }
             if let refusal = policy.staticRefusal(for: webhook) {
-                throw .invalid("webhook", "\(MediaLocation.displayed(webhook)): \(refusal)", code: "webhook_forbidden")
+                throw .invalid("webhook", "\(MediaLocation.displayed(webhook)): \(refusal)", code: .webhookForbidden)
             }
         }
         return JobRequest(
@@ -206,7 +204,7 @@ extension SubmitRequest {
                 let parsed = try TimeRange(parsing: text)
                 return Job.Range(start: Double(parsed.start) / 1e6, duration: parsed.duration.map { Double($0) / 1e6 })
             } catch {
-                throw .invalid("range", error.description, code: "range_out_of_bounds")
+                throw .invalid("range", error.description, code: .rangeOutOfBounds)
             }
         case .seconds(let start, let duration):
             // What a worker can turn into microseconds: a duration of at least one (5e-324 once
@@ -215,7 +213,7 @@ extension SubmitRequest {
                 throw .invalid(
                     "range",
                     "range.start is 0 or more and range.duration at least a microsecond (seconds, both under 10^9)",
-                    code: "range_out_of_bounds"
+                    code: .rangeOutOfBounds
                 )
             }
             return Job.Range(start: start, duration: duration)
@@ -231,7 +229,7 @@ extension SubmitRequest {
         root: String?,
         owner: String,
         policy: AddressPolicy,
-        code: String
+        code: ErrorCode
     ) throws(APIError) -> String {
         guard !location.isEmpty, location.utf8.count <= 4096, !location.contains("\0") else {
             throw .invalid(field, "\(field) is a path or an http(s) URL of at most 4096 bytes")

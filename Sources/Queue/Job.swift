@@ -220,25 +220,20 @@ public struct JobTrack: Sendable, Hashable, Codable {
 /// Why an attempt failed (docs/spec.md §4): a code from the contract, a message a person can act on,
 /// and whether another attempt could succeed.
 public struct JobError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     public var retryable: Bool
 
-    public init(code: String, message: String, retryable: Bool? = nil) {
+    /// `retryable` by default as the code says (input, range and preset errors are final;
+    /// output, lease and internal errors are retried: docs/spec.md §4); a failure that knows
+    /// better (a 5xx from an input's server) says so.
+    public init(code: ErrorCode, message: String, retryable: Bool? = nil) {
         self.code = code
         self.message = message
-        self.retryable = retryable ?? JobError.isRetryable(code)
+        self.retryable = retryable ?? code.isRetryable
     }
 
     public var description: String { "\(code): \(message)" }
-
-    /// Input, range and preset errors are not retried; output, network, lease and internal
-    /// errors are (docs/spec.md §4).
-    public static func isRetryable(_ code: String) -> Bool {
-        retryableCodes.contains(code)
-    }
-
-    public static let retryableCodes: Set<String> = ["output_unwritable", "lease_lost", "internal", "network"]
 
     /// The message of `worker_crashed`, the same from every store (SQL builds it from `worker`).
     public static func workerCrashedMessage(worker: String) -> String {

@@ -160,6 +160,8 @@ public struct JobStoreError: CodedError, Sendable {
         private let base: Base
         private init(_ base: Base) { self.base = base }
         public var description: String { base.rawValue }
+        /// The code in the vocabulary every error shares.
+        public var errorCode: ErrorCode { ErrorCode(rawValue: base.rawValue) }
 
         public static let notFound = Code(.notFound)
         /// The job's status does not allow the operation (`cancel` of an ended job…); the
@@ -238,12 +240,12 @@ extension JobStoreError {
     {
         poisoned
             ? JobError(
-                code: "worker_crashed",
+                code: .workerCrashed,
                 message: JobError.workerCrashedMessage(worker: worker ?? "?"),
                 retryable: false
             )
             : JobError(
-                code: "lease_lost",
+                code: .leaseLost,
                 message:
                     "its worker \(worker ?? "?") stopped renewing the lease on attempt \(attempt) of \(maxAttempts)",
                 retryable: true

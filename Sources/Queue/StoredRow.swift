@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 
 /// A row of the job database read **by column name**, whatever the database: SQLite's and
 /// PostgreSQL's row types conform, and jobs and deliveries are built from them here, once.
@@ -70,7 +71,11 @@ extension StoredRow {
             tracks: tracks,
             result: try StoredJSON.decode(JSONValue.self, text("result")),
             error: try errorCode.map {
-                JobError(code: $0, message: try text("error_message") ?? "", retryable: try boolean("error_retryable"))
+                JobError(
+                    code: ErrorCode(rawValue: $0),
+                    message: try text("error_message") ?? "",
+                    retryable: try boolean("error_retryable")
+                )
             },
             webhook: try text("webhook"),
             metadata: try StoredJSON.decode([String: String].self, text("metadata")) ?? [:],

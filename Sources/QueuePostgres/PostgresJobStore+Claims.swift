@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Logging
 import PostgresNIO
 import Queue
@@ -84,7 +85,7 @@ extension PostgresJobStore {
             """
             UPDATE jobctl.jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
                 crashes = crashes + 1,
-                error_code = CASE WHEN crashes + 1 >= \(JobStateMachine.crashLimit) THEN 'worker_crashed' ELSE 'lease_lost' END,
+                error_code = CASE WHEN crashes + 1 >= \(JobStateMachine.crashLimit) THEN \(ErrorCode.workerCrashed.rawValue) ELSE \(ErrorCode.leaseLost.rawValue) END,
                 error_retryable = crashes + 1 < \(JobStateMachine.crashLimit),
                 error_message = CASE WHEN crashes + 1 >= \(JobStateMachine.crashLimit)
                     THEN replace(\(JobError.workerCrashedMessage(worker: "{worker}")), '{worker}', coalesce(worker, '?'))

@@ -109,7 +109,7 @@ extension PostgresJobStore {
                         WHEN \(error.retryable) AND attempt < max_attempts THEN 'unknown' ELSE 'failed' END,
                     run_at = CASE WHEN \(error.retryable) AND attempt < max_attempts THEN t.now + \(retryDelay.milliseconds) ELSE run_at END,
                     finished_at = CASE WHEN \(error.retryable) AND NOT cancel_requested AND attempt < max_attempts THEN NULL ELSE t.now END,
-                    error_code = \(error.code), error_message = \(error.message), error_retryable = \(error.retryable),
+                    error_code = \(error.code.rawValue), error_message = \(error.message), error_retryable = \(error.retryable),
                     lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE, updated_at = t.now
                 FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
                 RETURNING \(unescaped: Self.finishedColumns), NULL::jsonb AS tracks

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import JobctlCore
 import Queue
 
 // Claims, expired leases, heartbeats, cancellation checks.
@@ -45,7 +46,7 @@ extension SQLiteJobStore {
                     sql: """
                         UPDATE jobs SET status = 'failed', lease_token = NULL, lease_expires_at = NULL, finished_at = :now, updated_at = :now,
                             crashes = crashes + 1,
-                            error_code = CASE WHEN crashes + 1 >= :crashLimit THEN 'worker_crashed' ELSE 'lease_lost' END,
+                            error_code = CASE WHEN crashes + 1 >= :crashLimit THEN :crashedCode ELSE :lostCode END,
                             error_retryable = crashes + 1 < :crashLimit,
                             error_message = CASE WHEN crashes + 1 >= :crashLimit THEN replace(:crashed, '{worker}', coalesce(worker, '?'))
                                 ELSE 'its worker ' || coalesce(worker, '?') || ' stopped renewing the lease on attempt '
@@ -57,6 +58,7 @@ extension SQLiteJobStore {
                 arguments: [
                     "now": now, "crashLimit": JobStateMachine.crashLimit,
                     "crashed": JobError.workerCrashedMessage(worker: "{worker}"),
+                    "crashedCode": ErrorCode.workerCrashed.rawValue, "lostCode": ErrorCode.leaseLost.rawValue,
                 ]
             )
             for id in ended { try SQLiteJobStore.enqueueEvent(for: JobID(id), db, now: now) }

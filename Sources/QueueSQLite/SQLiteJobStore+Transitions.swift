@@ -30,7 +30,7 @@ extension SQLiteJobStore {
                 error_code = :code, error_message = :message, error_retryable = :retryable
                 """,
             arguments: [
-                "retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code,
+                "retryable": error.retryable, "delay": retryDelay.milliseconds, "code": error.code.rawValue,
                 "message": error.message,
             ]
         )

@@ -9,7 +9,7 @@ extension Checks {
         let claimed = try await h.claim(job.id)
         h.clock.advance(by: .seconds(1))
         let failedAt = h.clock.milliseconds
-        let error = JobError(code: "output_unwritable", message: "/out is full")
+        let error = JobError(code: .outputUnwritable, message: "/out is full")
         #expect(error.retryable)
         #expect(try await h.handle(2).fail(claimed.lease, error: error, retryDelay: .seconds(10)))
 
@@ -55,7 +55,7 @@ extension Checks {
         let second = try await h.claim(job.id, as: workerB)
         #expect(second.lease.attempt == 2)
         h.clock.advance(by: .seconds(1))
-        let lastError = JobError(code: "internal", message: "the encoder crashed again")
+        let lastError = JobError(code: .internalError, message: "the encoder crashed again")
         #expect(try await h.store.fail(second.lease, error: lastError, retryDelay: .zero))
         let failed = try await h.fetch(job.id)
         #expect(failed.status == .failed, "attempt 2 of 2 failed: no attempt left")
@@ -72,7 +72,7 @@ extension Checks {
         try await h.expectNothingClaimed("the only attempt's lease expired")
         let failed = try await h.fetch(job.id)
         #expect(failed.status == .failed)
-        #expect(failed.error?.code == "lease_lost")
+        #expect(failed.error?.code == .leaseLost)
         #expect(failed.error?.message.isEmpty == false)
         #expect(failed.attempt == 1)
         #expect(ms(failed.finishedAt) == h.clock.milliseconds)
@@ -116,7 +116,7 @@ extension Checks {
         _ = try await h.claim(mixed.id, lease: .seconds(30))
         h.clock.advance(by: .seconds(31))
         try await h.expectNothingClaimed("the job that crashed around a reported failure")
-        #expect(try await h.fetch(mixed.id).error?.code == "worker_crashed")
+        #expect(try await h.fetch(mixed.id).error?.code == .workerCrashed)
 
         // `limit` crashes in a row with 97 attempts left: failed, set aside.
         let poison = try await h.submit("poison", maxAttempts: 100)
@@ -127,7 +127,7 @@ extension Checks {
         try await h.expectNothingClaimed("the poison job is not claimed a \(limit + 1)th time")
         let failed = try await h.fetch(poison.id)
         #expect(failed.status == .failed && failed.attempt == limit)
-        #expect(failed.error?.code == "worker_crashed" && failed.error?.retryable == false)
+        #expect(failed.error?.code == .workerCrashed && failed.error?.retryable == false)
         #expect(failed.error?.message.contains("worker-a") == true, "the message names the last worker")
         await #expect(throws: JobStoreError.self) { try await h.handle(2).retry(poison.id) }
         #expect(try await h.fetch(poison.id).status == .failed, "a refused retry changes nothing")

@@ -47,6 +47,6 @@ enum Checks {
         ),
     ]
 
-    static let retryableError = JobError(code: "internal", message: "the encoder crashed", retryable: true)
-    static let finalError = JobError(code: "input_not_found", message: "/data/in.mov does not exist", retryable: false)
+    static let retryableError = JobError(code: .internalError, message: "the encoder crashed", retryable: true)
+    static let finalError = JobError(code: .inputNotFound, message: "/data/in.mov does not exist", retryable: false)
 }

@@ -101,7 +101,7 @@ extension OutboxChecks {
         h.clock.advance(by: .seconds(31))
         let nothing = try await h.handle(3).claim(as: OutboxHarness.worker, limit: 10, lease: .seconds(30))
         #expect(nothing.map(\.job.input) == [])
-        #expect(try await h.fetch(abandoned.id).error?.code == "lease_lost")
+        #expect(try await h.fetch(abandoned.id).error?.code == .leaseLost)
         try await h.expectEvents(abandoned, ["job.failed"], "lease lost on the last attempt")
         expected += 1
         if let event = try await h.events(abandoned.id).first {

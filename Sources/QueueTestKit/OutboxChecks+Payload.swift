@@ -87,7 +87,7 @@ extension OutboxChecks {
                 #expect(data?["tracks"]?.arrayCount == 1)
             case "job.failed":
                 #expect(data?["result"] == .null)
-                #expect(data?["error"]?["code"] == .string(finalError.code))
+                #expect(data?["error"]?["code"] == .string(finalError.code.rawValue))
                 #expect(data?["error"]?["message"] == .string(finalError.message))
                 #expect(data?["error"]?["retryable"] == .bool(false))
             default:

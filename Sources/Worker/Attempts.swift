@@ -105,10 +105,10 @@ struct Attempts: Sendable {
         case let error as MediaError where error.isCancellation: .cancelled
         case let error as MediaError:
             .failed(
-                JobError(code: error.code.rawValue, message: error.message, retryable: error.transient ? true : nil)
+                JobError(code: error.code.errorCode, message: error.message, retryable: error.transient ? true : nil)
             )
         case let failure as JobFailure: .failed(failure.error)
-        default: .failed(JobError(code: "internal", message: "\(error)"))
+        default: .failed(JobError(code: .internalError, message: "\(error)"))
         }
     }
 
@@ -220,7 +220,7 @@ struct Attempts: Sendable {
                     switch Self.outcome(of: error) {
                     case .failed(let error): failure = error
                     case .cancelled, .finished:
-                        failure = JobError(code: "internal", message: "renaming the output: \(error)")
+                        failure = JobError(code: .internalError, message: "renaming the output: \(error)")
                     }
                     action = execution.handle { $0.renamed(.failure(failure)) }
                 }
@@ -299,7 +299,7 @@ struct Attempts: Sendable {
     private func upload(_ attempt: inout Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
         let execution = attempt.execution
         guard let uploads = attempt.held?.uploads, !uploads.isEmpty, let url = execution.prepared?.uploadURL else {
-            return .failed(JobError(code: "internal", message: "an upload without an output"))
+            return .failed(JobError(code: .internalError, message: "an upload without an output"))
         }
         if tries == 0 {
             attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"])
@@ -322,7 +322,7 @@ struct Attempts: Sendable {
                     }
                 }
             } catch {
-                return .failed(JobError(code: "internal", message: "could not start the upload: \(error)"))
+                return .failed(JobError(code: .internalError, message: "could not start the upload: \(error)"))
             }
             switch RemoteMedia.outcome(
                 of: response,

@@ -32,7 +32,7 @@ struct ExportJob: PreparedJob {
             do throws(MediaError) {
                 try OutputDestination.check(paths.output, input: paths.input)
             } catch {
-                throw JobFailure(error: JobError(code: error.code.rawValue, message: error.message, retryable: false))
+                throw JobFailure(error: JobError(code: error.code.errorCode, message: error.message, retryable: false))
             }
         }
         var outputPath = paths.output

@@ -28,7 +28,7 @@ struct JobPaths: Sendable {
             _ location: String,
             root: String?,
             flag: String,
-            code: String
+            code: ErrorCode
         ) throws(JobFailure) -> (
             path: String, directory: String?
         ) {
@@ -47,8 +47,8 @@ struct JobPaths: Sendable {
                 TenantPath.resolve(location, root: root, owner: owner), TenantPath.directory(root: root, owner: owner)
             )
         }
-        let input = try local(job.input, root: options.inputRoot, flag: "--input-root", code: "input_not_found")
-        let output = try local(job.output, root: options.outputRoot, flag: "--output-root", code: "output_forbidden")
+        let input = try local(job.input, root: options.inputRoot, flag: "--input-root", code: .inputNotFound)
+        let output = try local(job.output, root: options.outputRoot, flag: "--output-root", code: .outputForbidden)
         // The key's output directory is made on its first job (only that level: the root is the
         // operator's, and what lies below is the key's to ask for).
         if let directory = output.directory, let root = options.outputRoot, FileManager.default.fileExists(atPath: root)

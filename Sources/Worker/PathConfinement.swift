@@ -24,7 +24,7 @@ struct PathConfinement: Sendable {
         guard Self.isInside(Self.resolved(local), root) else {
             throw JobFailure(
                 error: JobError(
-                    code: "input_not_found",
+                    code: .inputNotFound,
                     message: "\(path) does not exist under this worker's --input-root",
                     retryable: false
                 )
@@ -44,7 +44,7 @@ struct PathConfinement: Sendable {
         else {
             throw JobFailure(
                 error: JobError(
-                    code: "output_forbidden",
+                    code: .outputForbidden,
                     message: "\(path) is outside this worker's --output-root",
                     retryable: false
                 )
@@ -59,7 +59,7 @@ struct PathConfinement: Sendable {
         guard let real, real == root || Self.isInside(real, root) else {
             throw JobFailure(
                 error: JobError(
-                    code: "output_forbidden",
+                    code: .outputForbidden,
                     message: "\(path) is outside this worker's --output-root",
                     retryable: false
                 )

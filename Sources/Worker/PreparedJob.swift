@@ -123,7 +123,7 @@ extension Job {
         } catch {
             throw JobFailure(
                 error: JobError(
-                    code: "database_corrupt",
+                    code: .databaseCorrupt,
                     message:
                         "job \(id): the \(kind) options stored with it cannot be read (\(error)); the row was changed outside jobctl or by an incompatible version",
                     retryable: false
@@ -137,7 +137,7 @@ extension JobFailure {
     /// A result that cannot be stored as JSON (a non-finite number): a bug, reported as one.
     static func unstorableResult(_ error: any Error) -> JobFailure {
         JobFailure(
-            error: JobError(code: "internal", message: "the job's result could not be stored as JSON (\(error))")
+            error: JobError(code: .internalError, message: "the job's result could not be stored as JSON (\(error))")
         )
     }
 }

@@ -24,7 +24,7 @@ enum RemoteMedia {
         if response.failed(with: .refused) {
             throw JobFailure(
                 error: JobError(
-                    code: "input_unreadable",
+                    code: .inputUnreadable,
                     message:
                         "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
                     retryable: false
@@ -34,7 +34,7 @@ enum RemoteMedia {
         guard let status = response.statusCode else {
             throw JobFailure(
                 error: JobError(
-                    code: "input_unreadable",
+                    code: .inputUnreadable,
                     message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))",
                     retryable: !response.failed(with: .certificateRejected)
                 )
@@ -46,7 +46,7 @@ enum RemoteMedia {
         case 404, 410:
             throw JobFailure(
                 error: JobError(
-                    code: "input_not_found",
+                    code: .inputNotFound,
                     message: "\(shown) does not exist (HTTP \(status))",
                     retryable: false
                 )
@@ -54,7 +54,7 @@ enum RemoteMedia {
         case 300..<400:
             throw JobFailure(
                 error: JobError(
-                    code: "input_unreadable",
+                    code: .inputUnreadable,
                     message: "\(shown) answered HTTP \(status): redirects are not followed; submit the final URL",
                     retryable: false
                 )
@@ -62,7 +62,7 @@ enum RemoteMedia {
         case 408, 429, 500..<600:
             throw JobFailure(
                 error: JobError(
-                    code: "input_unreadable",
+                    code: .inputUnreadable,
                     message: "\(shown) could not be fetched (HTTP \(status))",
                     retryable: true
                 )
@@ -70,7 +70,7 @@ enum RemoteMedia {
         default:
             throw JobFailure(
                 error: JobError(
-                    code: "input_unreadable",
+                    code: .inputUnreadable,
                     message: "\(shown) cannot be read (HTTP \(status))",
                     retryable: false
                 )
@@ -119,7 +119,7 @@ enum RemoteMedia {
             return .failed(
                 JobFailure(
                     error: JobError(
-                        code: "output_forbidden",
+                        code: .outputForbidden,
                         message:
                             "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
                         retryable: false
@@ -140,7 +140,7 @@ enum RemoteMedia {
             return .failed(
                 JobFailure(
                     error: JobError(
-                        code: "output_unwritable",
+                        code: .outputUnwritable,
                         message: "uploading to \(shown) failed (\(what))",
                         retryable: false
                     )
@@ -151,7 +151,7 @@ enum RemoteMedia {
             return .failed(
                 JobFailure(
                     error: JobError(
-                        code: "output_unwritable",
+                        code: .outputUnwritable,
                         message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))",
                         retryable: true
                     )
@@ -188,7 +188,7 @@ enum RemoteMedia {
         } catch {
             throw JobFailure(
                 error: JobError(
-                    code: "output_unwritable",
+                    code: .outputUnwritable,
                     message: "the staging directory \(path) cannot be created (\(error.localizedDescription))"
                 )
             )

@@ -346,7 +346,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
                     states += run.states
                 }
                 guard completed >= jobs else {
-                    throw CommandFailure.failed(code: "internal", "only \(completed) of \(jobs) jobs completed")
+                    throw CommandFailure.failed(code: .internalError, "only \(completed) of \(jobs) jobs completed")
                 }
                 runs.append(seconds)
             }
@@ -485,7 +485,7 @@ struct QueueBenchCommand: AsyncParsableCommand {
         let ready = ContinuousClock.now + .seconds(30)
         while try await store.workers().filter({ $0.stoppedAt == nil }).count < count {
             guard ContinuousClock.now < ready else {
-                throw CommandFailure.failed(code: "internal", "the benchmark's workers did not start within 30 s")
+                throw CommandFailure.failed(code: .internalError, "the benchmark's workers did not start within 30 s")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -762,7 +762,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: ""))
         else {
-            throw CommandFailure.failed(code: "internal", "the receiver did not start (\(receiver))")
+            throw CommandFailure.failed(code: .internalError, "the receiver did not start (\(receiver))")
         }
 
         let database = directory + "/jobs.sqlite"
@@ -797,7 +797,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(100))
             count = ((try? Data(contentsOf: URL(fileURLWithPath: log))) ?? Data()).reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
             if Date().timeIntervalSince(start) > 300 {
-                throw CommandFailure.failed(code: "internal", "only \(count) of \(jobs) webhooks arrived in 5 min")
+                throw CommandFailure.failed(code: .internalError, "only \(count) of \(jobs) webhooks arrived in 5 min")
             }
         }
         let received = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JobctlCore
 import Media
 import Queue
 
@@ -11,9 +12,9 @@ enum CommandFailure: Error {
     /// A usage or configuration error (`error: usage: …`): exit 64.
     case usage(String)
     /// An argument refused for a reason with its own code (`webhook_forbidden`): exit 64.
-    case refused(code: String, String)
+    case refused(code: ErrorCode, String)
     /// The operation failed with `code`: exit 1.
-    case failed(code: String, String)
+    case failed(code: ErrorCode, String)
 
     static let usageExitCode: Int32 = 64
     static let interruptedExitCode: Int32 = 130
@@ -28,7 +29,7 @@ enum CommandFailure: Error {
             }
             Terminal.printError("error: \(error.description)")
             if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
-            return error.code == .presetUnknown ? ExitCode(CommandFailure.usageExitCode) : .failure
+            return ExitCode(error.code.errorCode.exitCode)
         case .usage(let message):
             Terminal.printError("error: usage: \(message)")
             return ExitCode(CommandFailure.usageExitCode)
@@ -66,6 +67,6 @@ func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
         throw error.report()
     } catch let error as JobStoreError {
         Terminal.printError("error: \(error.description)")
-        throw error.code == .invalidLocation ? ExitCode(CommandFailure.usageExitCode) : ExitCode.failure
+        throw ExitCode(error.code.errorCode.exitCode)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobAPI
+import JobctlCore
 import Queue
 
 extension APIScope: ExpressibleByArgument {}
@@ -131,7 +132,7 @@ struct KeysCommand: AsyncParsableCommand {
                 let id = APIKeys.parse(Substring(self.id))?.id ?? self.id
                 let revoked = try await KeysCommand.withKeys(database) { try await $0.revokeAPIKey(id: id, at: Date()) }
                 guard revoked else {
-                    throw CommandFailure.failed(code: "key_not_found", "no active API key \(id) (jobctl keys list)")
+                    throw CommandFailure.failed(code: .keyNotFound, "no active API key \(id) (jobctl keys list)")
                 }
                 Terminal.printError("revoked key \(id)")
             }

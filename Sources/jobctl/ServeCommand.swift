@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import JobAPI
+import JobctlCore
 import Logging
 import NIOCore
 import Observability
@@ -161,7 +162,7 @@ struct ServeCommand: AsyncParsableCommand {
                         Terminal.printError("listening on \(scheme)://\(shown)")
                     }
                 } catch let error as APIServerError {
-                    throw CommandFailure.refused(code: "tls_invalid", error.description)
+                    throw CommandFailure.refused(code: .tlsInvalid, error.description)
                 }
                 let group = ServiceGroup(
                     configuration: .init(
@@ -174,7 +175,7 @@ struct ServeCommand: AsyncParsableCommand {
                     try await group.run()
                 } catch {
                     guard let reason = Self.listenFailure(error) else { throw error }
-                    throw CommandFailure.failed(code: "listen_failed", "cannot listen on \(listen): \(reason)")
+                    throw CommandFailure.failed(code: .listenFailed, "cannot listen on \(listen): \(reason)")
                 }
             }
         }

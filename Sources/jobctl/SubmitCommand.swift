@@ -184,10 +184,10 @@ struct SubmitCommand: AsyncParsableCommand {
             )
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
-            for (location, code, what) in [
-                (webhook, "webhook_forbidden", "receivers"),
-                (MediaLocation.isRemote(output) ? output : nil, "output_forbidden", "storage"),
-                (MediaLocation.isRemote(input) ? input : nil, "input_unreadable", "media"),
+            for (location, code, what): (String?, ErrorCode, String) in [
+                (webhook, .webhookForbidden, "receivers"),
+                (MediaLocation.isRemote(output) ? output : nil, .outputForbidden, "storage"),
+                (MediaLocation.isRemote(input) ? input : nil, .inputUnreadable, "media"),
             ] {
                 guard let location, let refusal = policy.staticRefusal(for: location) else { continue }
                 // A malformed URL is refused whatever the address policy; only an address is lifted.

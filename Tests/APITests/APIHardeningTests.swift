@@ -124,7 +124,7 @@ struct APIHardeningTests {
                 _ = try await later.claim(as: worker, limit: 1, lease: .seconds(60))
             }
             let poisoned = try #require(try await f.store.job(JobID(id)))
-            try #require(poisoned.status == .failed && poisoned.error?.code == "worker_crashed")
+            try #require(poisoned.status == .failed && poisoned.error?.code == .workerCrashed)
             let uri = "/v1/jobs/\(id)/retry"
             try await client.execute(uri: uri, method: .post, headers: APIRouteTests.headers(f.submit)) { response in
                 #expect(response.status == .conflict)

@@ -307,10 +307,11 @@ struct APIStreamTests {
             try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
                 #expect($0.status == .ok, "a token came back after a second")
             }
-            // Bad keys: 20 refusals (the burst), then 429 even for a good key from that address,
-            // without asking the database.
+            // Bad keys: 20 refusals (the burst), then 429 without asking the database. The bucket
+            // refills at 10 a second, so on a loaded machine a few more 401s may come first: send
+            // until the first 429 (a test that counted exactly 22 failed under load).
             var statuses: [Int] = []
-            for _ in 0..<22 {
+            while statuses.count < 200, statuses.last != 429 {
                 let response = try await client.execute(
                     uri: "/v1/jobs",
                     method: .get,
@@ -318,10 +319,9 @@ struct APIStreamTests {
                 )
                 statuses.append(response.status.code)
             }
-            #expect(
-                statuses.prefix(20).allSatisfy { $0 == 401 } && statuses.suffix(2).allSatisfy { $0 == 429 },
-                "\(statuses)"
-            )
+            #expect(statuses.count > 20 && statuses.prefix(20).allSatisfy { $0 == 401 }, "\(statuses)")
+            #expect(statuses.last == 429, "\(statuses)")
+            #expect(statuses.dropLast().allSatisfy { $0 == 401 }, "\(statuses)")
             try await client.execute(uri: "/healthz", method: .get) {
                 #expect($0.status == .ok, "open routes stay open")
             }

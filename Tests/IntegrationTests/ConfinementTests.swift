@@ -46,13 +46,13 @@ struct ConfinementTests {
         for id in [dotDot, symlinkedInput] {
             let job = try #require(try await store.job(id))
             #expect(
-                job.status == .failed && job.error?.code == "input_not_found" && job.error?.retryable == false,
+                job.status == .failed && job.error?.code == .inputNotFound && job.error?.retryable == false,
                 "\(job.error?.message ?? "")"
             )
         }
         for id in [dotDotOutput, symlinkedOutput] {
             let job = try #require(try await store.job(id))
-            #expect(job.status == .failed && job.error?.code == "output_forbidden", "\(job.error?.message ?? "")")
+            #expect(job.status == .failed && job.error?.code == .outputForbidden, "\(job.error?.message ?? "")")
         }
         #expect(try fm.contentsOfDirectory(atPath: elsewhere) == ["secret.mp4"])
         #expect(try fm.contentsOfDirectory(atPath: outputs).sorted() == ["escape", "ok.mp4"])
@@ -144,7 +144,7 @@ struct ConfinementTests {
         for (id, code) in attempts {
             let job = try #require(try await store.job(id))
             #expect(
-                job.status == .failed && job.error?.code == code,
+                job.status == .failed && job.error?.code.rawValue == code,
                 "\(job.input) → \(job.output): \(job.error?.description ?? "")"
             )
             #expect(job.error?.message.contains(outputs + "/\(b)") != true, "\(job.error?.message ?? "")")

@@ -169,7 +169,7 @@ struct FileSetJobTests {
         )
         _ = try await setup.runWorker()
         let ended = try await setup.job(job.id)
-        #expect(ended.status == .failed && ended.error?.code == "output_forbidden", "\(ended.error?.description ?? "")")
+        #expect(ended.status == .failed && ended.error?.code == .outputForbidden, "\(ended.error?.description ?? "")")
         #expect(ended.attempt == 1)
         #expect(setup.requests("PUT").isEmpty, "\(setup.requests("PUT"))")
     }
@@ -201,7 +201,7 @@ struct FileSetJobTests {
         _ = try await setup.runWorker(["--max-output-size", "300K"])
         for id in [big, thumbs] {
             let job = try await setup.job(id)
-            #expect(job.status == .failed && job.error?.code == "limit_exceeded" && job.attempt == 1, "\(job.kind)")
+            #expect(job.status == .failed && job.error?.code == .limitExceeded && job.attempt == 1, "\(job.kind)")
             #expect(job.error?.message.contains("--max-output-size") == true, "\(job.error?.message ?? "")")
         }
         #expect(try await setup.job(long).status == .completed)
@@ -212,7 +212,7 @@ struct FileSetJobTests {
         )
         _ = try await setup.runWorker(["--max-duration", "1s"])
         let refused = try await setup.job(again)
-        #expect(refused.status == .failed && refused.error?.code == "limit_exceeded", "\(refused.error?.message ?? "")")
+        #expect(refused.status == .failed && refused.error?.code == .limitExceeded, "\(refused.error?.message ?? "")")
         for name in ["w", "t", "s2"] {
             let left = (try? FileManager.default.contentsOfDirectory(atPath: setup.directory.file(name))) ?? []
             #expect(left.isEmpty, "\(name): \(left)")
@@ -320,7 +320,7 @@ struct FileSetJobTests {
         try #require(FileManager.default.createFile(atPath: output, contents: Data("mine".utf8)))
         _ = try await setup.runWorker()
         let job = try await setup.job(id)
-        #expect(job.status == .failed && job.error?.code == "output_forbidden" && job.attempt == 1)
+        #expect(job.status == .failed && job.error?.code == .outputForbidden && job.attempt == 1)
         #expect(try String(contentsOfFile: output, encoding: .utf8) == "mine")
         #expect(!setup.directory.contents().contains { $0.hasSuffix(".jobctl.tmp") })
     }

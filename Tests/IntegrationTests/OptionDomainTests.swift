@@ -138,7 +138,7 @@ struct OptionDomainTests {
             case .completed:
                 #expect(job.result != nil, "\(what)")
             case .failed:
-                let code = job.error?.code ?? "none"
+                let code = job.error?.code.rawValue ?? "none"
                 #expect(Self.codes.contains(code), "\(what): \(code): \(job.error?.message ?? "")")
                 #expect(job.attempt == 1, "\(what): a bad request was tried \(job.attempt) times")
             default:

@@ -143,7 +143,7 @@ struct RemoteMediaTests {
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.attempt == 1)
         #expect(
-            job.error?.code == "output_unwritable" && job.error?.retryable == false
+            job.error?.code == .outputUnwritable && job.error?.retryable == false
                 && job.error?.message.contains("HTTP 403") == true,
             "\(job.error?.message ?? "")"
         )
@@ -164,7 +164,7 @@ struct RemoteMediaTests {
 
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.attempt == 1)
-        #expect(job.error?.code == "input_not_found" && job.error?.retryable == false, "\(job.error?.message ?? "")")
+        #expect(job.error?.code == .inputNotFound && job.error?.retryable == false, "\(job.error?.message ?? "")")
         #expect(!FileManager.default.fileExists(atPath: setup.directory.file("gone.mp4")))
     }
 
@@ -178,7 +178,7 @@ struct RemoteMediaTests {
         _ = try await setup.runWorker()
 
         let job = try await setup.job(id)
-        #expect(job.status == .failed && job.error?.code == "input_unreadable" && job.error?.retryable == false)
+        #expect(job.status == .failed && job.error?.code == .inputUnreadable && job.error?.retryable == false)
         #expect(job.error?.message.contains("redirects are not followed") == true, "\(job.error?.message ?? "")")
     }
 
@@ -206,7 +206,7 @@ struct RemoteMediaTests {
 
         let job = try await setup.job(id)
         #expect(job.status == .failed && job.attempt == 1)
-        #expect(job.error?.code == "input_unreadable" && job.error?.retryable == false, "\(job.error?.message ?? "")")
+        #expect(job.error?.code == .inputUnreadable && job.error?.retryable == false, "\(job.error?.message ?? "")")
         #expect(
             job.error?.message.lowercased().contains("certificate") == true
                 || job.error?.message.contains("SSL") == true,
@@ -250,13 +250,13 @@ struct RemoteMediaTests {
 
         let refusedInput = try await setup.job(inputID)
         #expect(
-            refusedInput.status == .failed && refusedInput.error?.code == "input_unreadable"
+            refusedInput.status == .failed && refusedInput.error?.code == .inputUnreadable
                 && refusedInput.error?.retryable == false,
             "\(refusedInput.error?.message ?? "")"
         )
         let refusedOutput = try await setup.job(outputID)
         #expect(
-            refusedOutput.status == .failed && refusedOutput.error?.code == "output_forbidden",
+            refusedOutput.status == .failed && refusedOutput.error?.code == .outputForbidden,
             "\(refusedOutput.error?.message ?? "")"
         )
         #expect(setup.server.records().isEmpty, "the server was reached: \(setup.server.records())")
@@ -328,7 +328,7 @@ struct RemoteMediaTests {
 
         let refused = try await setup.job(bad)
         #expect(
-            refused.status == .failed && refused.error?.code == "input_unsupported",
+            refused.status == .failed && refused.error?.code == .inputUnsupported,
             "\(refused.error?.message ?? "")"
         )
         #expect(
@@ -340,7 +340,7 @@ struct RemoteMediaTests {
 
         let manifest = try await setup.job(dash)
         #expect(
-            manifest.status == .failed && manifest.error?.code == "input_unsupported",
+            manifest.status == .failed && manifest.error?.code == .inputUnsupported,
             "\(manifest.error?.message ?? "")"
         )
         #expect(manifest.error?.message.contains("DASH manifests read from a URL") == true)

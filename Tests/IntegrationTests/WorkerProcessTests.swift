@@ -141,7 +141,7 @@ struct WorkerProcessTests {
         let survivor = try queue.worker("survivor", ["--lease", "2s"])
         #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .failed })
         let job = try await queue.job(id)
-        #expect(job.error?.code == "worker_crashed" && job.error?.retryable == false, "\(job.error?.description ?? "")")
+        #expect(job.error?.code == .workerCrashed && job.error?.retryable == false, "\(job.error?.description ?? "")")
         #expect(job.attempt == JobStateMachine.crashLimit && job.maxAttempts == 100)
         #expect(!survivor.log.contains("Job claimed"), "a fourth worker ran the poison job: \(survivor.log)")
         survivor.signal(SIGTERM)
@@ -243,7 +243,8 @@ struct WorkerProcessTests {
         for (id, code) in [(missing, "input_not_found"), (text, "input_unreadable"), (range, "range_out_of_bounds")] {
             let job = try await queue.job(id)
             #expect(
-                job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1,
+                job.status == .failed && job.error?.code.rawValue == code && job.error?.retryable == false
+                    && job.attempt == 1,
                 "\(job.error?.description ?? "no error")"
             )
         }
@@ -272,7 +273,7 @@ struct WorkerProcessTests {
         for (id, says) in [(piped, "FIFO"), (itself, "is the input itself")] {
             let job = try await queue.job(id)
             #expect(
-                job.status == .failed && job.error?.code == "output_forbidden" && job.error?.retryable == false
+                job.status == .failed && job.error?.code == .outputForbidden && job.error?.retryable == false
                     && job.attempt == 1,
                 "\(job.error?.description ?? "no error")"
             )
@@ -309,7 +310,8 @@ struct WorkerProcessTests {
         ] {
             let job = try await queue.job(id)
             #expect(
-                job.status == .failed && job.error?.code == code && job.error?.retryable == false && job.attempt == 1,
+                job.status == .failed && job.error?.code.rawValue == code && job.error?.retryable == false
+                    && job.attempt == 1,
                 "\(job.error?.description ?? "no error")"
             )
             #expect(job.error?.message.contains(says) == true, "\(job.error?.message ?? "")")
@@ -328,7 +330,7 @@ struct WorkerProcessTests {
         let worker = try queue.worker("w", ["--retry-delay", "300ms"])
         #expect(try await eventually(within: .seconds(30)) { try await queue.job(id).status == .failed })
         let job = try await queue.job(id)
-        #expect(job.attempt == 3 && job.error?.code == "output_unwritable" && job.error?.retryable == true)
+        #expect(job.attempt == 3 && job.error?.code == .outputUnwritable && job.error?.retryable == true)
         let attempts = worker.log.components(separatedBy: "Job claimed").count - 1
         #expect(attempts == 3)
         // `retry` runs it again once the directory exists.

@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Media
 import MediaTestKit
 import Testing
@@ -7,6 +8,19 @@ import Testing
 /// crash, never a file left at the destination (nor a temporary one beside it).
 @Suite("Bad input: clear errors, nothing left behind", .timeLimit(.minutes(5)))
 struct ErrorTests {
+    @Test("every MediaError code is one of the shared vocabulary's (docs/spec.md §4)")
+    func codesAreInTheVocabulary() {
+        let codes: [MediaError.Code] = [
+            .inputNotFound, .inputUnreadable, .inputUnsupported, .rangeOutOfBounds, .presetUnknown,
+            .presetIncompatible, .outputUnwritable, .outputForbidden, .decodeFailed, .encodeFailed, .limitExceeded,
+            .invalidRequest, .internalError, .cancelled,
+        ]
+        for code in codes {
+            #expect(ErrorCode.vocabulary[code.errorCode] != nil, "\(code)")
+            #expect(code.errorCode.rawValue == code.rawValue)
+        }
+    }
+
     @Test(
         "MediaError has the one error shape: code and message for people, FFmpeg's words as the cause, where it was made"
     )

@@ -1,27 +1,29 @@
+import Foundation
+import JobctlCore
 import Queue
 import Testing
 
-@Suite("JobError")
+@Suite("JobError and the error-code vocabulary")
 struct JobErrorTests {
     @Test(
-        "retried: output, network, lease and internal errors",
-        arguments: ["output_unwritable", "lease_lost", "internal", "network"]
+        "retried: output, lease and internal errors",
+        arguments: [ErrorCode.outputUnwritable, .leaseLost, .internalError]
     )
-    func retryable(_ code: String) {
-        #expect(JobError.isRetryable(code))
+    func retryable(_ code: ErrorCode) {
+        #expect(code.isRetryable)
         #expect(JobError(code: code, message: "m").retryable)
         #expect(JobError(code: code, message: "m", retryable: false).retryable == false, "an explicit flag wins")
     }
 
     @Test(
-        "not retried: input, range, preset and decode errors",
+        "not retried: input, range, preset, decode, limit and poison errors",
         arguments: [
-            "input_not_found", "input_unreadable", "input_unsupported", "range_out_of_bounds", "preset_unknown",
-            "decode_failed",
+            ErrorCode.inputNotFound, .inputUnreadable, .inputUnsupported, .rangeOutOfBounds, .presetUnknown,
+            .decodeFailed, .limitExceeded, .workerCrashed, .databaseCorrupt,
         ]
     )
-    func notRetryable(_ code: String) {
-        #expect(JobError.isRetryable(code) == false)
+    func notRetryable(_ code: ErrorCode) {
+        #expect(code.isRetryable == false)
         #expect(JobError(code: code, message: "m").retryable == false)
         #expect(JobError(code: code, message: "m", retryable: true).retryable, "an explicit flag wins")
     }
@@ -29,8 +31,103 @@ struct JobErrorTests {
     @Test("description is code: message")
     func description() {
         #expect(
-            JobError(code: "input_not_found", message: "/data/in.mov does not exist").description
+            JobError(code: .inputNotFound, message: "/data/in.mov does not exist").description
                 == "input_not_found: /data/in.mov does not exist"
         )
+    }
+
+    @Test("a code is stored and sent as its string; one this version does not know still reads, as final")
+    func wireForm() throws {
+        let error = JobError(code: .leaseLost, message: "m")
+        let json = String(decoding: try JSONEncoder().encode(error), as: UTF8.self)
+        #expect(json.contains(#""code":"lease_lost""#), "\(json)")
+        let unknown = try JSONDecoder().decode(
+            JobError.self,
+            from: Data(#"{"code":"from_the_future","message":"m","retryable":false}"#.utf8)
+        )
+        #expect(unknown.code.rawValue == "from_the_future")
+        #expect(unknown.code.isRetryable == false && unknown.code.httpStatus == 500 && unknown.code.exitCode == 1)
+    }
+
+    /// Every code, and where it is produced (a file that names it). The test fails when a code
+    /// is added to the vocabulary without a line here, when the file no longer produces it, or
+    /// when the docs do not list it.
+    static let producers: [ErrorCode: String] = [
+        .inputNotFound: "Sources/Media/Asset/Asset.swift",
+        .inputUnreadable: "Sources/Media/FFmpeg/InputGuard.swift",
+        .inputUnsupported: "Sources/Media/Asset/LocalManifest.swift",
+        .rangeOutOfBounds: "Sources/Media/Time/TimeRange.swift",
+        .presetUnknown: "Sources/Media/Presets/PresetCatalog.swift",
+        .presetIncompatible: "Sources/Media/Export/ExportPlan.swift",
+        .outputUnwritable: "Sources/Media/Writer/AssetWriter.swift",
+        .outputForbidden: "Sources/Media/Writer/OutputDestination.swift",
+        .decodeFailed: "Sources/Media/Reader/AudioDecodePipeline.swift",
+        .encodeFailed: "Sources/Media/Writer/WriterEngines.swift",
+        .limitExceeded: "Sources/Media/Support/ResourceLimits.swift",
+        .invalidRequest: "Sources/JobAPI/APIRouter.swift",
+        .leaseLost: "Sources/Queue/JobStore.swift",
+        .workerCrashed: "Sources/Queue/JobStore.swift",
+        .webhookForbidden: "Sources/jobctl/SubmitCommand.swift",
+        .databaseCorrupt: "Sources/Worker/PreparedJob.swift",
+        .internalError: "Sources/Worker/Attempts.swift",
+        .cancelled: "Sources/Media/Export/ExportSession.swift",
+        .usage: "Sources/jobctl/CommandFailure.swift",
+        .notFound: "Sources/Queue/JobStore.swift",
+        .conflict: "Sources/Queue/JobStore.swift",
+        .databaseUnavailable: "Sources/JobAPI/APIError.swift",
+        .keyNotFound: "Sources/jobctl/KeysCommand.swift",
+        .tlsInvalid: "Sources/jobctl/ServeCommand.swift",
+        .listenFailed: "Sources/jobctl/ServeCommand.swift",
+        .unauthorized: "Sources/JobAPI/APIError.swift",
+        .forbidden: "Sources/JobAPI/APIRouter.swift",
+        .jobNotFound: "Sources/JobAPI/APIError.swift",
+        .deliveryNotFound: "Sources/JobAPI/JobRoutes+Deliveries.swift",
+        .methodNotAllowed: "Sources/JobAPI/APIRouter.swift",
+        .requestTimeout: "Sources/JobAPI/RequestLimits.swift",
+        .jobEnded: "Sources/JobAPI/APIRouter.swift",
+        .jobNotRetryable: "Sources/JobAPI/APIRouter.swift",
+        .deliveryInFlight: "Sources/JobAPI/JobRoutes+Deliveries.swift",
+        .idempotencyKeyReused: "Sources/JobAPI/APIRouter.swift",
+        .rateLimited: "Sources/JobAPI/APIError.swift",
+        .tooManyWatches: "Sources/JobAPI/APIError.swift",
+    ]
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test("every code has a producer that names it, and the docs list it")
+    func everyCodeIsProducedAndDocumented() throws {
+        #expect(Set(Self.producers.keys) == Set(ErrorCode.vocabulary.keys))
+        let docs = try ["docs/cli.md", "docs/api.md", "docs/spec.md"].map {
+            try String(contentsOf: Self.root.appendingPathComponent($0), encoding: .utf8)
+        }.joined()
+        for (code, file) in Self.producers.sorted(by: { $0.key < $1.key }) {
+            let source = try String(contentsOf: Self.root.appendingPathComponent(file), encoding: .utf8)
+            let name = Self.constantName(code)
+            // Media and store codes are their own types' members with the same names.
+            #expect(
+                source.contains(".\(name)") || source.contains("\"\(code.rawValue)\""),
+                "\(code) is not produced in \(file)"
+            )
+            #expect(docs.contains("`\(code.rawValue)`"), "\(code) is not in docs/cli.md, api.md or spec.md")
+        }
+    }
+
+    /// `input_not_found` → `inputNotFound`; `internal` → `internalError`.
+    static func constantName(_ code: ErrorCode) -> String {
+        if code == .internalError { return "internalError" }
+        let words = code.rawValue.split(separator: "_")
+        return String(words[0]) + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+
+    @Test("every store error code is one of the vocabulary's, with the exit the CLI used")
+    func storeCodes() {
+        let codes: [(JobStoreError.Code, Int32)] = [
+            (.notFound, 1), (.conflict, 1), (.unavailable, 1), (.corrupt, 1), (.invalidLocation, 64),
+        ]
+        for (code, exit) in codes {
+            #expect(ErrorCode.vocabulary[code.errorCode] != nil, "\(code)")
+            #expect(code.errorCode.exitCode == exit, "\(code)")
+        }
     }
 }

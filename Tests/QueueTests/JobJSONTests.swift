@@ -66,7 +66,7 @@ struct JobJSONTests {
             )
         ]
         job.result = .object(["output": .string("/out/clip.mp4"), "bytes": .number(1024)])
-        job.error = JobError(code: "decode_failed", message: "too much damage at 00:01:02", retryable: false)
+        job.error = JobError(code: .decodeFailed, message: "too much damage at 00:01:02", retryable: false)
         job.metadata = ["customer": "acme"]
         job.worker = "host-a-1"
         job.startedAt = created.addingTimeInterval(1)

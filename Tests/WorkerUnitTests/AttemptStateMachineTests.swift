@@ -11,8 +11,8 @@ struct AttemptStateMachineTests {
     typealias Machine = AttemptStateMachine
     typealias Event = (name: String, apply: @Sendable (inout Machine) -> Machine.Action)
 
-    static let retryable = JobError(code: "output_unwritable", message: "disk full", retryable: true)
-    static let final = JobError(code: "decode_failed", message: "corrupt", retryable: false)
+    static let retryable = JobError(code: .outputUnwritable, message: "disk full", retryable: true)
+    static let final = JobError(code: .decodeFailed, message: "corrupt", retryable: false)
 
     /// Every event, with every interesting argument.
     static let events: [Event] = {

@@ -99,7 +99,7 @@ struct WorkerInProcessTests {
 
         let failed = try await bench.job(job.id)
         #expect(failed.status == .failed)
-        #expect(failed.error?.code == "input_not_found")
+        #expect(failed.error?.code == .inputNotFound)
         #expect(failed.attempt == 1)
         #expect(bench.outputs() == [])
     }
@@ -117,7 +117,7 @@ struct WorkerInProcessTests {
         for id in [tiny.id, negative.id] {
             let failed = try await bench.job(id)
             #expect(failed.status == .failed)
-            #expect(failed.error?.code == "range_out_of_bounds", "\(String(describing: failed.error))")
+            #expect(failed.error?.code == .rangeOutOfBounds, "\(String(describing: failed.error))")
         }
         #expect(try await bench.job(fine.id).status == .completed, "the worker went on to the next job")
     }
@@ -146,7 +146,7 @@ struct WorkerInProcessTests {
         for job in bad {
             let failed = try await bench.job(job.id)
             #expect(failed.status == .failed)
-            #expect(failed.error?.code == "database_corrupt", "\(String(describing: failed.error))")
+            #expect(failed.error?.code == .databaseCorrupt, "\(String(describing: failed.error))")
             #expect(failed.error?.message.contains("job \(job.id)") == true)
             #expect(failed.error?.retryable == false)
             #expect(failed.attempt == 1, "not retried: another attempt reads the same row")
@@ -173,7 +173,7 @@ struct WorkerInProcessTests {
 
         let failed = try await bench.job(job.id)
         #expect(failed.status == .failed)
-        #expect(failed.error?.code == "output_unwritable")
+        #expect(failed.error?.code == .outputUnwritable)
         #expect(failed.error?.retryable == true)
         #expect(failed.attempt == 2, "both attempts ran")
     }

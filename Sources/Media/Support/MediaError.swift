@@ -30,6 +30,8 @@ public struct MediaError: CodedError, Sendable {
 
         /// The code as the job JSON and the CLI write it.
         public var rawValue: String { base.rawValue }
+        /// The code in the vocabulary every error shares.
+        public var errorCode: ErrorCode { ErrorCode(rawValue: base.rawValue) }
         public var description: String { base.rawValue }
 
         public static let inputNotFound = Code(.inputNotFound)
