@@ -1,7 +1,7 @@
-/// A status: of a job, a reader, a writer, an export session, a track — the `AVAssetReader.Status`
-/// enum that docs/spec.md §4 makes the contract. One type for the media pipeline (`Status`) and
-/// the queue (`JobStatus` is this type), so the two can never drift apart; it lives here so the
-/// queue and its stores never link FFmpeg.
+/// A status: of a reader, a writer, an export session, a track — the `AVAssetReader.Status` enum
+/// that docs/spec.md §4 makes the contract. The queue's `JobStatus` has the same names but is
+/// its own type (a job's lifecycle may grow where a reader's does not); a track's status in the
+/// job table converts by raw value.
 public enum Status: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Not started. For a job: queued, waiting to be claimed or for its retry time.
     case unknown

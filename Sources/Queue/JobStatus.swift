@@ -1,8 +1,28 @@
 import JobctlCore
 
-/// A job's status (docs/spec.md §4): the AVAssetReader status enum, the same type as the
-/// media pipeline's `Status` (a reader's, a writer's, a track's), from `JobctlCore`.
-public typealias JobStatus = Status
+/// A job's status (docs/spec.md §4): the names of AVAssetReader's statuses, as the contract
+/// says, but the queue's own type, so the job lifecycle can grow (a parent waiting on its
+/// children) without touching the media pipeline's `Status`. Same raw values: the job JSON,
+/// the API and the stored rows do not change.
+public enum JobStatus: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// Queued: waiting to be claimed, or for its retry time.
+    case unknown
+    /// Claimed by a worker and running.
+    case reading
+    case completed
+    case failed
+    case cancelled
+
+    public var description: String { rawValue }
+
+    /// `completed`, `failed` and `cancelled` are final.
+    public var isTerminal: Bool {
+        switch self {
+        case .completed, .failed, .cancelled: true
+        case .unknown, .reading: false
+        }
+    }
+}
 
 /// Everything that can happen to a job.
 public enum JobEvent: Sendable, Hashable, CaseIterable {
