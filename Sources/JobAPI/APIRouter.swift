@@ -41,7 +41,7 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
 /// What the routes work with: the store (jobs and keys), the presets, where local paths may
 /// point, the outbound address guard.
 public struct APIConfiguration: Sendable {
-    public var store: any JobStore & APIKeyStore
+    public var store: any JobDatabase
     public var catalog: PresetCatalog
     public var paths: PathScope
     public var policy: AddressPolicy
@@ -67,7 +67,7 @@ public struct APIConfiguration: Sendable {
     public var keyCacheLifetime: Duration
 
     public init(
-        store: any JobStore & APIKeyStore,
+        store: any JobDatabase,
         catalog: PresetCatalog,
         paths: PathScope = PathScope(),
         policy: AddressPolicy = AddressPolicy(),
@@ -321,7 +321,7 @@ struct KeyAuthentication: RouterMiddleware {
 struct JobRoutes: Sendable {
     let configuration: APIConfiguration
     let watch: JobWatch
-    var store: any JobStore & APIKeyStore { configuration.store }
+    var store: any JobDatabase { configuration.store }
 
     func submit(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.submit, context)

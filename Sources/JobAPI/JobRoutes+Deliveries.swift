@@ -36,9 +36,6 @@ extension JobRoutes {
     private func visibleJob(_ key: APIKey, _ context: APIRequestContext) async throws -> (JobID, any WebhookOutbox) {
         let id = try Self.jobID(context)
         guard let job = try await store.job(id), Self.visible(job, to: key) else { throw APIError.noJob(id.rawValue) }
-        guard let outbox = store as? any WebhookOutbox else {
-            throw APIError(.notFound, "this job database keeps no webhook deliveries")
-        }
-        return (id, outbox)
+        return (id, store)
     }
 }

@@ -68,14 +68,19 @@ final class JobWatch: Sendable {
     /// Jobs per read.
     static let chunk = 500
 
-    private let store: any JobStore
+    private let store: any JobStoreChangeNotifying
     private let interval: Duration
     /// Long polls and event streams one API key may hold open on this server at once.
     let maximumPerKey: Int
     private let logger: Logger
     private let state = Mutex(State())
 
-    init(store: any JobStore, interval: Duration = .seconds(1), maximumPerKey: Int = 1000, logger: Logger) {
+    init(
+        store: any JobStoreChangeNotifying,
+        interval: Duration = .seconds(1),
+        maximumPerKey: Int = 1000,
+        logger: Logger
+    ) {
         self.store = store
         self.interval = interval
         self.maximumPerKey = maximumPerKey
@@ -192,10 +197,8 @@ final class JobWatch: Sendable {
 
     private func run(wakeUps: AsyncStream<Void>, wake: AsyncStream<Void>.Continuation) async {
         await withDiscardingTaskGroup { group in
-            if let notifying = store as? any JobStoreChangeNotifying {
-                group.addTask {
-                    for await _ in notifying.changes() { wake.yield() }
-                }
+            group.addTask { [store] in
+                for await _ in store.changes() { wake.yield() }
             }
             group.addTask { [interval] in
                 while (try? await Task.sleep(for: interval)) != nil { wake.yield() }

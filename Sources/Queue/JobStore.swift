@@ -382,3 +382,9 @@ public protocol JobStoreChangeNotifying: JobStore {
     /// store may stop watching. A store that cannot tell kinds apart reports `.any`.
     func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed
 }
+
+/// Everything a job database is: the jobs (`JobStore`), its change feed, the webhook outbox
+/// and the API keys. Every store (SQLite, PostgreSQL, in memory) is all of it, so code that
+/// needs a capability asks for this type and a store missing one fails to compile, instead of
+/// a cast that fails at run time.
+public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore

@@ -40,7 +40,7 @@ public final class WebhookDispatcher: Service {
         }
     }
 
-    private let outbox: any WebhookOutbox
+    private let outbox: any WebhookOutbox & JobStoreChangeNotifying
     private let sender: HTTPSender
     private let secrets: [WebhookSecret]
     private let options: Options
@@ -51,7 +51,7 @@ public final class WebhookDispatcher: Service {
     private let pool: NIOThreadPool
 
     public init(
-        outbox: any WebhookOutbox,
+        outbox: any WebhookOutbox & JobStoreChangeNotifying,
         sender: HTTPSender,
         secrets: [WebhookSecret],
         options: Options,
@@ -77,10 +77,7 @@ public final class WebhookDispatcher: Service {
             concurrency: options.concurrency,
             drain: .claimDue(for: options.drainDue ?? .zero)
         )
-        var changes: StoreChangeSource?
-        if let notifying = outbox as? any JobStoreChangeNotifying {
-            changes = { wanted in notifying.changes(wanted: wanted) }
-        }
+        let changes: StoreChangeSource = { [outbox] wanted in outbox.changes(wanted: wanted) }
         loop = ClaimLoop(
             driver: DeliveryClaimer(attempts: attempts),
             configuration: configuration,

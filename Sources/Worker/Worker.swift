@@ -20,7 +20,7 @@ import Synchronization
 ///   another worker resumes them, and returns.
 public final class Worker: Service {
     public let identity: WorkerIdentity
-    private let store: any JobQueueDriver & WorkerRegistry
+    private let store: any JobStoreChangeNotifying
     private let options: WorkerOptions
     private let logger: Logger
     private let running = RunningJobs()
@@ -32,7 +32,7 @@ public final class Worker: Service {
     private let loop: ClaimLoop<JobClaimer>
 
     public init(
-        store: any JobQueueDriver & WorkerRegistry,
+        store: any JobStoreChangeNotifying,
         options: WorkerOptions,
         identity: WorkerIdentity,
         logger: Logger
@@ -59,10 +59,7 @@ public final class Worker: Service {
             drain: .stopClaiming(handBackAfter: options.drain),
             once: options.once
         )
-        var changes: StoreChangeSource?
-        if let notifying = store as? any JobStoreChangeNotifying {
-            changes = { wanted in notifying.changes(wanted: wanted) }
-        }
+        let changes: StoreChangeSource = { [store] wanted in store.changes(wanted: wanted) }
         loop = ClaimLoop(
             driver: claimer,
             configuration: configuration,

@@ -25,7 +25,7 @@ struct DatabaseOptions: ParsableArguments {
     /// store's connection pool runs meanwhile.
     /// - Parameter failFast: while PostgreSQL is known down, an operation fails after a second
     ///   instead of waiting 15 s for a connection (`serve`: a 503 at once).
-    func withStore<T>(failFast: Bool = false, _ body: (any JobStore) async throws -> T) async throws -> T {
+    func withStore<T>(failFast: Bool = false, _ body: (any JobDatabase) async throws -> T) async throws -> T {
         let location = self.location
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             let store = try PostgresJobStore(url: location, knownDownGrace: failFast ? .seconds(1) : nil)
@@ -39,20 +39,6 @@ struct DatabaseOptions: ParsableArguments {
         let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
         guard !path.isEmpty else { throw CommandFailure.usage("--db sqlite: needs a file path") }
         return try await body(try SQLiteJobStore(path: path))
-    }
-
-    /// `withStore`, for a command that needs a capability beyond `JobStore` (the webhook
-    /// outbox, API keys): `lacking` is the usage error when the store has none.
-    func withStore<Capability, T>(
-        as capability: Capability.Type,
-        lacking: String,
-        failFast: Bool = false,
-        _ body: (Capability) async throws -> T
-    ) async throws -> T {
-        try await withStore(failFast: failFast) { store in
-            guard let typed = store as? Capability else { throw CommandFailure.usage(lacking) }
-            return try await body(typed)
-        }
     }
 }
 

@@ -141,6 +141,6 @@ struct KeysCommand: AsyncParsableCommand {
 
     static func withKeys<T>(_ database: DatabaseOptions, _ body: (any APIKeyStore) async throws -> T) async throws -> T
     {
-        try await database.withStore(as: (any APIKeyStore).self, lacking: "this job database keeps no API keys", body)
+        try await database.withStore(body)
     }
 }

@@ -50,7 +50,7 @@ struct ShowCommand: AsyncParsableCommand {
             let id = try jobID(id)
             let (job, deliveries) = try await database.withStore { store in
                 guard let job = try await store.job(id) else { throw JobStoreError.noJob(id) }
-                return (job, try await (store as? any WebhookOutbox)?.deliveries(job: id, limit: 20) ?? [])
+                return (job, try await store.deliveries(job: id, limit: 20))
             }
             if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
             print(JobFormatting.details(job))

@@ -130,11 +130,7 @@ struct ServeCommand: AsyncParsableCommand {
             let (host, port) = Self.split(listen)!
             let registry = PrometheusBootstrap.bootstrap()
             // While PostgreSQL is down, requests are answered 503 within a second, not held 15 s.
-            try await database.withStore(
-                as: (any JobStore & APIKeyStore).self,
-                lacking: "this job database keeps no API keys",
-                failFast: true
-            ) { store in
+            try await database.withStore(failFast: true) { store in
                 let configuration = APIConfiguration(
                     store: store,
                     catalog: catalog,

@@ -133,13 +133,9 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     static func withOutbox<T>(
         _ database: DatabaseOptions,
-        _ body: (any WebhookOutbox) async throws -> T
+        _ body: (any JobDatabase) async throws -> T
     ) async throws -> T {
-        try await database.withStore(
-            as: (any WebhookOutbox).self,
-            lacking: "this job database has no webhook outbox",
-            body
-        )
+        try await database.withStore(body)
     }
 }
 
@@ -169,7 +165,7 @@ struct WebhookOptions: ParsableArguments {
     }
 
     func dispatcher(
-        outbox: any WebhookOutbox,
+        outbox: any JobDatabase,
         name: String,
         drainDue: Duration?,
         logger: Logger

@@ -135,7 +135,11 @@ struct WorkerCommand: AsyncParsableCommand {
         }
     }
 
-    private func runWorker(_ store: any JobStore, registry: PrometheusCollectorRegistry?, logger: Logger) async throws {
+    private func runWorker(
+        _ store: any JobDatabase,
+        registry: PrometheusCollectorRegistry?,
+        logger: Logger
+    ) async throws {
         let host = ProcessInfo.processInfo.hostName
         let pid = ProcessInfo.processInfo.processIdentifier
         let identity = WorkerIdentity(name: name ?? "\(host)-\(pid)", host: host, pid: pid, version: JobCtl.version)
@@ -168,15 +172,13 @@ struct WorkerCommand: AsyncParsableCommand {
         ]
         // The webhook dispatcher runs beside it. Services stop in reverse order: the worker
         // drains first, then the dispatcher delivers what is due (with --once) or in flight.
-        if let outbox = store as? any WebhookOutbox {
-            let dispatcher = try webhooks.dispatcher(
-                outbox: outbox,
-                name: identity.name,
-                drainDue: once ? drain.duration : nil,
-                logger: logger
-            )
-            services.insert(.init(service: dispatcher), at: 0)
-        }
+        let dispatcher = try webhooks.dispatcher(
+            outbox: store,
+            name: identity.name,
+            drainDue: once ? drain.duration : nil,
+            logger: logger
+        )
+        services.insert(.init(service: dispatcher), at: 0)
         // Metrics: the server goes first so that it stops last, answering while the worker drains.
         if let metricsPort {
             let gauges = QueueGauges(store: store, interval: metricsInterval.duration, logger: logger)

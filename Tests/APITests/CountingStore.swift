@@ -4,11 +4,11 @@ import Synchronization
 
 /// A real store with a count of the calls each method got, for tests that a route costs the
 /// database what it should (`/healthz` one trivial statement, never a scan).
-final class CountingStore: JobStore, APIKeyStore {
-    let store: any JobStore & APIKeyStore
+final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, APIKeyStore {
+    let store: any JobDatabase
     private let counts = Mutex<[String: Int]>([:])
 
-    init(_ store: any JobStore & APIKeyStore) { self.store = store }
+    init(_ store: any JobDatabase) { self.store = store }
 
     func count(_ method: String) -> Int { counts.withLock { $0[method, default: 0] } }
     private func called(_ method: String = #function) {
@@ -88,5 +88,23 @@ final class CountingStore: JobStore, APIKeyStore {
     func apiKeys() async throws -> [APIKey] { try await store.apiKeys() }
     func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
         try await store.revokeAPIKey(id: id, at: date)
+    }
+    func changes() -> AsyncStream<Void> { store.changes() }
+    func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed { store.changes(wanted: wanted) }
+    func claimDeliveries(as dispatcher: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        called()
+        return try await store.claimDeliveries(as: dispatcher, limit: limit, lease: lease)
+    }
+    func record(_ claimed: ClaimedDelivery, outcome: DeliveryOutcome) async throws -> Bool {
+        called()
+        return try await store.record(claimed, outcome: outcome)
+    }
+    func deliveries(job: JobID?, limit: Int) async throws -> [WebhookDelivery] {
+        called()
+        return try await store.deliveries(job: job, limit: limit)
+    }
+    func redeliver(_ id: String) async throws -> WebhookDelivery {
+        called()
+        return try await store.redeliver(id)
     }
 }
