@@ -77,7 +77,7 @@ let package = Package(
         // The general HTTP client every outbound request goes through: the address guard (no
         // private, loopback or metadata addresses unless allowed), libcurl with typed shims, and
         // the bridge that runs a blocking request on a thread of its own.
-        .target(name: "SafeHTTP", dependencies: ["CCurl", "Queue", "JobctlCore"]),
+        .target(name: "SafeHTTP", dependencies: ["CCurl", "JobctlCore"]),
         // Webhooks: Standard Webhooks signing, the delivery schedule, the dispatcher.
         .target(
             name: "Webhooks",

@@ -1,7 +1,6 @@
 import CCurl
 import Foundation
 import JobctlCore
-import Queue
 import Synchronization
 
 /// A request to send: a POST of exact body bytes (webhooks), a ranged GET (probing a remote
