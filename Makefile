@@ -101,6 +101,7 @@ format:
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SOURCES)
+	python3 scripts/lint-rules.py
 
 
 # Benchmarks (docs/benchmarks.md): jobctl export, thumbnails, storyboard and waveform vs the ffmpeg CLI,

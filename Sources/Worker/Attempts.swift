@@ -77,41 +77,6 @@ struct Attempts: Sendable {
         }
     }
 
-    /// Deletes a held output (a large file, or a set of them) on a thread of its own, not on an
-    /// event loop where database connections wait.
-    static func discard(_ held: any HeldOutput) async {
-        _ = try? await onDedicatedThread("jobctl.discard") { held.discard() }
-    }
-
-    /// Opens the job's input and builds its work, by kind.
-    static func prepare(
-        _ claimed: ClaimedJob,
-        options: WorkerOptions,
-        sender: HTTPSender
-    ) async throws
-        -> any PreparedJob
-    {
-        switch claimed.job.kind {
-        case .export, .noop:
-            try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
-        case .thumbnails, .storyboard, .waveform:
-            try await FileSetJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
-        }
-    }
-
-    /// What an error thrown by preparing, exporting or committing means for the attempt.
-    static func outcome(of error: any Error) -> AttemptStateMachine.ExportOutcome {
-        switch error {
-        case let error as MediaError where error.isCancellation: .cancelled
-        case let error as MediaError:
-            .failed(
-                JobError(code: error.code.errorCode, message: error.message, retryable: error.transient ? true : nil)
-            )
-        case let failure as JobFailure: .failed(failure.error)
-        default: .failed(JobError(code: .internalError, message: "\(error)"))
-        }
-    }
-
     private func jobLogger(_ claimed: ClaimedJob) -> Logger {
         var logger = self.logger
         logger[metadataKey: "job.id"] = "\(claimed.job.id)"

@@ -1,0 +1,134 @@
+import Foundation
+import Hummingbird
+import JobctlCore
+import Logging
+import Media
+import NIOCore
+import Prometheus
+import Queue
+import SafeHTTP
+import ServiceLifecycle
+import Synchronization
+
+/// Every error leaves in the API's one shape: Hummingbird's own (413, 404) keep their status,
+/// a method a path does not have is 405 with `Allow`, a database error is 503
+/// `database_unavailable`, anything else 500 `internal`, with the details in the log only.
+struct ErrorShape: RouterMiddleware {
+    let routes: RouteTable
+    let logger: Logger
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as Hummingbird.HTTPError {
+            if error.status == .notFound {
+                let allowed = routes.methods(for: request.uri.path)
+                if !allowed.isEmpty {
+                    var refusal = APIError(
+                        .methodNotAllowed,
+                        "\(request.uri.path) answers \(allowed.joined(separator: ", "))"
+                    )
+                    refusal.allow = allowed
+                    throw refusal
+                }
+            }
+            let code: ErrorCode = error.status == .notFound ? .notFound : .invalidRequest
+            throw APIError(error.status, code, error.body ?? error.status.reasonPhrase)
+        } catch let error as JobStoreError where error.code != .conflict && error.code != .notFound {
+            logger.error("The job database failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            throw APIError.databaseUnavailable
+        } catch {
+            logger.error("A request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            throw APIError(.internalError, "the request failed; the server's log has the details")
+        }
+    }
+}
+
+/// The router's routes, to tell a path that does not exist (404) from a method a path does not
+/// have (405). Filled once, when the router is built.
+final class RouteTable: Sendable {
+    private let routes = Mutex<[(method: HTTPRequest.Method, segments: [Substring])]>([])
+
+    func set(_ routes: [(HTTPRequest.Method, String)]) {
+        self.routes.withLock { $0 = routes.map { ($0.0, $0.1.split(separator: "/")) } }
+    }
+
+    /// The methods routed for `path` (`{name}` segments match any segment), sorted.
+    func methods(for path: String) -> [String] {
+        let segments = path.split(separator: "/")
+        let methods = routes.withLock { routes in
+            routes.filter { route in
+                route.segments.count == segments.count
+                    && zip(route.segments, segments).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
+            }
+            .map(\.method.rawValue)
+        }
+        return Set(methods).sorted()
+    }
+}
+
+/// `Authorization: Bearer jck_…` on every route but the open ones (`/healthz`, `/openapi.json`,
+/// `/metrics` when public), then the key's rate limit. A failure is logged with the key's id
+/// when it has one, never with the key; an address that keeps failing is slowed down (429)
+/// before its attempts reach the database.
+struct KeyAuthentication: RouterMiddleware {
+    let store: any APIKeyStore
+    let openPaths: Set<String>
+    let cache: APIKeyCache?
+    let keyLimiter: RateLimiter?
+    /// A response's bytes that one token pays for (`RateLimiter.charge`).
+    static let bytesPerToken = 16 * 1024
+    let failureLimiter: RateLimiter
+    let logger: Logger
+
+    func handle(
+        _ request: Request,
+        context: APIRequestContext,
+        next: (Request, APIRequestContext) async throws -> Response
+    ) async throws -> Response {
+        if openPaths.contains(request.uri.path) { return try await next(request, context) }
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        if let wait = failureLimiter.wait(address) { throw APIError.rateLimited(wait) }
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            _ = failureLimiter.take(address)
+            throw APIError.unauthorized
+        }
+        let text = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        let key: APIKey?
+        do {
+            key = try await APIKeys.verify(Substring(text), in: store, cache: cache)
+        } catch {
+            logger.error("Checking an API key failed", metadata: ["error": "\(error)"])
+            throw APIError.databaseUnavailable
+        }
+        guard let key else {
+            _ = failureLimiter.take(address)
+            logger.warning(
+                "Refused an API key",
+                metadata: [
+                    "key.id": "\(APIKeys.parse(Substring(text))?.id ?? "malformed")", "path": "\(request.uri.path)",
+                    "address": "\(address)",
+                ]
+            )
+            throw APIError.unauthorized
+        }
+        if let wait = keyLimiter?.take(key.id) { throw APIError.rateLimited(wait) }
+        var context = context
+        context.key = key
+        let response = try await next(request, context)
+        // What a response costs is its size too: past 16 KB each 16 KB more is another token,
+        // so a key that pulls big pages slows itself down, not the server's other tenants.
+        // (`HEAD` has produced the whole body and sends its length only: it pays for it too.)
+        let bytes = max(response.body.contentLength ?? 0, response.headers[.contentLength].flatMap { Int($0) } ?? 0)
+        if let keyLimiter, bytes > Self.bytesPerToken {
+            keyLimiter.charge(key.id, tokens: Double(bytes - Self.bytesPerToken) / Double(Self.bytesPerToken))
+        }
+        return response
+    }
+}
