@@ -132,6 +132,7 @@ struct OptionDomainTests {
         )
         let exit = try await worker.waitForExit(timeout: .seconds(480))
         #expect(exit?.status == 0, "the worker died: \(worker.log.suffix(2000))")
+        let craftedIDs = Set(crafted.map(\.0))
         for (id, what) in queued + crafted {
             let job = try #require(try await store.job(id))
             switch job.status {
@@ -139,7 +140,13 @@ struct OptionDomainTests {
                 #expect(job.result != nil, "\(what)")
             case .failed:
                 let code = job.error?.code.rawValue ?? "none"
-                #expect(Self.codes.contains(code), "\(what): \(code): \(job.error?.message ?? "")")
+                // A crafted number that does not fit its field's type (4294967296 for a 32-bit
+                // count, 1e300) does not read at all: database_corrupt, naming the job.
+                let allowed = craftedIDs.contains(id) ? Self.codes.union(["database_corrupt"]) : Self.codes
+                #expect(allowed.contains(code), "\(what): \(code): \(job.error?.message ?? "")")
+                if code == "database_corrupt" {
+                    #expect(job.error?.message.contains("job \(id)") == true, "\(job.error?.message ?? "")")
+                }
                 #expect(job.attempt == 1, "\(what): a bad request was tried \(job.attempt) times")
             default:
                 Issue.record("\(what): left \(job.status)")
