@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "JobAPI", "Queue", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
+                "JobAPI", "Queue", "Submission", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -8,6 +8,7 @@ import Prometheus
 import Queue
 import SafeHTTP
 import ServiceLifecycle
+import Submission
 import Synchronization
 
 /// The request context: the API key the request was authenticated with (every route but
@@ -43,7 +44,7 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
 public struct APIConfiguration: Sendable {
     public var store: any JobDatabase
     public var catalog: PresetCatalog
-    public var paths: PathScope
+    public var paths: PathConfinement
     public var policy: AddressPolicy
     /// The longest `?wait=` a client may ask for.
     public var maximumWait: Duration
@@ -69,7 +70,7 @@ public struct APIConfiguration: Sendable {
     public init(
         store: any JobDatabase,
         catalog: PresetCatalog,
-        paths: PathScope = PathScope(),
+        paths: PathConfinement = PathConfinement(),
         policy: AddressPolicy = AddressPolicy(),
         maximumWait: Duration = .seconds(60),
         maximumStream: Duration = .seconds(30 * 60),

@@ -58,33 +58,13 @@ struct WholeNumber: Decodable, Sendable, Hashable {
     }
 }
 
-/// Where the API lets a client's job read and write on this host: nowhere by default (only
-/// http(s) URLs), or, under the roots `jobctl serve` was given, in each key's own directory
-/// (`ROOT/KEYID/`, `TenantPath`), named by paths relative to it. A client is not the host's
-/// user: without a root it could read `/etc/shadow` into an output it fetches, and without a
-/// directory of its own it could read or replace another tenant's files.
-public struct PathScope: Sendable, Hashable {
-    public var inputRoot: String?
-    public var outputRoot: String?
-
-    public init(inputRoot: String? = nil, outputRoot: String? = nil) {
-        self.inputRoot = inputRoot.map(PathScope.normalized)
-        self.outputRoot = outputRoot.map(PathScope.normalized)
-    }
-
-    static func normalized(_ path: String) -> String {
-        let standardized = (path as NSString).standardizingPath
-        return standardized.hasSuffix("/") ? String(standardized.dropLast()) : standardized
-    }
-}
-
 extension SubmitRequest {
     /// The job to queue for `owner`, or the first field that is wrong.
     func jobRequest(
         owner: APIKey,
         idempotencyKey: String?,
         catalog: PresetCatalog,
-        scope: PathScope,
+        scope: PathConfinement,
         policy: AddressPolicy
     ) throws(APIError) -> JobRequest {
         // `noop` is `jobctl bench`'s, refused here as `jobctl submit` refuses it.

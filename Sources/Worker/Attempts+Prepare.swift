@@ -36,7 +36,7 @@ extension Attempts {
             .failed(
                 JobError(code: error.code.errorCode, message: error.message, retryable: error.transient ? true : nil)
             )
-        case let failure as JobFailure: .failed(failure.error)
+        case let failure as JobError: .failed(failure)
         default: .failed(JobError(code: .internalError, message: "\(error)"))
         }
     }

@@ -300,7 +300,7 @@ struct Attempts: Sendable {
                 attempt.uploadTries = 0
                 tries = 0
             case .failed(let failure):
-                return .failed(failure.error)
+                return .failed(failure)
             case .stopped:
                 if execution.stopReason == .leaseLost {
                     attempt.logger.warning("Lease lost during the upload: transfer stopped")

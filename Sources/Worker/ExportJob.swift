@@ -32,7 +32,7 @@ struct ExportJob: PreparedJob {
             do throws(MediaError) {
                 try OutputDestination.check(paths.output, input: paths.input)
             } catch {
-                throw JobFailure(error: JobError(code: error.code.errorCode, message: error.message, retryable: false))
+                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
             }
         }
         var outputPath = paths.output
@@ -85,7 +85,7 @@ struct ExportJob: PreparedJob {
         do {
             result = try JSONValue(encoding: finished.result)
         } catch {
-            throw JobFailure.unstorableResult(error)  // the output, dropped, is deleted
+            throw JobError.unstorableResult(error)  // the output, dropped, is deleted
         }
         let duration = finished.result.duration
         let (uploadURL, shownOutput) = (self.uploadURL, self.shownOutput)

@@ -205,11 +205,11 @@ struct FileSetJob: PreparedJob {
         var duration: Double
     }
 
-    private static func json(_ value: some Encodable) throws(JobFailure) -> JSONValue {
+    private static func json(_ value: some Encodable) throws(JobError) -> JSONValue {
         do {
             return try JSONValue(encoding: value)
         } catch {
-            throw JobFailure.unstorableResult(error)
+            throw JobError.unstorableResult(error)
         }
     }
 

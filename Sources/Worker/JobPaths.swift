@@ -2,6 +2,7 @@ import Foundation
 import JobctlCore
 import Media
 import Queue
+import Submission
 
 /// Where a job's local input and output are on this host, and the fence around them.
 ///
@@ -17,7 +18,7 @@ struct JobPaths: Sendable {
     let output: String
     let confinement: PathConfinement
 
-    static func resolve(_ job: Job, options: WorkerOptions) throws(JobFailure) -> JobPaths {
+    static func resolve(_ job: Job, options: WorkerOptions) throws(JobError) -> JobPaths {
         guard let owner = job.owner else {
             let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
             try confinement.checkInput(job.input)
@@ -29,12 +30,12 @@ struct JobPaths: Sendable {
             root: String?,
             flag: String,
             code: ErrorCode
-        ) throws(JobFailure) -> (
+        ) throws(JobError) -> (
             path: String, directory: String?
         ) {
             guard !MediaLocation.isRemote(location) else { return (location, nil) }
-            func refuse(_ why: String) -> JobFailure {
-                JobFailure(error: JobError(code: code, message: "\(location): \(why)", retryable: false))
+            func refuse(_ why: String) -> JobError {
+                JobError(code: code, message: "\(location): \(why)", retryable: false)
             }
             if let problem = TenantPath.problem(location) { throw refuse(problem) }
             guard TenantPath.isDirectoryName(owner) else { throw refuse("the job's owner '\(owner)' is not a key id") }

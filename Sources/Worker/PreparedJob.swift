@@ -117,27 +117,23 @@ extension Job {
     /// The kind's options as they were stored at submission, read as `Options`. A stored value
     /// that does not fit is `database_corrupt` naming the job (changed outside jobctl, or by an
     /// incompatible version), never a default: not retried, another attempt would read the same.
-    func storedOptions<Options: Decodable>(as type: Options.Type = Options.self) throws(JobFailure) -> Options {
+    func storedOptions<Options: Decodable>(as type: Options.Type = Options.self) throws(JobError) -> Options {
         do {
             return try presetSettings.decoded(as: Options.self)
         } catch {
-            throw JobFailure(
-                error: JobError(
-                    code: .databaseCorrupt,
-                    message:
-                        "job \(id): the \(kind) options stored with it cannot be read (\(error)); the row was changed outside jobctl or by an incompatible version",
-                    retryable: false
-                )
+            throw JobError(
+                code: .databaseCorrupt,
+                message:
+                    "job \(id): the \(kind) options stored with it cannot be read (\(error)); the row was changed outside jobctl or by an incompatible version",
+                retryable: false
             )
         }
     }
 }
 
-extension JobFailure {
+extension JobError {
     /// A result that cannot be stored as JSON (a non-finite number): a bug, reported as one.
-    static func unstorableResult(_ error: any Error) -> JobFailure {
-        JobFailure(
-            error: JobError(code: .internalError, message: "the job's result could not be stored as JSON (\(error))")
-        )
+    static func unstorableResult(_ error: any Error) -> JobError {
+        JobError(code: .internalError, message: "the job's result could not be stored as JSON (\(error))")
     }
 }

@@ -4,12 +4,6 @@ import Media
 import Queue
 import SafeHTTP
 
-/// A failure with the job error it becomes, retryability included (remote media decides it
-/// from the HTTP status, not from the code alone).
-struct JobFailure: Error {
-    let error: JobError
-}
-
 /// `http(s)://` inputs and outputs (docs/spec.md §4, §6): the address guard before FFmpeg reads an
 /// input, and the upload of a finished output with PUT.
 enum RemoteMedia {
@@ -18,62 +12,50 @@ enum RemoteMedia {
     /// (404 → `input_not_found`, a redirect or 403 → `input_unreadable`, 5xx or no answer →
     /// retried later). FFmpeg then resolves the name again for its own connections: see
     /// docs/security.md for that window.
-    static func checkInput(_ url: String, sender: HTTPSender) throws(JobFailure) {
+    static func checkInput(_ url: String, sender: HTTPSender) throws(JobError) {
         let shown = MediaLocation.displayed(url)
         let response = sender.send(HTTPRequest(url: url, method: .get(range: 0...0)))
         if response.failed(with: .refused) {
-            throw JobFailure(
-                error: JobError(
-                    code: .inputUnreadable,
-                    message:
-                        "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
-                    retryable: false
-                )
+            throw JobError(
+                code: .inputUnreadable,
+                message:
+                    "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted media)",
+                retryable: false
             )
         }
         guard let status = response.statusCode else {
-            throw JobFailure(
-                error: JobError(
-                    code: .inputUnreadable,
-                    message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))",
-                    retryable: !response.failed(with: .certificateRejected)
-                )
+            throw JobError(
+                code: .inputUnreadable,
+                message: "\(shown) could not be fetched (\(response.failure?.message ?? "no response"))",
+                retryable: !response.failed(with: .certificateRejected)
             )
         }
         switch status {
         case 200..<300:
             return
         case 404, 410:
-            throw JobFailure(
-                error: JobError(
-                    code: .inputNotFound,
-                    message: "\(shown) does not exist (HTTP \(status))",
-                    retryable: false
-                )
+            throw JobError(
+                code: .inputNotFound,
+                message: "\(shown) does not exist (HTTP \(status))",
+                retryable: false
             )
         case 300..<400:
-            throw JobFailure(
-                error: JobError(
-                    code: .inputUnreadable,
-                    message: "\(shown) answered HTTP \(status): redirects are not followed; submit the final URL",
-                    retryable: false
-                )
+            throw JobError(
+                code: .inputUnreadable,
+                message: "\(shown) answered HTTP \(status): redirects are not followed; submit the final URL",
+                retryable: false
             )
         case 408, 429, 500..<600:
-            throw JobFailure(
-                error: JobError(
-                    code: .inputUnreadable,
-                    message: "\(shown) could not be fetched (HTTP \(status))",
-                    retryable: true
-                )
+            throw JobError(
+                code: .inputUnreadable,
+                message: "\(shown) could not be fetched (HTTP \(status))",
+                retryable: true
             )
         default:
-            throw JobFailure(
-                error: JobError(
-                    code: .inputUnreadable,
-                    message: "\(shown) cannot be read (HTTP \(status))",
-                    retryable: false
-                )
+            throw JobError(
+                code: .inputUnreadable,
+                message: "\(shown) cannot be read (HTTP \(status))",
+                retryable: false
             )
         }
     }
@@ -83,7 +65,7 @@ enum RemoteMedia {
         case uploaded(bytes: Int64)
         /// Worth another try after `delay` (a network failure, 408, 429, 5xx); `what` for logs.
         case retry(after: Duration, what: String)
-        case failed(JobFailure)
+        case failed(JobError)
         /// `shouldAbort` said stop (cancelled, or the lease may be lost).
         case stopped
     }
@@ -117,13 +99,11 @@ enum RemoteMedia {
         if response.succeeded { return .uploaded(bytes: response.uploaded) }
         if response.failed(with: .refused) {
             return .failed(
-                JobFailure(
-                    error: JobError(
-                        code: .outputForbidden,
-                        message:
-                            "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
-                        retryable: false
-                    )
+                JobError(
+                    code: .outputForbidden,
+                    message:
+                        "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
+                    retryable: false
                 )
             )
         }
@@ -138,23 +118,19 @@ enum RemoteMedia {
             // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
             // Another attempt would encode again to get the same answer.
             return .failed(
-                JobFailure(
-                    error: JobError(
-                        code: .outputUnwritable,
-                        message: "uploading to \(shown) failed (\(what))",
-                        retryable: false
-                    )
+                JobError(
+                    code: .outputUnwritable,
+                    message: "uploading to \(shown) failed (\(what))",
+                    retryable: false
                 )
             )
         }
         guard tries < retryDelays.count else {
             return .failed(
-                JobFailure(
-                    error: JobError(
-                        code: .outputUnwritable,
-                        message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))",
-                        retryable: true
-                    )
+                JobError(
+                    code: .outputUnwritable,
+                    message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))",
+                    retryable: true
                 )
             )
         }
@@ -178,7 +154,7 @@ enum RemoteMedia {
     }
 
     /// Creates the worker's staging directory (owner only) if missing.
-    static func createStagingDirectory(_ path: String) throws(JobFailure) {
+    static func createStagingDirectory(_ path: String) throws(JobError) {
         do {
             try FileManager.default.createDirectory(
                 atPath: path,
@@ -186,11 +162,9 @@ enum RemoteMedia {
                 attributes: [.posixPermissions: 0o700]
             )
         } catch {
-            throw JobFailure(
-                error: JobError(
-                    code: .outputUnwritable,
-                    message: "the staging directory \(path) cannot be created (\(error.localizedDescription))"
-                )
+            throw JobError(
+                code: .outputUnwritable,
+                message: "the staging directory \(path) cannot be created (\(error.localizedDescription))"
             )
         }
     }

@@ -9,6 +9,7 @@ import Observability
 import Queue
 import SafeHTTP
 import ServiceLifecycle
+import Submission
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -134,7 +135,7 @@ struct ServeCommand: AsyncParsableCommand {
                 let configuration = APIConfiguration(
                     store: store,
                     catalog: catalog,
-                    paths: PathScope(inputRoot: inputRoot, outputRoot: outputRoot),
+                    paths: PathConfinement(inputRoot: inputRoot, outputRoot: outputRoot),
                     policy: webhooks.policy,
                     maximumWait: maxWait.duration,
                     maximumStream: maxStream.duration,

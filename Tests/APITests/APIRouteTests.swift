@@ -9,6 +9,7 @@ import MediaTestKit
 import Prometheus
 import Queue
 import QueueSQLite
+import Submission
 import Synchronization
 import Testing
 
@@ -43,7 +44,7 @@ struct APIRouteTests {
             var configuration = APIConfiguration(
                 store: store,
                 catalog: try PresetCatalog(customFile: nil),
-                paths: PathScope(inputRoot: directory.path, outputRoot: directory.path),
+                paths: PathConfinement(inputRoot: directory.path, outputRoot: directory.path),
                 maximumWait: maximumWait,
                 rateLimit: nil,
                 metrics: metrics,

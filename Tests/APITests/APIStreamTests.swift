@@ -112,8 +112,11 @@ struct APIStreamTests {
             }
             try await Task.sleep(for: .milliseconds(300))
             _ = try await f.store.cancel(JobID(id))
-            let events = Self.events(try await stream.value.body)
-            #expect(events.map { $0.job["status"] as? String } == ["unknown", "cancelled"])
+            let events = Self.events(try await stream.value.body).map { $0.job["status"] as? String }
+            // The stream opens with the job as it is: queued, when it connected before the cancel
+            // (a loaded machine can take longer than the 300 ms to connect: then it opens with the
+            // cancel, its end). Either way the cancel ends it.
+            #expect(events == ["unknown", "cancelled"] || events == ["cancelled"], "\(events)")
             let unknown = "00000000-0000-0000-0000-000000000000"
             try await client.execute(
                 uri: "/v1/jobs/\(unknown)/events",
@@ -286,7 +289,9 @@ struct APIStreamTests {
 
     @Test("a key over its rate gets 429 with Retry-After; so does an address that keeps sending bad keys")
     func rateLimits() async throws {
-        let f = try await F { $0.rateLimit = RateLimit(perSecond: 1, burst: 3) }
+        // A token every 2 s: the four requests below must come within 2 s, not 1 (a loaded
+        // machine took longer than a second and the fourth was let through).
+        let f = try await F { $0.rateLimit = RateLimit(perSecond: 0.5, burst: 3) }
         defer { f.directory.remove() }
         try await f.app.test(.router) { client in
             for _ in 0..<3 {
@@ -296,16 +301,16 @@ struct APIStreamTests {
             }
             try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
                 #expect($0.status == .tooManyRequests)
-                #expect($0.headers[.retryAfter] == "1")
+                #expect(["1", "2"].contains($0.headers[.retryAfter] ?? ""), "whole seconds to the next token")
                 #expect(APIRouteTests.errorCode($0).code == "rate_limited")
             }
             // Another key has its own bucket.
             try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.admin)) {
                 #expect($0.status == .ok)
             }
-            try await Task.sleep(for: .milliseconds(1100))
+            try await Task.sleep(for: .milliseconds(2100))
             try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
-                #expect($0.status == .ok, "a token came back after a second")
+                #expect($0.status == .ok, "a token came back after two seconds")
             }
             // Bad keys: 20 refusals (the burst), then 429 without asking the database. The bucket
             // refills at 10 a second, so on a loaded machine a few more 401s may come first: send
