@@ -144,8 +144,11 @@ struct ManifestTests {
     }
 
     /// A segment the playlist names that is not there fails the export (the playlist reader
-    /// would skip it and the output would miss a second).
-    @Test(arguments: [("hls", "seg2.m4s", "seg2.m4s"), ("dash", "chunk-stream0-00002.m4s", "a fragment")])
+    /// would skip it and the output would miss a second), the last one too.
+    @Test(arguments: [
+        ("hls", "seg2.m4s", "seg2.m4s"), ("hls", "seg3.m4s", "seg3.m4s"),
+        ("dash", "chunk-stream0-00002.m4s", "a fragment"), ("dash", "chunk-stream0-00004.m4s", "a fragment"),
+    ])
     func aMissingSegmentFailsTheExport(kind: String, segment: String, mention: String) async throws {
         try await withTemporaryDirectory("missing") { directory in
             let manifest = try await Self.writeSet(kind, into: directory)

@@ -181,7 +181,13 @@ final class InputFile {
     }
 
     /// `input_unsupported` naming what the input tried to open outside its scope, if anything.
-    var refusal: MediaError? { guarding.failure(format: String(cString: context.pointee.iformat.pointee.name)) }
+    var refusal: MediaError? {
+        let duration = context.pointee.duration
+        return guarding.failure(
+            format: String(cString: context.pointee.iformat.pointee.name),
+            duration: duration > 0 && duration != noPTS ? duration : nil
+        )
+    }
 
     /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
     /// timestamp seek to the start can land past the first keyframe (docs/ffmpeg.md #25).

@@ -47,7 +47,8 @@ final class InputGuard: @unchecked Sendable {
     private let problem = Mutex<Problem?>(nil)
     /// The first piece of the media a playlist reader went on without (it only warns), and how
     /// far the packets read had reached then (microseconds). FFmpeg's DASH reader also asks for
-    /// a segment past the last one: a skip with no media after it is the end, not a hole.
+    /// a segment past the last one: there a skip with no media after it is the end, not a hole
+    /// (an HLS playlist names only what it has: every skip there is a hole).
     private let skipped = Mutex<(what: String, at: Int64)?>(nil)
     /// How far the packets read have reached (microseconds); written by the demuxing thread.
     private let reached = Atomic<Int64>(.min)
@@ -153,7 +154,7 @@ final class InputGuard: @unchecked Sendable {
     /// What the input named that was refused (`input_unsupported`), failed to open or was
     /// skipped with media after it (`input_unreadable`, retried later when the network
     /// failed), if anything.
-    func failure(format: String?) -> MediaError? {
+    func failure(format: String?, duration: Int64? = nil) -> MediaError? {
         let what =
             switch format {
             case "hls"?: "an HLS playlist (hls)"
@@ -164,8 +165,12 @@ final class InputGuard: @unchecked Sendable {
             MediaLocation.displayed(url.hasPrefix("file:") ? String(url.dropFirst(5)) : url).prefix(120)
         }
         guard let found = problem.withLock({ $0 }) else {
+            // HLS names every segment it reads: any skip is a hole. FFmpeg's DASH reader also
+            // asks for one past the last: there a skip is a hole when media came after it, or
+            // when it came before the end the manifest gives (a missing last segment).
             guard let (piece, at) = skipped.withLock({ $0 }).map({ ($0.what, $0.at) }),
-                reached.load(ordering: .relaxed) - at > 1_000_000
+                format != "dash" || reached.load(ordering: .relaxed) - at > 1_000_000
+                    || duration.map({ at < $0 - 500_000 }) == true
             else { return nil }
             return MediaError(
                 .inputUnreadable,
