@@ -70,7 +70,7 @@ demo: build
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
-UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|APITests)\.
+UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|SafeHTTPTests|APITests)\.
 MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests)\.
 test: test-deps lint

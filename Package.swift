@@ -168,6 +168,7 @@ let package = Package(
                 "MediaTestKit",
             ]
         ),
+        .testTarget(name: "SafeHTTPTests", dependencies: ["SafeHTTP", "JobctlCore", "MediaTestKit"]),
         .testTarget(
             name: "WebhookUnitTests",
             dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlCore", "QueueTestKit", "MediaTestKit"]

@@ -1,7 +1,6 @@
 import Foundation
 import SafeHTTP
 import Testing
-import Webhooks
 
 /// The SSRF guard (docs/spec.md §6): which addresses webhooks may reach.
 @Suite("AddressPolicy")
