@@ -154,11 +154,41 @@ struct SubmitCommand: AsyncParsableCommand {
         }
     }
 
+    /// `webhook_forbidden`, `output_forbidden` or `input_unreadable` (exit 64) for a URL the
+    /// address policy refuses without resolving anything (a private address, `localhost`, a
+    /// malformed URL).
+    private func refuseAddresses(webhook: String?, output: String?, input: String?, policy: AddressPolicy) throws {
+        for (location, code, what): (String?, ErrorCode, String) in [
+            (webhook, .webhookForbidden, "receivers"),
+            (output.flatMap { MediaLocation.isRemote($0) ? $0 : nil }, .outputForbidden, "storage"),
+            (input.flatMap { MediaLocation.isRemote($0) ? $0 : nil }, .inputUnreadable, "media"),
+        ] {
+            guard let location, let refusal = policy.staticRefusal(for: location) else { continue }
+            // A malformed URL is refused whatever the address policy; only an address is lifted.
+            let malformed =
+                (try? URLShape.parse(location.replacingOccurrences(of: "{name}", with: "name")).get()) == nil
+            throw CommandFailure.refused(
+                code: code,
+                "\(MediaLocation.displayed(location)): \(refusal)"
+                    + (malformed ? "" : " (--allow-private-webhooks lifts this for self-hosted \(what))")
+            )
+        }
+    }
+
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let timeRange = try range.map { try TimeRange(parsing: $0) }
             let input = SubmitCommand.absolute(self.input)
+            // The cheap refusals first (addresses), the look at the input's tracks last.
+            var policy = AddressPolicy.fromEnvironment()
+            if allowPrivateWebhooks { policy.allowPrivate = true }
+            try refuseAddresses(
+                webhook: webhook,
+                output: self.output.map(SubmitCommand.absolute),
+                input: input,
+                policy: policy
+            )
             let work = try Submission.plan(
                 try recipe(),
                 input: input,
@@ -166,6 +196,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 range: timeRange ?? .all
             )
             let output = SubmitCommand.absolute(self.output ?? work.defaultOutput)
+            if self.output == nil { try refuseAddresses(webhook: nil, output: output, input: nil, policy: policy) }
             let request = JobRequest(
                 kind: kind,
                 input: input,
@@ -182,23 +213,6 @@ struct SubmitCommand: AsyncParsableCommand {
                 metadata: metadataPairs,
                 webhook: webhook
             )
-            var policy = AddressPolicy.fromEnvironment()
-            if allowPrivateWebhooks { policy.allowPrivate = true }
-            for (location, code, what): (String?, ErrorCode, String) in [
-                (webhook, .webhookForbidden, "receivers"),
-                (MediaLocation.isRemote(output) ? output : nil, .outputForbidden, "storage"),
-                (MediaLocation.isRemote(input) ? input : nil, .inputUnreadable, "media"),
-            ] {
-                guard let location, let refusal = policy.staticRefusal(for: location) else { continue }
-                // A malformed URL is refused whatever the address policy; only an address is lifted.
-                let malformed =
-                    (try? URLShape.parse(location.replacingOccurrences(of: "{name}", with: "name")).get()) == nil
-                throw CommandFailure.refused(
-                    code: code,
-                    "\(MediaLocation.displayed(location)): \(refusal)"
-                        + (malformed ? "" : " (--allow-private-webhooks lifts this for self-hosted \(what))")
-                )
-            }
             try Submission.checkLocalOutput(output, input: input, kind: kind)
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)

@@ -42,4 +42,23 @@ struct SubmitAddressTests {
             #expect(allowed.status == 0, "\(allowed.stderr)")
         }
     }
+
+    /// The address refusals come before the look at the input: a forbidden webhook is the
+    /// answer even when the input would also be refused (audio only into a video preset).
+    @Test func cheapRefusalsComeFirst() async throws {
+        let input = try await Fixtures.shared.path(.audioOnly)
+        try await withTemporaryDirectory("cheap-first") { directory in
+            let db = directory.file("jobs.sqlite")
+            let probed = try await Jobctl.run([
+                "submit", input, "--kind", "thumbnails", "--count", "2", "-o", directory.file("t"), "--db", db,
+            ])
+            #expect(probed.status != 0 && probed.stderr.contains("input_unsupported"), "\(probed.stderr)")
+            let result = try await Jobctl.run([
+                "submit", input, "--kind", "thumbnails", "--count", "2", "-o", directory.file("t"), "--db", db,
+                "--webhook", "http://127.0.0.1:9/hook",
+            ])
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("error: webhook_forbidden: "), "\(result.stderr)")
+        }
+    }
 }
