@@ -1,3 +1,4 @@
+import Foundation
 import Media
 import Testing
 
@@ -81,5 +82,27 @@ struct TimeRangeTests {
     @Test func describesItselfInTheGrammar() throws {
         #expect(try TimeRange(parsing: "1.5s+3s").description == "1.5s+3s")
         #expect(try TimeRange(parsing: "90").description == "90s-end")
+    }
+
+    /// A range travels as seconds (a Double: the job JSON, the SQLite REAL and PostgreSQL DOUBLE
+    /// PRECISION columns) between the submitter's parse and the worker, in whole microseconds at
+    /// both ends. The round trip is exact for every value a range may hold (up to 1e9 s, i.e.
+    /// 1e15 µs, below 2^53): µs → µs / 1e6 → JSON text → × 1e6 rounded gives the µs back.
+    @Test("microseconds survive the seconds form exactly, through JSON too")
+    func secondsRoundTripIsExact() throws {
+        var generator = SystemRandomNumberGenerator()
+        let edges: [Int64] = [
+            0, 1, 3, 999_999, 1_000_001, 33_366, 1_234_567_891, 999_999_999_999_999, 1_000_000_000_000_000,
+        ]
+        let values = edges + (0..<2000).map { _ in Int64.random(in: 0...1_000_000_000_000_000, using: &generator) }
+        for microseconds in values {
+            let seconds = Double(microseconds) / 1e6
+            let viaJSON = try JSONDecoder().decode(Double.self, from: JSONEncoder().encode(seconds))
+            for form in [seconds, viaJSON] {
+                let range = try #require(TimeRange(seconds: form, duration: microseconds > 0 ? form : nil))
+                #expect(range.start == microseconds, "\(microseconds) µs came back as \(range.start)")
+                if microseconds > 0 { #expect(range.duration == microseconds) }
+            }
+        }
     }
 }
