@@ -14,15 +14,18 @@ public enum TenantPath {
             return
                 "local paths are relative to this key's own directory under the server's root ('talk.mov', 'exports/talk.mp4'), not absolute"
         }
-        // Bytes, as the file system reads them: split as Characters, a combining mark after a
-        // `/` would hide the `/` (and a `..` before it) inside one grapheme.
-        let dot = UInt8(ascii: ".")
-        if path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains(where: {
-            $0.isEmpty || $0.elementsEqual([dot]) || $0.elementsEqual([dot, dot])
-        }) {
-            return "a local path has no empty, '.' or '..' segment"
-        }
+        if hasEmptyOrDotSegment(path) { return "a local path has no empty, '.' or '..' segment" }
         return nil
+    }
+
+    /// Whether `path` has an empty or `..` segment (or `.`, unless `allowingDot`). Bytes, as the
+    /// file system reads them: split as Characters, a combining mark after a `/` would hide the
+    /// `/` (and a `..` before it) inside one grapheme.
+    public static func hasEmptyOrDotSegment(_ path: String, allowingDot: Bool = false) -> Bool {
+        let dot = UInt8(ascii: ".")
+        return path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains {
+            $0.isEmpty || (!allowingDot && $0.elementsEqual([dot])) || $0.elementsEqual([dot, dot])
+        }
     }
 
     /// Whether `owner` (an API key's id) can be a directory name: letters and digits only.

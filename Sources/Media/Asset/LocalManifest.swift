@@ -113,9 +113,7 @@ enum LocalManifest {
         if name.contains(where: { "%?#\\".contains($0) || $0.isNewline || $0 == "\0" }) {
             return "with characters a file name here may not have"
         }
-        let dot = UInt8(ascii: ".")
-        let segments = name.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        if segments.contains(where: { $0.isEmpty || $0.elementsEqual([dot, dot]) }) {
+        if TenantPath.hasEmptyOrDotSegment(name, allowingDot: true) {
             return "with an empty or '..' segment: a local DASH manifest may name only files in its own directory"
         }
         return nil

@@ -171,7 +171,9 @@ final class InputFile {
             if result >= 0 { av_packet_unref(packet) }
             return AVErr.permission
         }
-        if result >= 0 {
+        // How far a DASH manifest's media has reached (its reader's skips are judged by it);
+        // a DASH input is always a checked manifest read from memory.
+        if memory != nil, result >= 0 {
             let time = packet.pointee.pts != noPTS ? packet.pointee.pts : packet.pointee.dts
             if time != noPTS, let stream = context.pointee.streams[Int(packet.pointee.stream_index)] {
                 guarding.noteRead(av_rescale_q(time, stream.pointee.time_base, microsecondBase))
@@ -183,10 +185,7 @@ final class InputFile {
     /// `input_unsupported` naming what the input tried to open outside its scope, if anything.
     var refusal: MediaError? {
         let duration = context.pointee.duration
-        return guarding.failure(
-            format: String(cString: context.pointee.iformat.pointee.name),
-            duration: duration > 0 && duration != noPTS ? duration : nil
-        )
+        return guarding.failure(format: formatName, duration: duration > 0 && duration != noPTS ? duration : nil)
     }
 
     /// Formats that are a plain sequence of packets from byte 0 (no header, no index), where a
