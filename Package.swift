@@ -94,15 +94,19 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue", "SafeHTTP", "JobctlCore", "Submission",
+                "Media", "Queue", "SafeHTTP", "JobctlCore", "JobKinds",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // What `jobctl submit` and `POST /v1/jobs` share: a job's recipe (preset or kind options)
-        // checked and turned into what the job row stores.
-        .target(name: "Submission", dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP"]),
+        // The job kinds, one file each (Kinds/), registered once (`JobKinds.all`): what each
+        // takes from `jobctl submit` and `POST /v1/jobs`, the one submission path that checks a
+        // draft into a `JobRequest`, and how a worker prepares and runs each (Running/).
+        .target(
+            name: "JobKinds",
+            dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP"]
+        ),
         // Prometheus metrics and the health endpoint of a worker process (--metrics-port).
         .target(
             name: "Observability",
@@ -122,7 +126,7 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP", "Submission",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -147,7 +151,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI", "Submission",
+                "JobAPI", "JobKinds",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -185,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "JobAPI", "Queue", "Submission", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
+                "JobAPI", "Queue", "JobKinds", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -193,7 +197,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit"]
+            dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit", "JobKinds"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JobKinds
 import JobctlCore
 import Logging
 import Media
@@ -8,7 +9,6 @@ import Prometheus
 import Queue
 import SafeHTTP
 import ServiceLifecycle
-import Submission
 import Synchronization
 
 /// The request context: the API key the request was authenticated with (every route but

@@ -1,21 +1,34 @@
 import Foundation
 import JobctlCore
 
-/// What a job does. The table, the JSON and the worker dispatch on it (docs/spec.md §4).
-public enum JobKind: String, Sendable, Hashable, Codable, CaseIterable {
-    /// An `AVAssetExportSession`: an input, a preset, a range, an output.
-    case export
-    /// Does nothing and completes at once: for measuring the queue itself and for health checks.
-    case noop
-    /// Images at given times (`AVAssetImageGenerator`) into a directory.
-    case thumbnails
-    /// A sprite sheet, a WebVTT file and a JSON description for hover previews.
-    case storyboard
-    /// Audio peaks (audiowaveform's JSON and .dat) and a PNG.
-    case waveform
+/// What a job does, by name: the job table's `kind` column and the JSON's `"kind"`
+/// (docs/spec.md §4). The queue stores and lists any name; what a name means (its options, its
+/// checks, how a worker runs it) is the kind's definition, registered once in the JobKinds
+/// module (`JobKinds.all`). The queue itself knows two: `export`, the default of a request, and
+/// `noop`, which it completes without work.
+public struct JobKind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    public let rawValue: String
 
-    /// Kinds whose output is a directory of files (a URL template with `{name}` when remote).
-    public var writesFileSet: Bool { self == .thumbnails || self == .storyboard || self == .waveform }
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+
+    /// An `AVAssetExportSession`: an input, a preset, a range, an output. A request's default.
+    public static let export: JobKind = "export"
+    /// Does nothing and completes at once: for measuring the queue itself and for health checks.
+    public static let noop: JobKind = "noop"
 }
 
 /// A job as `show --json` prints it and a webhook carries it (docs/spec.md §4).

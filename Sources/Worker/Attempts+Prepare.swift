@@ -1,4 +1,5 @@
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 import Queue
@@ -12,7 +13,7 @@ extension Attempts {
         _ = try? await onDedicatedThread("jobctl.discard") { held.discard() }
     }
 
-    /// Opens the job's input and builds its work, by kind.
+    /// Opens the job's input and builds its work: the kind's, looked up by name (`JobKinds`).
     static func prepare(
         _ claimed: ClaimedJob,
         options: WorkerOptions,
@@ -20,12 +21,15 @@ extension Attempts {
     ) async throws
         -> any PreparedJob
     {
-        switch claimed.job.kind {
-        case .export, .noop:
-            try await ExportJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
-        case .thumbnails, .storyboard, .waveform:
-            try await FileSetJob.prepare(claimed.job, lease: claimed.lease, options: options, sender: sender)
-        }
+        let context = RunContext(
+            lease: claimed.lease,
+            inputRoot: options.inputRoot,
+            outputRoot: options.outputRoot,
+            stagingDirectory: options.stagingDirectory,
+            limits: options.limits,
+            sender: sender
+        )
+        return try await JobKinds.prepare(claimed.job, context: context)
     }
 
     /// What an error thrown by preparing, exporting or committing means for the attempt.

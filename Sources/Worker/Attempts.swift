@@ -1,4 +1,5 @@
 import Foundation
+import JobKinds
 import JobctlCore
 import Logging
 import Media
@@ -341,7 +342,12 @@ struct Attempts: Sendable {
                 return accepted
             case .fail(let error):
                 // An API key's job sees its own relative paths in messages, not the host's.
-                let error = JobPaths.shown(error, for: execution.claimed.job, options: options)
+                let error = JobPaths.shown(
+                    error,
+                    for: execution.claimed.job,
+                    inputRoot: options.inputRoot,
+                    outputRoot: options.outputRoot
+                )
                 let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
                 let accepted = try await store.fail(lease, error: error, retryDelay: delay)
                 if accepted {

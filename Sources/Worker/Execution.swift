@@ -1,4 +1,5 @@
 import Foundation
+import JobKinds
 import Queue
 import Synchronization
 

@@ -59,10 +59,13 @@ func cancellingOnSignals(
 /// A maximum picture size: `320x180` (a box), `320x` (a width), `x180` (a height).
 struct MaximumSize: ExpressibleByArgument, Sendable {
     var size: PictureSize
+    /// As typed (what a job's request carries).
+    var text: String
 
     init?(argument: String) {
         guard let size = PictureSize(maximum: argument) else { return nil }
         self.size = size
+        text = argument
     }
 
     var defaultValueDescription: String { "\(size.width)x\(size.height)" }
@@ -76,18 +79,27 @@ extension ImageFormat: ExpressibleByArgument {
 /// A `--tolerance` or `--every` duration as `--range` writes times (`0.5s`, `500ms`, `1:00`).
 struct MediaDuration: ExpressibleByArgument, Sendable {
     var microseconds: Int64
+    /// As typed (what a job's request carries).
+    var text: String
 
     init?(argument: String) {
         guard let value = try? TimeRange.parseTime(Substring(argument), in: argument) else { return nil }
         microseconds = value
+        text = argument
     }
 
-    init(microseconds: Int64) { self.microseconds = microseconds }
+    init(microseconds: Int64, text: String) {
+        self.microseconds = microseconds
+        self.text = text
+    }
 
     /// For `@Option(transform:)`: a refusal that names the duration grammar, not just the flag.
     static func parse(_ argument: String) throws -> MediaDuration {
         do {
-            return MediaDuration(microseconds: try TimeRange.parseTime(Substring(argument), in: argument))
+            return MediaDuration(
+                microseconds: try TimeRange.parseTime(Substring(argument), in: argument),
+                text: argument
+            )
         } catch {
             throw ValidationError(error.reading(.duration).description)
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import JobAPI
+import JobKinds
 import JobctlCore
 import Logging
 import NIOCore
@@ -9,7 +10,6 @@ import Observability
 import Queue
 import SafeHTTP
 import ServiceLifecycle
-import Submission
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 import Queue
 import SafeHTTP
-import Submission
 import Webhooks
 
 struct SubmitCommand: AsyncParsableCommand {
@@ -47,8 +47,16 @@ struct SubmitCommand: AsyncParsableCommand {
     @Argument(help: "The input: a media file, or an http(s) URL.")
     var input: String
 
-    @Option(help: "What to make: export (default), thumbnails, storyboard or waveform.")
-    var kind: JobKind = .export
+    @Option(help: ArgumentHelp("What to make: \(JobKinds.names) (default export).", valueName: "kind"))
+    var kind = JobKind.export.rawValue
+
+    @Option(
+        help: ArgumentHelp(
+            "The kind's request as JSON, as the API takes it in the kind's field (instead of the kind's flags).",
+            valueName: "json"
+        )
+    )
+    var options: String?
 
     @Option(help: "The preset (see `jobctl presets`); exports only, required for them.")
     var preset: String?
@@ -124,96 +132,50 @@ struct SubmitCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var global: GlobalOptions
 
+    /// What only the command line has: its own grammar. Every rule about the job itself is
+    /// `Submission.request`'s, shared with the API.
     func validate() throws {
-        try RangeArgument.validate(range)
         try validateKind()
-        guard maxAttempts >= 1 && maxAttempts <= 100 else {
-            throw ValidationError("--max-attempts is between 1 and 100")
-        }
-        guard (-1000...1000).contains(priority) else { throw ValidationError("--priority is between -1000 and 1000") }
         for pair in metadata where !pair.contains("=") || pair.hasPrefix("=") {
             throw ValidationError("--metadata takes key=value, not '\(pair)'")
         }
-        if let problem = Submission.metadataProblem(metadataPairs) { throw ValidationError("--" + problem) }
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
-        if let webhook {
-            guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-                url.host?.isEmpty == false
-            else {
-                throw ValidationError("--webhook must be an http(s) URL, not '\(MediaLocation.displayed(webhook))'")
-            }
-        }
-        for (flag, location) in [("INPUT", input), ("--output", output ?? "")] where location.contains("://") {
-            let scheme = String(location[..<location.range(of: "://")!.lowerBound]).lowercased()
-            guard ["http", "https"].contains(scheme) || (scheme == "file" && flag == "INPUT") else {
-                throw ValidationError("\(flag) is a local path or an http(s) URL, not a \(scheme):// URL")
-            }
-        }
-        if let key = idempotencyKey, key.isEmpty || key.count > 200 {
-            throw ValidationError("--idempotency-key is 1 to 200 characters")
-        }
-    }
-
-    /// `webhook_forbidden`, `output_forbidden` or `input_unreadable` (exit 64) for a URL the
-    /// address policy refuses without resolving anything (a private address, `localhost`, a
-    /// malformed URL).
-    private func refuseAddresses(webhook: String?, output: String?, input: String?, policy: AddressPolicy) throws {
-        for (location, code, what): (String?, ErrorCode, String) in [
-            (webhook, .webhookForbidden, "receivers"),
-            (output.flatMap { MediaLocation.isRemote($0) ? $0 : nil }, .outputForbidden, "storage"),
-            (input.flatMap { MediaLocation.isRemote($0) ? $0 : nil }, .inputUnreadable, "media"),
-        ] {
-            guard let location, let refusal = policy.staticRefusal(for: location) else { continue }
-            // A malformed URL is refused whatever the address policy; only an address is lifted.
-            let malformed =
-                (try? URLShape.parse(location.replacingOccurrences(of: "{name}", with: "name")).get()) == nil
-            throw CommandFailure.refused(
-                code: code,
-                "\(MediaLocation.displayed(location)): \(refusal)"
-                    + (malformed ? "" : " (--allow-private-webhooks lifts this for self-hosted \(what))")
-            )
-        }
     }
 
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let timeRange = try range.map { try TimeRange(parsing: $0) }
-            let input = SubmitCommand.absolute(self.input)
-            // The cheap refusals first (addresses), the look at the input's tracks last.
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
-            try refuseAddresses(
-                webhook: webhook,
-                output: self.output.map(SubmitCommand.absolute),
-                input: input,
-                policy: policy
-            )
-            let work = try Submission.plan(
-                try recipe(),
-                input: input,
-                output: self.output,
-                range: timeRange ?? .all
-            )
-            let output = SubmitCommand.absolute(self.output ?? work.defaultOutput)
-            if self.output == nil { try refuseAddresses(webhook: nil, output: output, input: nil, policy: policy) }
-            let request = JobRequest(
+            let draft = SubmissionDraft(
                 kind: kind,
                 input: input,
                 output: output,
-                preset: work.preset,
-                presetSettings: work.settings,
-                format: work.format,
-                range: timeRange.map {
-                    Job.Range(start: Double($0.start) / 1e6, duration: $0.duration.map { Double($0) / 1e6 })
-                },
+                format: format,
+                range: range.map { .text($0) },
                 priority: priority,
                 maxAttempts: maxAttempts,
-                idempotencyKey: idempotencyKey,
                 metadata: metadataPairs,
-                webhook: webhook
+                webhook: webhook,
+                idempotencyKey: idempotencyKey,
+                kindFields: try kindFields()
             )
-            try Submission.checkLocalOutput(output, input: input, kind: kind)
+            let rules = SubmissionRules(
+                place: .host(currentDirectory: FileManager.default.currentDirectoryPath),
+                catalog: try presets.catalog(),
+                addressPolicy: policy,
+                naming: .flags
+            )
+            let request: JobRequest
+            do throws(SubmissionError) {
+                request = try Submission.request(draft, rules: rules)
+            } catch {
+                // What was typed is a usage error (64); what the input turned out to be, the
+                // code's own exit.
+                throw error.foundInMedia
+                    ? CommandFailure.failed(code: error.code, error.message)
+                    : CommandFailure.refused(code: error.code, error.message)
+            }
             try await database.withStore { store in
                 let (job, created) = try await store.submit(request)
                 if !created {
@@ -239,11 +201,5 @@ struct SubmitCommand: AsyncParsableCommand {
             },
             uniquingKeysWith: { $1 }
         )
-    }
-
-    static func absolute(_ path: String) -> String {
-        if path.contains("://") || path.hasPrefix("/") { return path }
-        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-            .standardizedFileURL.path
     }
 }

@@ -1,97 +1,107 @@
 import ArgumentParser
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 import Queue
-import Submission
 
-extension JobKind: ExpressibleByArgument {
-    /// `noop` exists for `jobctl bench`; it is not offered.
-    public static var allValueStrings: [String] { ["export", "thumbnails", "storyboard", "waveform"] }
-}
-
-/// `submit --kind`: what each kind stores with the job (the preset, or the kind's options as
-/// `presetSettings`), where its output goes by default, and the checks made before queueing.
+/// `submit --kind`: each kind's flags are the request the API takes in that kind's field
+/// (`--at 1s --size 320x` is `"thumbnails": {"at": "1s", "size": "320x"}`), checked by the
+/// kind itself (`Submission.request`). A kind without flags here takes `--options JSON`.
 extension SubmitCommand {
-    /// The options that belong to one kind, each with whether it was given.
-    private var kindOptions: [(option: String, kind: JobKind, given: Bool)] {
-        [
-            ("--at", .thumbnails, thumbnails.at != nil), ("--every", .thumbnails, thumbnails.every != nil),
-            ("--count", .thumbnails, thumbnails.count != nil), ("--exact", .thumbnails, thumbnails.exact),
-            ("--tolerance", .thumbnails, thumbnails.tolerance != nil), ("--size", .thumbnails, thumbnails.size != nil),
-            ("--tiles", .storyboard, storyboard.tiles != nil), ("--tile-size", .storyboard, storyboard.tileSize != nil),
-            ("--columns", .storyboard, storyboard.columns != nil),
-            ("--samples-per-pixel", .waveform, waveform.samplesPerPixel != nil),
-            ("--pixels-per-second", .waveform, waveform.pixelsPerSecond != nil),
-            ("--split-channels", .waveform, waveform.splitChannels), ("--track", .waveform, waveform.track != nil),
-            ("--bits", .waveform, waveform.bits != nil), ("--width", .waveform, waveform.width != nil),
-            ("--height", .waveform, waveform.height != nil), ("--color", .waveform, waveform.color != nil),
-            ("--background", .waveform, waveform.background != nil), ("--files", .waveform, files != nil),
-            ("--preset", .export, preset != nil),
-        ]
+    /// The request each kind's flags make, by the kind's field; `nil` where none was given.
+    private var flagRequests: [(kind: JobKind, field: String, request: JSONValue?)] {
+        get throws {
+            var waveformRequest = waveform.request
+            waveformRequest.files = files.map(ListValue.init)
+            return [
+                (.export, ExportKind.field, try preset.map { try JSONValue(encoding: ExportKind.Request.name($0)) }),
+                (.thumbnails, ThumbnailsKind.field, try Self.given(thumbnails.request)),
+                (.storyboard, StoryboardKind.field, try Self.given(storyboard.request)),
+                (.waveform, WaveformKind.field, try Self.given(waveformRequest)),
+            ]
+        }
+    }
+
+    /// `request` as JSON, or `nil` when no flag of it was given (every field empty).
+    private static func given(_ request: some Encodable) throws -> JSONValue? {
+        let value = try JSONValue(encoding: request)
+        guard case .object(let fields) = value, !fields.isEmpty else { return nil }
+        return value
+    }
+
+    /// The flags behind a request's fields (`samplesPerPixel` → `--samples-per-pixel`).
+    private static func flags(of request: JSONValue) -> String {
+        guard case .object(let fields) = request else { return "" }
+        return fields.keys.sorted().map { FieldNaming.flags.name($0) }.joined(separator: ", ")
     }
 
     func validateKind() throws {
-        guard kind != .noop else { throw ValidationError("--kind is export, thumbnails, storyboard or waveform") }
-        if kind == .export && preset == nil { throw ValidationError("an export needs --preset (see `jobctl presets`)") }
-        for option in kindOptions where option.given && option.kind != kind {
-            throw ValidationError("\(option.option) is for --kind \(option.kind), not \(kind)")
+        for given in try flagRequests where given.kind.rawValue != kind {
+            guard let request = given.request else { continue }
+            throw ValidationError("\(Self.flags(of: request)) is for --kind \(given.kind), not \(kind)")
         }
-        switch kind {
-        case .export:
-            if let format, ContainerFormat(rawValue: format) == nil {
-                throw ValidationError("--format for an export is mp4, mov or m4a, not '\(format)'")
-            }
-        case .thumbnails, .storyboard:
-            if let format, ImageFormat(name: format) == nil {
-                throw ValidationError("--format for \(kind) is jpg, png or webp, not '\(format)'")
-            }
-        case .waveform:
-            if format != nil { throw ValidationError("a waveform has no --format: choose its files with --files") }
-            _ = try waveformFiles()
-        case .noop:
-            break
-        }
-        if kind == .waveform, !(files ?? "json").lowercased().contains("png"),
-            waveform.width != nil || waveform.height != nil || waveform.color != nil || waveform.background != nil
-        {
-            throw ValidationError("--width, --height, --color and --background are for the PNG: add png to --files")
-        }
-        if let output, let problem = Submission.outputProblem(output, kind: kind, name: "--output") {
-            throw ValidationError(problem)
+        if options != nil, try flagRequests.contains(where: { $0.kind.rawValue == kind && $0.request != nil }) {
+            throw ValidationError("--options and the kind's own flags are alternatives: give one")
         }
     }
 
-    /// `--files json,dat,png` → the waveform options' file switches.
-    private func waveformFiles() throws -> (json: Bool, dat: Bool, png: Bool) {
-        let names = (files ?? "json").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        for name in names where !["json", "dat", "png"].contains(name) {
-            throw ValidationError("--files lists json, dat and png, not '\(name)'")
+    /// The kind's field: its flags, or `--options`.
+    func kindFields() throws -> [String: JSONValue] {
+        var fields: [String: JSONValue] = [:]
+        for given in try flagRequests where given.kind.rawValue == kind {
+            fields[given.field] = given.request
         }
-        guard !names.isEmpty else { throw ValidationError("--files lists at least one of json, dat, png") }
-        return (names.contains("json"), names.contains("dat"), names.contains("png"))
+        if let options {
+            guard let definition = JobKinds.named(JobKind(rawValue: kind)),
+                let value = try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))
+            else {
+                throw ValidationError("--options is the kind's request as JSON, e.g. '{\"at\": \"1s,50%\"}'")
+            }
+            fields[definition.field] = value
+        }
+        return fields
     }
+}
 
-    /// What the options ask for, as the API builds it from JSON.
-    func recipe() throws -> JobRecipe {
-        let imageFormat = format.flatMap { ImageFormat(name: $0) } ?? .jpeg
-        switch kind {
-        case .export, .noop:
-            return .export(
-                try presets.catalog().preset(named: preset ?? ""),
-                container: format.flatMap { ContainerFormat(rawValue: $0) }
-            )
-        case .thumbnails:
-            return .thumbnails(thumbnails.options(format: imageFormat))
-        case .storyboard:
-            return .storyboard(storyboard.options(format: imageFormat))
-        case .waveform:
-            var options = waveform.options
-            let files = try waveformFiles()
-            options.json = files.json
-            options.dat = files.dat
-            options.png = files.png ? waveform.picture : nil
-            return .waveform(options)
-        }
+extension ThumbnailArguments {
+    /// These flags as the request of a `thumbnails` job.
+    var request: ThumbnailsKind.Request {
+        ThumbnailsKind.Request(
+            at: at.map(ListValue.init),
+            every: every?.text,
+            count: count.map(WholeNumber.init),
+            exact: exact ? true : nil,
+            tolerance: tolerance?.text,
+            size: size?.text
+        )
+    }
+}
+
+extension StoryboardArguments {
+    /// These flags as the request of a `storyboard` job.
+    var request: StoryboardKind.Request {
+        StoryboardKind.Request(
+            tiles: tiles.map(WholeNumber.init),
+            tileSize: tileSize?.text,
+            columns: columns.map(WholeNumber.init)
+        )
+    }
+}
+
+extension WaveformArguments {
+    /// These flags as the request of a `waveform` job (`--files` is `submit`'s own).
+    var request: WaveformKind.Request {
+        var request = WaveformKind.Request()
+        request.samplesPerPixel = samplesPerPixel.map(WholeNumber.init)
+        request.pixelsPerSecond = pixelsPerSecond.map(WholeNumber.init)
+        request.bits = bits.map(WholeNumber.init)
+        request.splitChannels = splitChannels ? true : nil
+        request.track = track.map(WholeNumber.init)
+        request.width = width.map(WholeNumber.init)
+        request.height = height.map(WholeNumber.init)
+        request.color = color
+        request.background = background
+        return request
     }
 }

@@ -3,13 +3,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobKinds
 import Logging
 import Media
 import MediaTestKit
 import Prometheus
 import Queue
 import QueueSQLite
-import Submission
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import JobKinds
 import MediaTestKit
 import Queue
 import QueueSQLite

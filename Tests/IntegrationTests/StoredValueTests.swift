@@ -1,15 +1,21 @@
 import Foundation
+import JobKinds
+import JobctlCore
 import MediaTestKit
 import Queue
 import QueuePostgres
 import QueueSQLite
+import SafeHTTP
 import Testing
 
-/// A row whose status or kind this version does not know (a newer jobctl wrote it, or the row is
-/// damaged) is an error naming the job, in both stores: never read as a queued export job.
+/// A row whose status this version does not know (a newer jobctl wrote it, or the row is
+/// damaged) is an error naming the job, in both stores: never read as a queued export job. A
+/// kind is a name the queue keeps as it is (kinds are registered above the queue, decision
+/// #97): a worker without that kind fails the job `database_corrupt`, naming the kind, instead
+/// of running it as anything else.
 @Suite("Stored values this version does not know")
 struct StoredValueTests {
-    @Test("SQLite: an unknown status or kind is database_corrupt, naming the job; the job is not claimed")
+    @Test("SQLite: an unknown status is database_corrupt, naming the job; an unknown kind fails its job, naming it")
     func sqlite() async throws {
         let directory = try TemporaryDirectory("stored-value")
         defer { directory.remove() }
@@ -28,7 +34,7 @@ struct StoredValueTests {
         try await expectUnknown(in: store, job: job.id, other: other.id, value: "paused")
     }
 
-    @Test("PostgreSQL: an unknown status or kind is database_corrupt, naming the job; the job is not claimed")
+    @Test("PostgreSQL: an unknown status is database_corrupt, naming the job; an unknown kind fails its job, naming it")
     func postgres() async throws {
         let url = try await TestPostgres.shared.freshDatabase("storedvalue")
         try await PostgresJobStore.withStore(url: url) { store in
@@ -55,26 +61,38 @@ struct StoredValueTests {
     }
 
     private func expectUnknown(in store: any JobStore, job: JobID, other: JobID, value: String) async throws {
-        for (id, word) in [(job, value), (other, "transmogrify")] {
-            do {
-                let read = try await store.job(id)
-                Issue.record("read \(id) as \(String(describing: read?.status)) \(String(describing: read?.kind))")
-            } catch let error as JobStoreError {
-                #expect(error.code == .corrupt)
-                #expect(error.message.contains("\(id)") && error.message.contains(word), "\(error.message)")
-            }
-        }
-        // The claim query does not select a row whose status it does not know; the other, an
-        // unknown kind in a queued row, fails the claim loudly instead of running as an export.
         do {
-            let claimed = try await store.claim(
-                as: WorkerIdentity(name: "w", host: "h", pid: 1, version: "t"),
-                limit: 10,
-                lease: .seconds(30)
-            )
-            Issue.record("claimed \(claimed.map(\.job.id))")
+            let read = try await store.job(job)
+            Issue.record("read \(job) as \(String(describing: read?.status))")
         } catch let error as JobStoreError {
             #expect(error.code == .corrupt)
+            #expect(error.message.contains("\(job)") && error.message.contains(value), "\(error.message)")
+        }
+        // The claim query does not select a row whose status it does not know; the other, of a
+        // kind no worker of this version has, is claimed and fails, naming the kind, never
+        // retried and never run as an export.
+        let claimed = try await store.claim(
+            as: WorkerIdentity(name: "w", host: "h", pid: 1, version: "t"),
+            limit: 10,
+            lease: .seconds(30)
+        )
+        #expect(claimed.map(\.job.id) == [other])
+        let unknown = try #require(claimed.first)
+        #expect(unknown.job.kind.rawValue == "transmogrify")
+        let context = RunContext(
+            lease: unknown.lease,
+            inputRoot: nil,
+            outputRoot: nil,
+            stagingDirectory: NSTemporaryDirectory(),
+            limits: .default,
+            sender: HTTPSender(policy: AddressPolicy())
+        )
+        do {
+            _ = try await JobKinds.prepare(unknown.job, context: context)
+            Issue.record("prepared a job of kind transmogrify")
+        } catch let error as JobError {
+            #expect(error.code == .databaseCorrupt && error.retryable == false)
+            #expect(error.message.contains("transmogrify") && error.message.contains("\(other)"), "\(error.message)")
         }
     }
 }

@@ -99,7 +99,7 @@ struct MessageTests {
             (["frobnicate"], "error: usage: Unexpected argument 'frobnicate' (see jobctl --help)"),
             (
                 ["submit", input, "--preset", "low", "--range", "5-1"],
-                "error: usage: invalid range '5-1': the end must be after the start"
+                "error: range_out_of_bounds: invalid range '5-1': the end must be after the start"
             ),
             (
                 ["export", input, "--preset", "ultra", "-o", "/tmp/x.mp4"],
@@ -113,7 +113,7 @@ struct MessageTests {
             (
                 ["submit", input, "--preset", "low"]
                     + (0..<9).flatMap { ["--metadata", "k\($0)=" + String(repeating: "v", count: 1000)] },
-                "error: usage: --metadata is at most 32 entries"
+                "error: invalid_request: --metadata is at most 32 entries"
             ),
         ]
         for (arguments, line) in cases {

@@ -16,9 +16,7 @@ struct ExportJob: PreparedJob {
 
     /// Opens the input and builds the session from the job's stored preset, range and format.
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
-    static func prepare(_ job: Job, lease: Lease, options: WorkerOptions, sender: HTTPSender) async throws -> ExportJob
-    {
-        let preset: Preset = try job.storedOptions()
+    static func prepare(_ job: Job, preset: Preset, context: RunContext) async throws -> ExportJob {
         let range = try job.timeRange()
         let format = try job.format.map { name throws(MediaError) -> ContainerFormat in
             guard let format = ContainerFormat(rawValue: name) else {
@@ -26,7 +24,7 @@ struct ExportJob: PreparedJob {
             }
             return format
         }
-        let paths = try JobPaths.resolve(job, options: options)
+        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
         let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
         if uploadURL == nil {
             do throws(MediaError) {
@@ -37,19 +35,19 @@ struct ExportJob: PreparedJob {
         }
         var outputPath = paths.output
         if uploadURL != nil {
-            try RemoteMedia.createStagingDirectory(options.stagingDirectory)
+            try RemoteMedia.createStagingDirectory(context.stagingDirectory)
             outputPath = RemoteMedia.stagingPath(
                 for: job.output,
                 jobID: job.id,
                 format: format,
                 preset: preset,
-                directory: options.stagingDirectory
+                directory: context.stagingDirectory
             )
         }
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
-            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
-            return try Asset(location: paths.input, limits: options.limits)
+            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
+            return try Asset(location: paths.input, limits: context.limits)
         }
         let session = ExportSession(
             asset: asset,
@@ -57,7 +55,7 @@ struct ExportJob: PreparedJob {
             outputPath: outputPath,
             format: format,
             timeRange: range,
-            temporaryTag: lease.temporaryTag
+            temporaryTag: context.lease.temporaryTag
         )
         return ExportJob(session: session, uploadURL: uploadURL, shownOutput: job.owner == nil ? nil : job.output)
     }
@@ -127,7 +125,7 @@ extension Job {
     /// stored range that makes no range (written by an older API, or by hand: a duration under
     /// a microsecond, a negative start) fails the job, `range_out_of_bounds`, instead of
     /// trapping the worker.
-    func timeRange() throws(MediaError) -> TimeRange {
+    package func timeRange() throws(MediaError) -> TimeRange {
         guard let range else { return .all }
         guard let timeRange = TimeRange(seconds: range.start, duration: range.duration) else {
             throw MediaError(

@@ -8,13 +8,15 @@ extension Lease {
     /// and the start of the lease token. Unique per claim, not per attempt number: a job handed
     /// back is claimed again under the same number, and the worker that handed it back may
     /// delete its temporary file (by name) a moment after the new owner created one.
-    var temporaryTag: String { "\(jobID)-\(attempt)-\(String(token.filter { $0.isLetter || $0.isNumber }.prefix(8)))" }
+    package var temporaryTag: String {
+        "\(jobID)-\(attempt)-\(String(token.filter { $0.isLetter || $0.isNumber }.prefix(8)))"
+    }
 }
 
 /// A claimed job made ready to run: an export (`ExportJob`), or thumbnails, a storyboard or a
 /// waveform (`FileSetJob`). The attempt runs it, then shows its outputs — renamed into place or
 /// uploaded — only once the fence says this worker still holds the job.
-protocol PreparedJob: Sendable {
+public protocol PreparedJob: Sendable {
     /// 0…1, for the job table.
     var progress: Double { get }
     /// Per-track counters for the job table (empty for kinds without tracks).
@@ -29,29 +31,29 @@ protocol PreparedJob: Sendable {
 }
 
 /// What a run produced: outputs held back, and the result the job will report.
-struct FinishedRun: Sendable {
-    let held: any HeldOutput
+public struct FinishedRun: Sendable {
+    package let held: any HeldOutput
     /// Seconds of media processed (the worker's throughput metric); `nil` when not measured.
-    let mediaSeconds: Double?
+    package let mediaSeconds: Double?
     /// The job's `result`, given the bytes uploaded per file name (`nil`: committed locally).
-    let result: @Sendable (_ uploaded: [String: Int64]?) -> JSONValue
+    package let result: @Sendable (_ uploaded: [String: Int64]?) -> JSONValue
 }
 
 /// Finished outputs not yet visible: renamed into place (`commit()`), or uploaded from where
 /// they wait then `discard()`ed. Dropped without either, they are deleted.
-protocol HeldOutput: AnyObject, Sendable {
+public protocol HeldOutput: AnyObject, Sendable {
     /// Each file with where it is PUT for a remote output.
     var uploads: [HeldUpload] { get }
     func commit() throws
     func discard()
 }
 
-struct HeldUpload: Sendable, Hashable {
+public struct HeldUpload: Sendable, Hashable {
     /// The file's name in the result (`""` for an export's one file).
-    let name: String
-    let path: String
-    let url: String
-    let contentType: String
+    public let name: String
+    public let path: String
+    public let url: String
+    public let contentType: String
 }
 
 /// An export's one finished file.
@@ -117,7 +119,7 @@ extension Job {
     /// The kind's options as they were stored at submission, read as `Options`. A stored value
     /// that does not fit is `database_corrupt` naming the job (changed outside jobctl, or by an
     /// incompatible version), never a default: not retried, another attempt would read the same.
-    func storedOptions<Options: Decodable>(as type: Options.Type = Options.self) throws(JobError) -> Options {
+    package func storedOptions<Options: Decodable>(as type: Options.Type = Options.self) throws(JobError) -> Options {
         do {
             return try presetSettings.decoded(as: Options.self)
         } catch {
@@ -127,6 +129,18 @@ extension Job {
                     "job \(id): the \(kind) options stored with it cannot be read (\(error)); the row was changed outside jobctl or by an incompatible version",
                 retryable: false
             )
+        }
+    }
+}
+
+extension JSONValue {
+    /// A job's result (or a kind's part of it) as JSON; one that cannot be (a non-finite
+    /// number) is a bug, reported as `internal`.
+    public static func result(_ value: some Encodable) throws(JobError) -> JSONValue {
+        do {
+            return try JSONValue(encoding: value)
+        } catch {
+            throw JobError.unstorableResult(error)
         }
     }
 }

@@ -6,13 +6,13 @@ import SafeHTTP
 
 /// `http(s)://` inputs and outputs (docs/spec.md §4, §6): the address guard before FFmpeg reads an
 /// input, and the upload of a finished output with PUT.
-enum RemoteMedia {
+package enum RemoteMedia {
     /// Asks for the input's first byte through the guarded sender before FFmpeg opens it: the
     /// address guard runs on the address connected to, and the answer gives a precise error
     /// (404 → `input_not_found`, a redirect or 403 → `input_unreadable`, 5xx or no answer →
     /// retried later). FFmpeg then resolves the name again for its own connections: see
     /// docs/security.md for that window.
-    static func checkInput(_ url: String, sender: HTTPSender) throws(JobError) {
+    package static func checkInput(_ url: String, sender: HTTPSender) throws(JobError) {
         let shown = MediaLocation.displayed(url)
         let response = sender.send(HTTPRequest(url: url, method: .get(range: 0...0)))
         if response.failed(with: .refused) {
@@ -61,7 +61,7 @@ enum RemoteMedia {
     }
 
     /// What one PUT came to.
-    enum UploadOutcome: Sendable {
+    package enum UploadOutcome: Sendable {
         case uploaded(bytes: Int64)
         /// Worth another try after `delay` (a network failure, 408, 429, 5xx); `what` for logs.
         case retry(after: Duration, what: String)
@@ -73,7 +73,7 @@ enum RemoteMedia {
     /// One PUT of `file` to `url`, with the headers that tell a storage proxy which attempt
     /// wrote it. Blocking: call it from a thread of its own. `shouldAbort` is asked before
     /// every chunk of the body and at least once a second.
-    static func put(
+    package static func put(
         _ file: String,
         to url: String,
         contentType: String,
@@ -93,7 +93,12 @@ enum RemoteMedia {
     /// `Retry-After` up to a minute is honoured), then fail with the retryable
     /// `output_unwritable`; other answers fail at once (`output_forbidden` when the guard
     /// refused the address).
-    static func outcome(of response: HTTPResponse, url: String, tries: Int, retryDelays: [Duration]) -> UploadOutcome {
+    package static func outcome(
+        of response: HTTPResponse,
+        url: String,
+        tries: Int,
+        retryDelays: [Duration]
+    ) -> UploadOutcome {
         let shown = MediaLocation.displayed(url)
         if response.failed(with: .aborted) { return .stopped }
         if response.succeeded { return .uploaded(bytes: response.uploaded) }

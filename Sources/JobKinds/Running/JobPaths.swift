@@ -2,7 +2,6 @@ import Foundation
 import JobctlCore
 import Media
 import Queue
-import Submission
 
 /// Where a job's local input and output are on this host, and the fence around them.
 ///
@@ -11,16 +10,16 @@ import Submission
 /// key's own directory under each root (`ROOT/KEYID/`, `TenantPath`): they are resolved here,
 /// and confined to that directory (after symlinks), so one tenant's job can neither read nor
 /// replace another tenant's files, whatever the names and links in its directory say.
-struct JobPaths: Sendable {
+package struct JobPaths: Sendable {
     /// The input to open: a URL, or a local path.
-    let input: String
+    package let input: String
     /// The output to write: a URL, or a local path.
-    let output: String
-    let confinement: PathConfinement
+    package let output: String
+    package let confinement: PathConfinement
 
-    static func resolve(_ job: Job, options: WorkerOptions) throws(JobError) -> JobPaths {
+    package static func resolve(_ job: Job, inputRoot: String?, outputRoot: String?) throws(JobError) -> JobPaths {
         guard let owner = job.owner else {
-            let confinement = PathConfinement(inputRoot: options.inputRoot, outputRoot: options.outputRoot)
+            let confinement = PathConfinement(inputRoot: inputRoot, outputRoot: outputRoot)
             try confinement.checkInput(job.input)
             try confinement.checkOutput(job.output)
             return JobPaths(input: job.input, output: job.output, confinement: confinement)
@@ -48,12 +47,11 @@ struct JobPaths: Sendable {
                 TenantPath.resolve(location, root: root, owner: owner), TenantPath.directory(root: root, owner: owner)
             )
         }
-        let input = try local(job.input, root: options.inputRoot, flag: "--input-root", code: .inputNotFound)
-        let output = try local(job.output, root: options.outputRoot, flag: "--output-root", code: .outputForbidden)
+        let input = try local(job.input, root: inputRoot, flag: "--input-root", code: .inputNotFound)
+        let output = try local(job.output, root: outputRoot, flag: "--output-root", code: .outputForbidden)
         // The key's output directory is made on its first job (only that level: the root is the
         // operator's, and what lies below is the key's to ask for).
-        if let directory = output.directory, let root = options.outputRoot, FileManager.default.fileExists(atPath: root)
-        {
+        if let directory = output.directory, let root = outputRoot, FileManager.default.fileExists(atPath: root) {
             mkdir(directory, 0o755)
         }
         let confinement = PathConfinement(inputRoot: input.directory, outputRoot: output.directory)
@@ -64,10 +62,10 @@ struct JobPaths: Sendable {
 
     /// `error` as the job's owner may see it: its directories taken out of paths in the message
     /// (as given and as resolved), so a tenant sees its relative paths, not the host's layout.
-    static func shown(_ error: JobError, for job: Job, options: WorkerOptions) -> JobError {
+    package static func shown(_ error: JobError, for job: Job, inputRoot: String?, outputRoot: String?) -> JobError {
         guard let owner = job.owner, TenantPath.isDirectoryName(owner) else { return error }
         var error = error
-        for root in [options.inputRoot, options.outputRoot].compactMap({ $0 }) {
+        for root in [inputRoot, outputRoot].compactMap({ $0 }) {
             let directory = TenantPath.directory(root: root, owner: owner)
             for prefix in Set([directory, PathConfinement.resolved(directory)]) {
                 error.message = error.message.replacingOccurrences(of: prefix + "/", with: "")

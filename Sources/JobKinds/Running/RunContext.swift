@@ -1,0 +1,36 @@
+import Foundation
+import Media
+import Queue
+import SafeHTTP
+
+/// What a worker gives a kind to prepare one attempt: the claim, the fence around local files,
+/// where uploads wait, what a job may cost, and the guarded HTTP client for remote media.
+public struct RunContext: Sendable {
+    /// The attempt's claim (its temporary files are tagged with it).
+    public var lease: Lease
+    /// `--input-root` / `--output-root`: local paths resolve under them (`JobPaths`).
+    public var inputRoot: String?
+    public var outputRoot: String?
+    /// Where outputs to `http(s)` URLs are written before their upload.
+    public var stagingDirectory: String
+    /// What one job may cost (`limit_exceeded` beyond).
+    public var limits: ResourceLimits
+    /// Every request for remote media goes through it (the address guard).
+    public var sender: HTTPSender
+
+    public init(
+        lease: Lease,
+        inputRoot: String?,
+        outputRoot: String?,
+        stagingDirectory: String,
+        limits: ResourceLimits,
+        sender: HTTPSender
+    ) {
+        self.lease = lease
+        self.inputRoot = inputRoot
+        self.outputRoot = outputRoot
+        self.stagingDirectory = stagingDirectory
+        self.limits = limits
+        self.sender = sender
+    }
+}

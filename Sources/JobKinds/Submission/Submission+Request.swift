@@ -1,0 +1,279 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+import SafeHTTP
+
+extension Submission {
+    /// The one path from a draft to a job: `jobctl submit` and `POST /v1/jobs` both call it, so
+    /// every rule lives here once. The cheap refusals come first (the kind, the locations and
+    /// the address guard, the webhook, the range, the numbers, the kind's options), the look at
+    /// a local input's tracks last. A refusal names the field (`SubmissionError`).
+    public static func request(_ draft: SubmissionDraft, rules: SubmissionRules) throws(SubmissionError) -> JobRequest {
+        // The kind, and no field of another kind.
+        let name = draft.kind ?? JobKind.export.rawValue
+        guard let definition = JobKinds.named(JobKind(rawValue: name)) else {
+            throw rules.invalid("kind", "is \(JobKinds.names), not '\(name.prefix(20))'")
+        }
+        for field in draft.kindFields.keys.sorted() where field != definition.field {
+            let owner = JobKinds.all.first { $0.field == field }
+            throw rules.invalid(field, "is for kind \(owner?.kind.rawValue ?? "?"), not \(definition.kind)")
+        }
+
+        // Where from and where to, by their text and the address guard: nothing resolved yet.
+        let input = try location(draft.input, field: "input", code: .inputUnreadable, rules: rules)
+        var output: (stored: String, local: String)?
+        if let given = draft.output {
+            output = try location(given, field: "output", code: .outputForbidden, rules: rules)
+        }
+        if output == nil, case .tenant = rules.place { throw rules.invalid("output", "is required") }
+        if let output,
+            let problem = outputProblem(output.stored, kind: definition.kind, name: rules.name("output"))
+        {
+            throw SubmissionError(code: .invalidRequest, field: "output", message: problem)
+        }
+        if let webhook = draft.webhook { try checkWebhook(webhook, rules: rules) }
+
+        // The numbers.
+        let range = try range(draft.range, rules: rules)
+        let maxAttempts = draft.maxAttempts ?? 3
+        guard (1...100).contains(maxAttempts) else { throw rules.invalid("maxAttempts", "is between 1 and 100") }
+        let priority = draft.priority ?? 0
+        guard (-1000...1000).contains(priority) else { throw rules.invalid("priority", "is between -1000 and 1000") }
+        // Running ahead of others is the operator's to grant (`keys create --max-priority`).
+        guard priority <= max(rules.maxPriority, 0) else {
+            throw SubmissionError(
+                code: .forbidden,
+                field: "priority",
+                message:
+                    "this key may submit at priority \(rules.maxPriority) at most (an admin can make a key with jobctl keys create --max-priority N)"
+            )
+        }
+        if let problem = metadataProblem(draft.metadata) {
+            // The problem names the field as the API does ("metadata is at most …").
+            throw SubmissionError(
+                code: .invalidRequest,
+                field: "metadata",
+                message: rules.name("metadata") + problem.dropFirst("metadata".count)
+            )
+        }
+        if let key = draft.idempotencyKey, key.isEmpty || key.utf8.count > 255 {
+            throw rules.invalid("idempotencyKey", "is 1 to 255 bytes")
+        }
+
+        // The kind's own options, then what a local input says about them (the only step
+        // that may read a file).
+        let plan = try definition.plan(
+            field: draft.kindFields[definition.field],
+            format: draft.format,
+            rules: rules,
+            input: LocalInput(location: input.local, range: range.time),
+            output: output?.local
+        )
+        if output == nil { output = (plan.defaultOutput, plan.defaultOutput) }
+        guard let output else { throw rules.invalid("output", "is required") }
+        do throws(MediaError) {
+            try checkLocalOutput(output.local, input: input.local, writesFileSet: definition.writesFileSet)
+        } catch {
+            throw refusal(error, of: definition, rules: rules)
+        }
+        var idempotencyKey = draft.idempotencyKey
+        var owner: String?
+        if case .tenant(let key, _) = rules.place {
+            owner = key
+            idempotencyKey = idempotencyKey.map { "api:\(key):\($0)" }
+        }
+        return JobRequest(
+            kind: definition.kind,
+            input: input.stored,
+            output: output.stored,
+            preset: plan.preset,
+            presetSettings: plan.settings,
+            format: plan.format,
+            range: range.stored,
+            priority: priority,
+            maxAttempts: maxAttempts,
+            idempotencyKey: idempotencyKey,
+            metadata: draft.metadata,
+            webhook: draft.webhook,
+            owner: owner
+        )
+    }
+
+    /// A location as the job row stores it and as it names a file on this host. A URL is
+    /// http(s) (an input may be `file://` on the command line) and passes the address guard
+    /// without resolving anything; a path is made absolute (the command line) or placed in the
+    /// key's own directory under the root (an API key), and must stay there.
+    static func location(
+        _ location: String,
+        field: String,
+        code: ErrorCode,
+        rules: SubmissionRules
+    ) throws(SubmissionError) -> (stored: String, local: String) {
+        guard !location.isEmpty, location.utf8.count <= 4096, !location.contains("\0") else {
+            throw rules.invalid(field, "is a path or an http(s) URL of at most 4096 bytes")
+        }
+        if let separator = location.range(of: "://") {
+            let scheme = location[..<separator.lowerBound].lowercased()
+            if scheme == "file", field == "input", case .host = rules.place { return (location, location) }
+            guard scheme == "http" || scheme == "https" else {
+                throw rules.invalid(field, "is a path or an http(s) URL, not a \(scheme.prefix(20)):// URL")
+            }
+            try guardAddress(location, field: field, code: code, rules: rules)
+            return (location, location)
+        }
+        switch rules.place {
+        case .host(let currentDirectory):
+            let path =
+                location.hasPrefix("/")
+                ? location
+                : URL(fileURLWithPath: location, relativeTo: URL(fileURLWithPath: currentDirectory))
+                    .standardizedFileURL.path
+            return (path, path)
+        case .tenant(let owner, let roots):
+            let root = field == "input" ? roots.inputRoot : roots.outputRoot
+            guard let root else {
+                throw SubmissionError(
+                    code: code,
+                    field: field,
+                    message:
+                        "local paths are not accepted: this server was started without --\(field)-root; send an http(s) URL"
+                )
+            }
+            if let problem = TenantPath.problem(location) {
+                throw SubmissionError(code: code, field: field, message: "\(rules.name(field)): \(problem)")
+            }
+            guard TenantPath.isDirectoryName(owner) else {
+                throw SubmissionError(code: code, field: field, message: "this key cannot have local files")
+            }
+            let path = TenantPath.resolve(location, root: root, owner: owner)
+            // What this server looks at (an input's tracks, an output's kind) stays in the
+            // key's directory too: a link there that leads out is refused, not followed.
+            let directory = OutputDestination.resolved(TenantPath.directory(root: root, owner: owner))
+            let resolved = OutputDestination.resolved(path)
+            guard resolved == directory || resolved.hasPrefix(directory + "/") else {
+                throw SubmissionError(
+                    code: code,
+                    field: field,
+                    message: "\(rules.name(field)): \(location) leads outside this key's directory"
+                )
+            }
+            return (location, path)
+        }
+    }
+
+    /// `code` for a URL the address policy refuses without resolving anything (a private
+    /// address, `localhost`, a malformed URL).
+    static func guardAddress(
+        _ url: String,
+        field: String,
+        code: ErrorCode,
+        rules: SubmissionRules
+    )
+        throws(SubmissionError)
+    {
+        guard let refusal = rules.addressPolicy.staticRefusal(for: url) else { return }
+        var message = "\(MediaLocation.displayed(url)): \(refusal)"
+        // A malformed URL is refused whatever the policy; only an address is lifted.
+        let malformed = (try? URLShape.parse(url.replacingOccurrences(of: "{name}", with: "name")).get()) == nil
+        if case .flags = rules.naming, !malformed {
+            let what = ["webhook": "receivers", "output": "storage"][field] ?? "media"
+            message += " (--allow-private-webhooks lifts this for self-hosted \(what))"
+        }
+        throw SubmissionError(code: code, field: field, message: message)
+    }
+
+    static func checkWebhook(_ webhook: String, rules: SubmissionRules) throws(SubmissionError) {
+        guard let url = URL(string: webhook), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false
+        else {
+            throw rules.invalid(
+                "webhook",
+                "must be an http(s) URL, not '\(MediaLocation.displayed(webhook).prefix(200))'"
+            )
+        }
+        try guardAddress(webhook, field: "webhook", code: .webhookForbidden, rules: rules)
+    }
+
+    /// The range as the row stores it (seconds, exact for every microsecond: decision #96)
+    /// and as the kind's checks take it.
+    static func range(
+        _ draft: SubmissionDraft.RangeDraft?,
+        rules: SubmissionRules
+    ) throws(SubmissionError) -> (
+        stored: Job.Range?, time: TimeRange
+    ) {
+        switch draft {
+        case nil:
+            return (nil, .all)
+        case .text(let text):
+            do {
+                let parsed = try TimeRange(parsing: text)
+                let stored = Job.Range(
+                    start: Double(parsed.start) / 1e6,
+                    duration: parsed.duration.map { Double($0) / 1e6 }
+                )
+                return (stored, parsed)
+            } catch {
+                throw SubmissionError(code: .rangeOutOfBounds, field: "range", message: error.description)
+            }
+        case .seconds(let start, let duration):
+            // What a worker can turn into microseconds: a duration of at least one (5e-324 once
+            // passed a `> 0` check, and the worker trapped on the stored row).
+            guard start < 1e9, (duration ?? 1) < 1e9, let time = TimeRange(seconds: start, duration: duration) else {
+                throw SubmissionError(
+                    code: .rangeOutOfBounds,
+                    field: "range",
+                    message:
+                        "range.start is 0 or more and range.duration at least a microsecond (seconds, both under 10^9)"
+                )
+            }
+            return (Job.Range(start: start, duration: duration), time)
+        }
+    }
+
+    /// A refusal from a kind's look at the input or the output, naming the field it is about;
+    /// an API key sees its own relative paths in it, not the host's layout.
+    static func refusal(
+        _ error: MediaError,
+        of definition: any JobKindDefinition.Type,
+        rules: SubmissionRules
+    ) -> SubmissionError {
+        var message = error.message
+        if case .tenant(let owner, let roots) = rules.place {
+            for root in [roots.inputRoot, roots.outputRoot].compactMap({ $0 }) {
+                message = message.replacingOccurrences(
+                    of: TenantPath.directory(root: root, owner: owner) + "/",
+                    with: ""
+                )
+            }
+        }
+        let field =
+            switch error.code {
+            case .inputUnsupported: "input"
+            case .outputForbidden, .outputUnwritable: "output"
+            case .presetUnknown, .presetIncompatible, .limitExceeded, .invalidRequest: definition.field
+            default: "input"
+            }
+        return SubmissionError(code: error.code.errorCode, field: field, message: message, foundInMedia: true)
+    }
+}
+
+extension JobKindDefinition {
+    /// The kind's field through its options and its plan: what `Submission.request` asks of a
+    /// kind.
+    static func plan(
+        field value: JSONValue?,
+        format: String?,
+        rules: SubmissionRules,
+        input: LocalInput,
+        output: String?
+    ) throws(SubmissionError) -> SubmissionPlan {
+        let options = try self.options(field: value, format: format, rules: rules)
+        do {
+            return try plan(options, format: format, input: input, output: output)
+        } catch {
+            throw Submission.refusal(error, of: self, rules: rules)
+        }
+    }
+}
