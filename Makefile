@@ -111,9 +111,9 @@ bench: test-deps
 	$(SWIFT) build -c release --scratch-path .build-release
 	python3 bench/bench.py --jobctl .build-release/release/jobctl
 	python3 bench/images.py --jobctl .build-release/release/jobctl
-	.build-release/release/jobctl bench queue --concurrency 32 --jobs 10000
+	.build-release/release/jobctl-bench queue --concurrency 32 --jobs 10000
 	bench/queue.sh
-	.build-release/release/jobctl bench webhooks --jobs 3000 --webhook-concurrency 8
+	.build-release/release/jobctl-bench webhooks --jobs 3000 --webhook-concurrency 8
 	bench/api.sh
 
 clean:

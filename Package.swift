@@ -147,11 +147,32 @@ let package = Package(
         .target(name: "MediaTestKit", dependencies: ["CSpawn"]),
         // Generates every fixture before a test run (make test), outside any test's time limit.
         .executableTarget(name: "jobctl-fixtures", dependencies: ["MediaTestKit"]),
+        // What every command shares: the global, preset, limit and database options, the one
+        // failure line and exit code, the terminal (jobctl and jobctl-bench).
+        .target(
+            name: "CommandLineSupport",
+            dependencies: [
+                "JobctlCore", "Media", "Queue", "QueueSQLite", "QueuePostgres", "Observability",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `jobctl-bench`: the queue and webhook benchmarks (`make bench`), out of the shipped
+        // binary; it runs the `jobctl` beside it as its workers.
+        .executableTarget(
+            name: "jobctl-bench",
+            dependencies: [
+                "CommandLineSupport", "JobctlCore", "Queue", "QueueSQLite", "QueuePostgres", "Webhooks", "SafeHTTP",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI", "JobKinds",
+                "JobAPI", "JobKinds", "CommandLineSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

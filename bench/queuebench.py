@@ -6,7 +6,7 @@
 For each worker count (1, 2, 4) and each of --repeats rounds, alternately:
   * PgQueuer 1.6.0 (asyncpg, batch 10, one connection per worker process): bench/pgqueuer_drain.py
     drains --jobs no-op jobs; timed from "go" to the last job's `successful` log entry;
-  * jobctl: `jobctl bench queue --db … --workers N --repeats 1 --json` (concurrency 32 per
+  * jobctl: `jobctl-bench queue --db … --workers N --repeats 1 --json` (concurrency 32 per
     process); timed from just before the jobs' insert commits to the last finishedAt.
 Both exclude process start-up: the workers are running and connected before the clock starts.
 Prints a Markdown table with the medians, the ratio jobctl / PgQueuer per worker count and at
@@ -67,7 +67,7 @@ def pgqueuer_run(python: Path, dsn: str, jobs: int, workers: int) -> float:
 
 def jobctl_run(jobctl: str, url: str, jobs: int, workers: int, concurrency: int, samples: int) -> dict:
     out = subprocess.run(
-        [jobctl, "bench", "queue", "--db", url, "--jobs", str(jobs), "--workers", str(workers), "--repeats", "1",
+        [jobctl + "-bench", "queue", "--db", url, "--jobs", str(jobs), "--workers", str(workers), "--repeats", "1",
          "--concurrency", str(concurrency), "--samples", str(samples), "--json"],
         check=True, capture_output=True, text=True,
     )

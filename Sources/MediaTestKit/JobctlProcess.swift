@@ -28,6 +28,17 @@ public enum Jobctl {
     }
 }
 
+/// The `jobctl-bench` binary, beside `jobctl` (its workers are that `jobctl`).
+public enum JobctlBench {
+    public static var path: String {
+        URL(fileURLWithPath: Jobctl.path).deletingLastPathComponent().appendingPathComponent("jobctl-bench").path
+    }
+
+    public static func run(_ arguments: [String]) async throws -> ProcessResult {
+        try await ProcessRunner.run(path, arguments, environment: ["JOBCTL_BINARY": Jobctl.path])
+    }
+}
+
 /// A long-running `jobctl` process (a worker) that a test starts, signals and waits for.
 /// Its stderr (the log) goes to a file the test can read.
 public final class JobctlProcess: Sendable {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineSupport
 import Foundation
 
 @main
@@ -23,7 +24,6 @@ struct JobCtl: AsyncParsableCommand {
             ExportCommand.self, ThumbnailsCommand.self, StoryboardCommand.self, WaveformCommand.self, ProbeCommand.self,
             PresetsCommand.self,
             SampleCommand.self,
-            BenchCommand.self,
             KeysCommand.self,
             ServeCommand.self,
         ]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineSupport
 import Foundation
 import Logging
 import NIOCore
@@ -102,7 +103,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     /// Jobs one worker process may run at once.
-    static let concurrencyRange = 1...64
+    static let concurrencyRange = DatabaseOptions.workerConcurrency
 
     func validate() throws {
         guard Self.concurrencyRange.contains(concurrency) else {

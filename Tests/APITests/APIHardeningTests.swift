@@ -322,7 +322,7 @@ struct APIHardeningTests {
         }
     }
 
-    /// `noop` is `jobctl bench`'s kind: refused by the API as by `jobctl submit`.
+    /// `noop` is `jobctl-bench`'s kind: refused by the API as by `jobctl submit`.
     @Test("kind noop is 422, as on the command line")
     func noopIsRefused() async throws {
         let f = try await F()

@@ -275,10 +275,18 @@ struct CLITests {
         #expect(!result.stdoutText.isEmpty)
     }
 
+    /// The benchmarks are a binary of their own, not a command of the shipped one.
+    @Test func benchIsItsOwnBinary() async throws {
+        let shipped = try await Jobctl.run(["bench", "queue"])
+        #expect(shipped.status == 64 && shipped.stderr.contains("unexpected arguments: 'bench'"), "\(shipped.stderr)")
+        let help = try await JobctlBench.run(["--help"])
+        #expect(help.status == 0 && help.stdoutText.contains("queue") && help.stdoutText.contains("webhooks"))
+    }
+
     /// A concurrency the workers would refuse is refused by the benchmark itself (it used to run
     /// and report "only 0 of N jobs completed" as an internal error).
     @Test func benchRefusesAConcurrencyWorkersRefuse() async throws {
-        let result = try await Jobctl.run(["bench", "queue", "--concurrency", "128", "--jobs", "10"])
+        let result = try await JobctlBench.run(["queue", "--concurrency", "128", "--jobs", "10"])
         #expect(result.status == 64 && result.stderr.contains("--concurrency is between 1 and 64"), "\(result.stderr)")
     }
 
@@ -288,15 +296,15 @@ struct CLITests {
         (["--cold", "--steady", "5s"], "--cold times a drain by itself"),
     ])
     func benchRefusesOptionsThatDoNotGoTogether(arguments: [String], message: String) async throws {
-        let result = try await Jobctl.run(["bench", "queue", "--jobs", "10"] + arguments)
+        let result = try await JobctlBench.run(["queue", "--jobs", "10"] + arguments)
         #expect(result.status == 64 && result.stderr.contains(message), "\(result.stderr)")
     }
 
     /// A small warm drain and a short steady run on SQLite, as JSON: every job completes, and the
     /// document has the figures scripts read.
     @Test func benchQueueMeasuresSQLite() async throws {
-        let drain = try await Jobctl.run([
-            "bench", "queue", "--jobs", "200", "--workers", "1", "--repeats", "1", "--samples", "5", "--json",
+        let drain = try await JobctlBench.run([
+            "queue", "--jobs", "200", "--workers", "1", "--repeats", "1", "--samples", "5", "--json",
         ])
         #expect(drain.status == 0, "\(drain.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: drain.stdout) as? [String: Any])
@@ -304,8 +312,8 @@ struct CLITests {
         #expect((throughput["jobsPerSecond"] as? Double ?? 0) > 0)
         #expect((report["pickup"] as? [String: Any])?["samples"] as? Int == 5)
 
-        let steady = try await Jobctl.run([
-            "bench", "queue", "--steady", "2s", "--producers", "2", "--workers", "1", "--repeats", "1", "--json",
+        let steady = try await JobctlBench.run([
+            "queue", "--steady", "2s", "--producers", "2", "--workers", "1", "--repeats", "1", "--json",
         ])
         #expect(steady.status == 0, "\(steady.stderr)")
         let runs = try #require(

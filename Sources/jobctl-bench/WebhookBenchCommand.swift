@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineSupport
 import Foundation
 import JobctlCore
 import Logging
@@ -72,7 +73,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             )
         }
         let worker = Process()
-        worker.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        worker.executableURL = BenchCommand.jobctl
         worker.arguments = [
             "worker", "--db", database, "--concurrency", "32", "--allow-private-webhooks", "--webhook-concurrency",
             "\(webhookConcurrency)",

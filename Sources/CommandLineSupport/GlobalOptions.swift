@@ -6,12 +6,14 @@ import Media
 import Observability
 
 /// Options every command takes.
-struct GlobalOptions: ParsableArguments {
+package struct GlobalOptions: ParsableArguments {
+    package init() {}
+
     @Flag(
         name: .shortAndLong,
         help: "Log more: -v shows FFmpeg's warnings, -vv its verbose messages and our debug log."
     )
-    var verbose: Int
+    package var verbose: Int
 
     @Option(
         help: ArgumentHelp(
@@ -19,15 +21,15 @@ struct GlobalOptions: ParsableArguments {
             valueName: "format"
         )
     )
-    var logFormat: LogFormat?
+    package var logFormat: LogFormat?
 
-    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    package enum LogFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
 
     /// Sends logs to stderr and FFmpeg's log through them; quiet unless -v.
     /// - Parameter defaultLevel: without -v (a worker logs what it does at info).
-    func bootstrapLogging(defaultLevel: Logger.Level = .warning) -> Logger {
+    package func bootstrapLogging(defaultLevel: Logger.Level = .warning) -> Logger {
         let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : defaultLevel
         let format =
             logFormat ?? ProcessInfo.processInfo.environment["JOBCTL_LOG_FORMAT"].flatMap(LogFormat.init(rawValue:))
@@ -54,17 +56,19 @@ struct GlobalOptions: ParsableArguments {
 }
 
 /// Where custom presets come from.
-struct PresetOptions: ParsableArguments {
+package struct PresetOptions: ParsableArguments {
+    package init() {}
+
     @Option(
         name: .customLong("presets"),
         help: ArgumentHelp("A JSON file of custom presets (the fields of `presets --json`).", valueName: "file")
     )
-    var presetsFile: String?
+    package var presetsFile: String?
 
     /// The built-in presets plus the custom file's (`--presets`, else `JOBCTL_PRESETS`).
-    func catalog() throws -> PresetCatalog { try PresetOptions.catalog(file: presetsFile) }
+    package func catalog() throws -> PresetCatalog { try PresetOptions.catalog(file: presetsFile) }
 
-    static func catalog(file: String?) throws -> PresetCatalog {
+    package static func catalog(file: String?) throws -> PresetCatalog {
         let path = file ?? ProcessInfo.processInfo.environment["JOBCTL_PRESETS"].flatMap { $0.isEmpty ? nil : $0 }
         do {
             return try PresetCatalog(customFile: path)
@@ -77,14 +81,16 @@ struct PresetOptions: ParsableArguments {
 extension ContainerFormat: ExpressibleByArgument {}
 
 /// Resource limits (docs/spec.md §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
-struct LimitOptions: ParsableArguments {
+package struct LimitOptions: ParsableArguments {
+    package init() {}
+
     @Option(
         help: ArgumentHelp(
             "The largest decoded picture: WIDTHxHEIGHT or a number of pixels (default 8192x4320, 8K). Env: JOBCTL_MAX_PIXELS.",
             valueName: "pixels"
         )
     )
-    var maxPixels: PixelCount?
+    package var maxPixels: PixelCount?
 
     @Option(
         help: ArgumentHelp(
@@ -92,12 +98,12 @@ struct LimitOptions: ParsableArguments {
             valueName: "duration"
         )
     )
-    var maxDuration: DurationArgument?
+    package var maxDuration: DurationArgument?
 
     @Option(
         help: ArgumentHelp("The most streams an input may have (default 64). Env: JOBCTL_MAX_TRACKS.", valueName: "n")
     )
-    var maxTracks: Int?
+    package var maxTracks: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -105,9 +111,9 @@ struct LimitOptions: ParsableArguments {
             valueName: "size"
         )
     )
-    var maxOutputSize: ByteCount?
+    package var maxOutputSize: ByteCount?
 
-    func validate() throws {
+    package func validate() throws {
         if let maxTracks, maxTracks < 1 { throw ValidationError("--max-tracks is at least 1") }
         if let maxDuration, maxDuration.duration <= .zero {
             throw ValidationError("--max-duration must be more than 0")
@@ -115,7 +121,7 @@ struct LimitOptions: ParsableArguments {
     }
 
     /// The limits in effect. A malformed environment variable is a usage error naming it.
-    func limits(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ResourceLimits {
+    package func limits(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ResourceLimits {
         func fromEnvironment<T>(_ name: String, _ parse: (String) -> T?) throws -> T? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let value = parse(text) else {
@@ -144,10 +150,10 @@ struct LimitOptions: ParsableArguments {
 }
 
 /// `4096x4096` or `16777216`.
-struct PixelCount: ExpressibleByArgument, Sendable {
-    var value: Int
+package struct PixelCount: ExpressibleByArgument, Sendable {
+    package var value: Int
 
-    init?(argument: String) {
+    package init?(argument: String) {
         let parts = argument.lowercased().split(separator: "x")
         let numbers = parts.compactMap { Int($0) }
         guard numbers.count == parts.count, (1...2).contains(numbers.count), numbers.allSatisfy({ $0 > 0 }) else {
@@ -161,10 +167,10 @@ struct PixelCount: ExpressibleByArgument, Sendable {
 }
 
 /// `1048576`, `500K`, `64M`, `2G`, `1T` (powers of 1024).
-struct ByteCount: ExpressibleByArgument, Sendable {
-    var value: Int64
+package struct ByteCount: ExpressibleByArgument, Sendable {
+    package var value: Int64
 
-    init?(argument: String) {
+    package init?(argument: String) {
         let text = argument.trimmingCharacters(in: .whitespaces).uppercased().replacingOccurrences(of: "IB", with: "")
             .replacingOccurrences(of: "B", with: "")
         let scales: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
@@ -184,32 +190,32 @@ struct ByteCount: ExpressibleByArgument, Sendable {
 /// The text log with tenants' strings escaped (`TerminalText`): a job's input, output or error
 /// message carrying an escape sequence or a newline must not rewrite the operator's terminal or
 /// forge a log line. (The JSON log escapes them itself.)
-struct EscapingLogHandler: LogHandler {
-    var wrapped: StreamLogHandler
+package struct EscapingLogHandler: LogHandler {
+    package var wrapped: StreamLogHandler
 
-    var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue.map(Self.escaped) }
     }
 
-    func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: TerminalText.escaped("\(event.message)"))
         event.metadata = event.metadata?.mapValues(Self.escaped)
         wrapped.log(event: event)
     }
 
-    static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+    package static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
         switch value {
         case .string(let text): .string(TerminalText.escaped(text))
         case .stringConvertible(let value): .string(TerminalText.escaped(value.description))

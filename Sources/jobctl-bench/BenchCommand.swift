@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineSupport
 import Foundation
 import JobctlCore
 import Logging
@@ -9,16 +10,30 @@ import QueueSQLite
 import SafeHTTP
 import Webhooks
 
+/// `jobctl-bench`: the queue's and the webhooks' benchmarks, a binary of their own so the
+/// shipped `jobctl` does not carry them. `make bench` builds both and runs it.
+@main
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Benchmarks (docs/benchmarks.md).",
+        commandName: "jobctl-bench",
+        abstract: "Benchmarks of the queue and the webhooks (docs/benchmarks.md), with real `jobctl worker` processes.",
+        discussion: """
+            The workers are the `jobctl` binary beside this one (JOBCTL_BINARY overrides it): \
+            `swift build -c release` builds both.
+            """,
         subcommands: [QueueBenchCommand.self, WebhookBenchCommand.self]
     )
+
+    /// The `jobctl` that runs as the benchmark's workers.
+    static var jobctl: URL {
+        if let path = ProcessInfo.processInfo.environment["JOBCTL_BINARY"] { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.deletingLastPathComponent()
+            .appendingPathComponent("jobctl")
+    }
 }
 
 /// Queue throughput and pickup latency on SQLite or PostgreSQL, with real worker processes of
-/// this binary.
+/// `jobctl` (the binary beside this one).
 struct QueueBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
@@ -102,9 +117,9 @@ struct QueueBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         // The workers it starts would refuse it, and the run would report no job completed.
-        guard WorkerCommand.concurrencyRange.contains(concurrency) else {
+        guard DatabaseOptions.workerConcurrency.contains(concurrency) else {
             throw ValidationError(
-                "--concurrency is between 1 and \(WorkerCommand.concurrencyRange.upperBound), as for workers"
+                "--concurrency is between 1 and \(DatabaseOptions.workerConcurrency.upperBound), as for workers"
             )
         }
         if let db, !db.hasPrefix("postgres://") && !db.hasPrefix("postgresql://") {

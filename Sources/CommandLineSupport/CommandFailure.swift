@@ -6,7 +6,7 @@ import Queue
 
 /// How a command ends when it cannot do its work: one line on stderr a person can act on
 /// (`error: input_not_found: /data/in.mov does not exist`) and an exit code.
-enum CommandFailure: Error {
+package enum CommandFailure: Error {
     /// The operation failed: exit 1 (64 for errors in the arguments, 130 when interrupted).
     case media(MediaError)
     /// A usage or configuration error (`error: usage: …`): exit 64.
@@ -16,11 +16,11 @@ enum CommandFailure: Error {
     /// The operation failed with `code`: exit 1.
     case failed(code: ErrorCode, String)
 
-    static let usageExitCode: Int32 = 64
-    static let interruptedExitCode: Int32 = 130
+    package static let usageExitCode: Int32 = 64
+    package static let interruptedExitCode: Int32 = 130
 
     /// Prints the error and returns the exit to throw.
-    func report() -> ExitCode {
+    package func report() -> ExitCode {
         switch self {
         case .media(let error):
             if let option = error.option {
@@ -48,7 +48,7 @@ extension ValidationError {
     /// with the command line's flag (`--samples-per-pixel is between 2 and 16777216`): exit 64.
     /// Refusals that are not about one option (`limit_exceeded`: a picture too large) are left
     /// to the command's run, which reports them with their own code.
-    static func checking(_ check: () throws(MediaError) -> Void) throws {
+    package static func checking(_ check: () throws(MediaError) -> Void) throws {
         do {
             try check()
         } catch {
@@ -58,7 +58,7 @@ extension ValidationError {
 }
 
 /// Runs a command body, turning our errors into their line and exit code.
-func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
+package func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as MediaError {

@@ -6,7 +6,12 @@ import QueuePostgres
 import QueueSQLite
 
 /// Where the job table is: `--db` or `JOBCTL_DB` (docs/spec.md §2).
-struct DatabaseOptions: ParsableArguments {
+package struct DatabaseOptions: ParsableArguments {
+    /// `jobctl worker --concurrency`'s range (`jobctl-bench` starts workers with it).
+    package static let workerConcurrency = 1...64
+
+    package init() {}
+
     @Option(
         name: .customLong("db"),
         help: ArgumentHelp(
@@ -14,10 +19,10 @@ struct DatabaseOptions: ParsableArguments {
             valueName: "url"
         )
     )
-    var database: String?
+    package var database: String?
 
     /// The location in effect: the flag, else the environment, else `jobs.sqlite`.
-    var location: String {
+    package var location: String {
         database ?? ProcessInfo.processInfo.environment["JOBCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "jobs.sqlite"
     }
 
@@ -25,7 +30,7 @@ struct DatabaseOptions: ParsableArguments {
     /// store's connection pool runs meanwhile.
     /// - Parameter failFast: while PostgreSQL is known down, an operation fails after a second
     ///   instead of waiting 15 s for a connection (`serve`: a 503 at once).
-    func withStore<T>(failFast: Bool = false, _ body: (any JobDatabase) async throws -> T) async throws -> T {
+    package func withStore<T>(failFast: Bool = false, _ body: (any JobDatabase) async throws -> T) async throws -> T {
         let location = self.location
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             let store = try PostgresJobStore(url: location, knownDownGrace: failFast ? .seconds(1) : nil)
@@ -43,15 +48,15 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 /// `30s`, `10m`, `1h`, `1500ms`, `90` (seconds).
-struct DurationArgument: ExpressibleByArgument, Sendable {
-    var duration: Duration
+package struct DurationArgument: ExpressibleByArgument, Sendable {
+    package var duration: Duration
 
-    init(_ duration: Duration) { self.duration = duration }
+    package init(_ duration: Duration) { self.duration = duration }
 
-    init?(argument: String) {
+    package init?(argument: String) {
         guard let duration = parseDuration(argument) else { return nil }
         self.duration = duration
     }
 
-    var defaultValueDescription: String { "\(duration)" }
+    package var defaultValueDescription: String { "\(duration)" }
 }

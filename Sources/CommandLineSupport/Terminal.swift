@@ -3,18 +3,18 @@ import JobctlCore
 import Synchronization
 
 /// Writing to the terminal: stderr lines, JSON on stdout, and a progress bar when stderr is a TTY.
-enum Terminal {
-    static var stderrIsTTY: Bool { isatty(STDERR_FILENO) == 1 }
+package enum Terminal {
+    package static var stderrIsTTY: Bool { isatty(STDERR_FILENO) == 1 }
 
-    static func printError(_ line: String) {
+    package static func printError(_ line: String) {
         FileHandle.standardError.write(Data((shown(line) + "\n").utf8))
     }
 
     /// `text` safe for a terminal (`TerminalText.escaped`): tenants' strings never reach it raw.
-    static func shown(_ text: String) -> String { TerminalText.escaped(text) }
+    package static func shown(_ text: String) -> String { TerminalText.escaped(text) }
 
     /// Stable JSON: sorted keys, indented, slashes not escaped.
-    static func printJSON<T: Encodable>(_ value: T) throws {
+    package static func printJSON<T: Encodable>(_ value: T) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(value)
@@ -22,7 +22,7 @@ enum Terminal {
     }
 
     /// `1.5 MB`, `312 KB`, `900 B`.
-    static func bytes(_ count: Int64) -> String {
+    package static func bytes(_ count: Int64) -> String {
         let value = Double(count)
         if value >= 1_000_000_000 { return String(format: "%.2f GB", value / 1e9) }
         if value >= 1_000_000 { return String(format: "%.1f MB", value / 1e6) }
@@ -31,19 +31,19 @@ enum Terminal {
     }
 
     /// `3.000 s`.
-    static func seconds(_ value: Double) -> String { String(format: "%.3f s", value) }
+    package static func seconds(_ value: Double) -> String { String(format: "%.3f s", value) }
 }
 
 /// A one-line progress bar redrawn in place on stderr: `[=========>      ]  42%  1.3/3.0 s  2.1x`.
-final class ProgressBar: Sendable {
+package final class ProgressBar: Sendable {
     private let total: Double?
     private let started = Date()
     private let state = Mutex((drawn: false, finished: false))
 
     /// - Parameter total: seconds of media the operation produces, if known.
-    init(total: Double?) { self.total = total }
+    package init(total: Double?) { self.total = total }
 
-    func draw(fraction: Double) {
+    package func draw(fraction: Double) {
         state.withLock { state in
             guard !state.finished else { return }
             state.drawn = true
@@ -68,7 +68,7 @@ final class ProgressBar: Sendable {
     }
 
     /// Erases the bar.
-    func clear() {
+    package func clear() {
         state.withLock { state in
             state.finished = true
             if state.drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }

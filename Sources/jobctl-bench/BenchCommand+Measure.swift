@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineSupport
 import Foundation
 import JobctlCore
 import Logging
@@ -201,7 +202,7 @@ extension QueueBenchCommand {
 
     func startWorker(_ database: String, name: String, once: Bool) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        process.executableURL = BenchCommand.jobctl
         process.arguments =
             [
                 "worker", "--db", database, "--name", name, "--concurrency", "\(concurrency)", "--poll",
