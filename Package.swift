@@ -107,11 +107,13 @@ let package = Package(
             name: "JobKinds",
             dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP"]
         ),
-        // Prometheus metrics and the health endpoint of a worker process (--metrics-port).
+        // Prometheus metrics and /healthz: the worker's --metrics-port server and the routes
+        // `jobctl serve` adds (one HealthAndMetrics type), JSON logs, queue gauges.
         .target(
             name: "Observability",
             dependencies: [
                 "Queue",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -126,7 +128,7 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

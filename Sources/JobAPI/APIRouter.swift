@@ -5,6 +5,7 @@ import JobctlCore
 import Logging
 import Media
 import NIOCore
+import Observability
 import Prometheus
 import Queue
 import SafeHTTP
@@ -148,12 +149,6 @@ public enum APIRoutes {
                 logger: logger
             )
         )
-        let health = HealthProbe { [store = configuration.store] in try await store.ping() }
-        get(router, "/healthz") { _, _ -> Response in
-            await health.healthy()
-                ? try APIResponses.json(["status": "ok"])
-                : try APIResponses.json(["status": "database unavailable"], status: .serviceUnavailable)
-        }
         get(router, "/openapi.json") { _, _ -> Response in
             Response(
                 status: .ok,
@@ -161,26 +156,28 @@ public enum APIRoutes {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json))
             )
         }
-        if let registry = configuration.metrics {
-            let watchers = registry.makeGauge(
-                descriptor: MetricNameDescriptor(
-                    namespace: "jobctl",
-                    subsystem: "api",
-                    metricName: "watchers",
-                    unitName: "",
-                    helpText: "Long polls and event streams open on this server."
-                )
+        // /healthz and /metrics: the same type a worker's --metrics-port serves.
+        let probe = HealthProbe { [store = configuration.store] in try await store.ping() }
+        let watchers = configuration.metrics?.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "jobctl",
+                subsystem: "api",
+                metricName: "watchers",
+                unitName: "",
+                helpText: "Long polls and event streams open on this server."
             )
-            get(router, "/metrics") { _, context -> Response in
-                if !configuration.publicMetrics { _ = try JobRoutes.require(.admin, context) }
-                watchers.set(Int64(watch.count))
-                return Response(
-                    status: .ok,
-                    headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                    body: ResponseBody(byteBuffer: ByteBuffer(string: registry.emitToString()))
-                )
-            }
+        )
+        HealthAndMetrics(registry: configuration.metrics) {
+            await probe.healthy() ? (true, ["status": "ok"]) : (false, ["status": "database unavailable"])
         }
+        .add(
+            to: router,
+            authorize: { context in
+                if !configuration.publicMetrics { _ = try JobRoutes.require(.admin, context) }
+            },
+            beforeMetrics: { watchers?.set(Int64(watch.count)) },
+            register: { path, handler in get(router, path, handler) }
+        )
         let jobs = JobRoutes(configuration: configuration, watch: watch)
         router.post("/v1/jobs", use: jobs.submit)
         get(router, "/v1/jobs", jobs.list)

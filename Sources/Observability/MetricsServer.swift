@@ -1,24 +1,87 @@
 import Foundation
+import Hummingbird
 import Logging
 import NIOCore
-import NIOHTTP1
-import NIOPosix
 import Prometheus
 import ServiceLifecycle
 
-/// The HTTP endpoint of a worker process (`--metrics-port`): `GET /metrics` in Prometheus' text
-/// format and `GET /healthz` (200 when healthy, 503 otherwise, with a JSON body). Nothing
-/// else: every other path is 404, every other method 405.
+/// `/healthz` and `/metrics`, written once: a worker's `--metrics-port` server (`MetricsServer`)
+/// and `jobctl serve` (JobAPI) add these routes to their Hummingbird routers. `/healthz` is 200
+/// when healthy and 503 otherwise with the server's JSON body (docs/operations.md, docs/api.md);
+/// `/metrics` is Prometheus' text format.
+public struct HealthAndMetrics: Sendable {
+    /// What `/healthz` says: whether healthy, and the JSON object to answer (its `status`
+    /// included).
+    public typealias Check = @Sendable () async -> (healthy: Bool, body: [String: String])
+
+    public let registry: PrometheusCollectorRegistry?
+    public let check: Check
+
+    public init(registry: PrometheusCollectorRegistry?, check: @escaping Check) {
+        self.registry = registry
+        self.check = check
+    }
+
+    /// A route's handler, as a router registers it.
+    public typealias Handler<Context: RequestContext> = @Sendable (Request, Context) async throws -> Response
+
+    /// Adds `GET /healthz` (and the other `healthPaths`) and, with a registry, `GET /metrics`,
+    /// which `authorize` may refuse (the API's admin scope). `register` adds a GET route (and
+    /// its HEAD); by default GET, and HEAD with the same head and no body.
+    public func add<Context: RequestContext>(
+        to router: Router<Context>,
+        healthPaths: [RouterPath] = ["/healthz"],
+        authorize: @escaping @Sendable (Context) throws -> Void = { _ in },
+        beforeMetrics: @escaping @Sendable () -> Void = {},
+        register: ((RouterPath, @escaping Handler<Context>) -> Void)? = nil
+    ) {
+        let register =
+            register ?? { path, handler in
+                router.get(path, use: handler)
+                router.head(path) { request, context in
+                    var response = try await handler(request, context)
+                    response.body = ResponseBody()
+                    return response
+                }
+            }
+        for path in healthPaths {
+            register(path) { _, _ in await self.health() }
+        }
+        guard let registry else { return }
+        register("/metrics") { _, context -> Response in
+            try authorize(context)
+            beforeMetrics()
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: registry.emitToString()))
+            )
+        }
+    }
+
+    /// The `/healthz` answer.
+    public func health() async -> Response {
+        let (healthy, body) = await check()
+        let json =
+            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])).map {
+                String(decoding: $0, as: UTF8.self)
+            } ?? "{}"
+        return Response(
+            status: healthy ? .ok : .serviceUnavailable,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: json + "\n"))
+        )
+    }
+}
+
+/// The HTTP endpoint of a worker process (`--metrics-port`): `HealthAndMetrics` on a Hummingbird
+/// server of its own, and nothing else: every other path is 404, every method but GET and HEAD
+/// 405.
 public final class MetricsServer: Service {
     /// What `/healthz` reports: healthy or not, and details for a person.
     public typealias HealthCheck = @Sendable () async -> (healthy: Bool, details: [String: String])
 
-    private let host: String
-    private let port: Int
-    private let registry: PrometheusCollectorRegistry
-    private let health: HealthCheck
-    private let logger: Logger
-    private let bound = AsyncStream<Int>.makeStream()
+    private let application: Application<RouterResponder<BasicRequestContext>>
 
     public init(
         host: String,
@@ -27,99 +90,58 @@ public final class MetricsServer: Service {
         logger: Logger,
         health: @escaping HealthCheck
     ) {
-        self.host = host
-        self.port = port
-        self.registry = registry
-        self.logger = logger
-        self.health = health
-    }
-
-    public func run() async throws {
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel
-                    )
-                }
-            }
-        let port = server.channel.localAddress?.port ?? port
-        logger.info(
-            "Metrics on http://\(host):\(port)/metrics, health on /healthz",
-            metadata: ["metrics.port": "\(port)"]
-        )
-        // Stops accepting when the service group shuts down (it is the last service to stop).
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        for try await connection in connections {
-                            group.addTask { await self.serve(connection) }
-                        }
-                    }
-                }
-            }
-        } catch is CancellationError {
-            // Shut down.
-        }
-    }
-
-    /// One connection: requests in order, keep-alive as the client asks.
-    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                var head: HTTPRequestHead?
-                for try await part in inbound {
-                    switch part {
-                    case .head(let request):
-                        head = request
-                    case .body:
-                        break
-                    case .end:
-                        guard let request = head else { continue }
-                        let (status, contentType, body) = await respond(to: request)
-                        var headers = HTTPHeaders()
-                        headers.add(name: "Content-Type", value: contentType)
-                        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
-                        headers.add(name: "Cache-Control", value: "no-store")
-                        if !request.isKeepAlive { headers.add(name: "Connection", value: "close") }
-                        try await outbound.write(
-                            .head(HTTPResponseHead(version: request.version, status: status, headers: headers))
-                        )
-                        if request.method != .HEAD {
-                            try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body))))
-                        }
-                        try await outbound.write(.end(nil))
-                        if !request.isKeepAlive { return }
-                        head = nil
-                    }
-                }
-            }
-        } catch {
-            logger.debug("Metrics connection ended", metadata: ["error": "\(error)"])
-        }
-    }
-
-    private func respond(to request: HTTPRequestHead) async -> (HTTPResponseStatus, String, String) {
-        guard request.method == .GET || request.method == .HEAD else {
-            return (.methodNotAllowed, "text/plain; charset=utf-8", "only GET\n")
-        }
-        switch request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? "" {
-        case "/metrics":
-            return (.ok, "text/plain; version=0.0.4; charset=utf-8", registry.emitToString())
-        case "/healthz", "/health":
+        let endpoints = HealthAndMetrics(registry: registry) {
             let (healthy, details) = await health()
             var body = details
             body["status"] = healthy ? "ok" : "unhealthy"
-            let json =
-                (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])).map {
-                    String(decoding: $0, as: UTF8.self)
-                } ?? "{}"
-            return (healthy ? .ok : .serviceUnavailable, "application/json", json + "\n")
-        default:
-            return (.notFound, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n")
+            return (healthy, body)
         }
+        let router = Router()
+        router.add(middleware: OnlyTheseRoutes())
+        endpoints.add(to: router, healthPaths: ["/healthz", "/health"])
+        application = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "jobctl-worker"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                logger.info(
+                    "Metrics on http://\(host):\(bound)/metrics, health on /healthz",
+                    metadata: ["metrics.port": "\(bound)"]
+                )
+            },
+            logger: logger
+        )
+    }
+
+    /// Stops accepting when the service group shuts down (it is the first service, so the last
+    /// to stop: it answers while the worker drains).
+    public func run() async throws {
+        try await application.run()
+    }
+}
+
+/// 405 for a method other than GET or HEAD, and a 404 that says where to look.
+private struct OnlyTheseRoutes: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: BasicRequestContext,
+        next: (Request, BasicRequestContext) async throws -> Response
+    ) async throws -> Response {
+        guard request.method == .get || request.method == .head else {
+            return Self.text(.methodNotAllowed, "only GET\n")
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return Self.text(.notFound, "not found: try /metrics or /healthz\n")
+        }
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "text/plain; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: body))
+        )
     }
 }

@@ -54,7 +54,12 @@ struct MetricsTests {
         #expect(health.status == 200)
         let body = try #require(try JSONSerialization.jsonObject(with: Data(health.body.utf8)) as? [String: String])
         #expect(body["status"] == "ok" && body["worker"] == "metered" && body["database"] == "ok", "\(body)")
-        #expect(try await Self.get(base + "/elsewhere").status == 404)
+        let elsewhere = try await Self.get(base + "/elsewhere")
+        #expect(elsewhere.status == 404 && elsewhere.body.contains("try /metrics or /healthz"))
+        // The same HealthAndMetrics routes `jobctl serve` has: HEAD answers without a body,
+        // other methods are 405.
+        #expect(try await Self.request(base + "/healthz", method: "HEAD") == (200, ""))
+        #expect(try await Self.request(base + "/metrics", method: "POST").status == 405)
 
         // Logs are JSON lines, metadata at the top level.
         let lines = try worker.log.split(separator: "\n").map { line in
@@ -80,6 +85,13 @@ struct MetricsTests {
             return port != nil
         }
         return try #require(port, "no metrics port in the log: \(worker.log)")
+    }
+
+    static func request(_ url: String, method: String) async throws -> (status: Int, body: String) {
+        var request = URLRequest(url: try #require(URL(string: url)))
+        request.httpMethod = method
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
     static func get(_ url: String) async throws -> (status: Int, body: String) {
