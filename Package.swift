@@ -123,8 +123,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The HTTP API (`jobctl serve`, Hummingbird 2): routes, API keys and their scopes, the
-        // OpenAPI document it serves.
+        // The HTTP API's routes (Hummingbird 2): requests and responses, API keys and their
+        // scopes, middleware, the job watch, the OpenAPI document it serves. Served by
+        // JobAPIServer.
         .target(
             name: "JobAPI",
             dependencies: [
@@ -142,6 +143,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.embedInCode("openapi.json")]
+        ),
+        // The transport of `jobctl serve`: the Hummingbird application, TLS, request tasks, and
+        // long polls parked below Hummingbird (LongPollInterceptor, PollDesk) in front of JobAPI's
+        // routes.
+        .target(
+            name: "JobAPIServer",
+            dependencies: [
+                "JobAPI", "Queue", "JobctlCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // posix_spawn for the test helpers (Foundation's Process.run() crashes intermittently on Linux).
         .target(name: "CSpawn"),
@@ -174,7 +193,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI", "JobKinds", "CommandLineSupport",
+                "JobAPI", "JobAPIServer", "JobKinds", "CommandLineSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

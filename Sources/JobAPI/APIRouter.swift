@@ -21,7 +21,7 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     /// is not read).
     public let remoteAddress: SocketAddress?
     /// Set when the request is a long poll taken below Hummingbird: its wait is parked there.
-    var parkedPoll: PollSlot?
+    package var parkedPoll: (any ParkedPoll)?
     /// Completes when the connection closes (an event stream then gives up its watch at once).
     let connectionClosed: EventLoopFuture<Void>?
     /// The connection, to stop reading a body that is refused unread (`DeclaredBodyLimit`).
@@ -111,7 +111,7 @@ public enum APIRoutes {
     }
 
     /// The one watch of a server's long polls and event streams.
-    static func watch(_ configuration: APIConfiguration, logger: Logger) -> JobWatch {
+    package static func watch(_ configuration: APIConfiguration, logger: Logger) -> JobWatch {
         JobWatch(
             store: configuration.store,
             interval: configuration.watchInterval,
@@ -130,8 +130,11 @@ public enum APIRoutes {
         router.on(path, method: .head, use: HeadRequests.handler(handler))
     }
 
-    static func router(_ configuration: APIConfiguration, watch: JobWatch, logger: Logger) -> Router<APIRequestContext>
-    {
+    package static func router(
+        _ configuration: APIConfiguration,
+        watch: JobWatch,
+        logger: Logger
+    ) -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         let table = RouteTable()
         if let registry = configuration.metrics { router.add(middleware: HTTPMetrics(registry: registry)) }

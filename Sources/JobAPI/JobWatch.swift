@@ -14,7 +14,7 @@ import Synchronization
 ///   may be missed, PostgreSQL sends none for progress, and a memory store has none at all.
 ///
 /// The loop runs while anybody watches and stops with the last watcher.
-final class JobWatch: Sendable {
+package final class JobWatch: Sendable {
     /// A job as read at one wake-up, shared by everyone watching it: each stream's buffer holds
     /// a reference, not its own copy of the job.
     final class Snapshot: Sendable {
@@ -146,7 +146,7 @@ final class JobWatch: Sendable {
 
     /// The server is stopping: every long poll is answered at the next wake-up (which this
     /// asks for), with the job as it is, and so is any that starts from now on.
-    func stopWaiting() {
+    package func stopWaiting() {
         let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
             state.stopping = true
             for (token, watcher) in state.watchers {

@@ -3,6 +3,7 @@ import CommandLineSupport
 import Foundation
 import Hummingbird
 import JobAPI
+import JobAPIServer
 import JobKinds
 import JobctlCore
 import Logging

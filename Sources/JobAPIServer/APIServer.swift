@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import JobAPI
 import Logging
 import NIOCore
 import NIOSSL

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import JobAPI
 import Logging
 import NIOCore
 import NIOHTTP1
