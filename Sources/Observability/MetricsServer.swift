@@ -39,8 +39,11 @@ public struct HealthAndMetrics: Sendable {
             register ?? { path, handler in
                 router.get(path, use: handler)
                 router.head(path) { request, context in
+                    // The GET's head, Content-Length included, without its body.
                     var response = try await handler(request, context)
+                    let length = response.body.contentLength
                     response.body = ResponseBody()
+                    if let length { response.headers[.contentLength] = "\(length)" }
                     return response
                 }
             }
@@ -68,7 +71,7 @@ public struct HealthAndMetrics: Sendable {
             } ?? "{}"
         return Response(
             status: healthy ? .ok : .serviceUnavailable,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: json + "\n"))
         )
     }

@@ -163,7 +163,8 @@ struct SubmitCommand: AsyncParsableCommand {
             )
             let rules = SubmissionRules(
                 place: .host(currentDirectory: FileManager.default.currentDirectoryPath),
-                catalog: try presets.catalog(),
+                // Only an export reads the presets file (a broken one stops nothing else).
+                catalog: kind == JobKind.export.rawValue ? try presets.catalog() : try PresetCatalog(customFile: nil),
                 addressPolicy: policy,
                 naming: .flags
             )

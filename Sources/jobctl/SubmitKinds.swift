@@ -31,16 +31,19 @@ extension SubmitCommand {
         return value
     }
 
-    /// The flags behind a request's fields (`samplesPerPixel` → `--samples-per-pixel`).
-    private static func flags(of request: JSONValue) -> String {
-        guard case .object(let fields) = request else { return "" }
+    /// The flags behind a request (`samplesPerPixel` → `--samples-per-pixel`; an export's
+    /// request is its `--preset`).
+    private static func flags(of request: JSONValue, field: String) -> String {
+        guard case .object(let fields) = request else { return FieldNaming.flags.name(field) }
         return fields.keys.sorted().map { FieldNaming.flags.name($0) }.joined(separator: ", ")
     }
 
     func validateKind() throws {
         for given in try flagRequests where given.kind.rawValue != kind {
             guard let request = given.request else { continue }
-            throw ValidationError("\(Self.flags(of: request)) is for --kind \(given.kind), not \(kind)")
+            throw ValidationError(
+                "\(Self.flags(of: request, field: given.field)) is for --kind \(given.kind), not \(kind)"
+            )
         }
         if options != nil, try flagRequests.contains(where: { $0.kind.rawValue == kind && $0.request != nil }) {
             throw ValidationError("--options and the kind's own flags are alternatives: give one")
@@ -53,11 +56,13 @@ extension SubmitCommand {
         for given in try flagRequests where given.kind.rawValue == kind {
             fields[given.field] = given.request
         }
-        if let options {
-            guard let definition = JobKinds.named(JobKind(rawValue: kind)),
-                let value = try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))
-            else {
-                throw ValidationError("--options is the kind's request as JSON, e.g. '{\"at\": \"1s,50%\"}'")
+        // An unknown kind is `Submission.request`'s to refuse, naming --kind.
+        if let options, let definition = JobKinds.named(JobKind(rawValue: kind)) {
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8)) else {
+                throw CommandFailure.refused(
+                    code: .invalidRequest,
+                    "--options is the kind's request as JSON, e.g. '{\"at\": \"1s,50%\"}'"
+                )
             }
             fields[definition.field] = value
         }

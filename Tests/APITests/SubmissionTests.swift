@@ -149,6 +149,20 @@ struct SubmissionTests {
         }
     }
 
+    @Test("a request given as --options JSON is named by its path there on the command line")
+    func optionsPaths() throws {
+        let cases: [(JSONValue, String, cli: String)] = [
+            (.object(["at": .array([.number(1)])]), "thumbnails.at.0", "--options' at.0 has the wrong type"),
+            (.number(5), "thumbnails", "--options has the wrong type"),
+            (.object(["count": .number(0)]), "thumbnails.count", "--count is between 1 and"),
+        ]
+        for (value, field, cli) in cases {
+            let draft = SubmissionDraft(kind: "thumbnails", input: "/a.mov", kindFields: ["thumbnails": value])
+            let error = try #require(Self.refusal(draft, try Self.rules(.flags)))
+            #expect(error.field == field && error.message.hasPrefix(cli), "\(error)")
+        }
+    }
+
     @Test("the cheap refusals come first: an address or a number is refused before the kind's options")
     func cheapRefusalsFirst() throws {
         var draft = SubmissionDraft(

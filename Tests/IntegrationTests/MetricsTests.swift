@@ -58,7 +58,8 @@ struct MetricsTests {
         #expect(elsewhere.status == 404 && elsewhere.body.contains("try /metrics or /healthz"))
         // The same HealthAndMetrics routes `jobctl serve` has: HEAD answers without a body,
         // other methods are 405.
-        #expect(try await Self.request(base + "/healthz", method: "HEAD") == (200, ""))
+        let head = try await Self.request(base + "/healthz", method: "HEAD")
+        #expect(head.status == 200 && head.body.isEmpty && head.length == health.body.utf8.count, "\(head)")
         #expect(try await Self.request(base + "/metrics", method: "POST").status == 405)
 
         // Logs are JSON lines, metadata at the top level.
@@ -87,11 +88,15 @@ struct MetricsTests {
         return try #require(port, "no metrics port in the log: \(worker.log)")
     }
 
-    static func request(_ url: String, method: String) async throws -> (status: Int, body: String) {
+    static func request(_ url: String, method: String) async throws -> (status: Int, body: String, length: Int?) {
         var request = URLRequest(url: try #require(URL(string: url)))
         request.httpMethod = method
         let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+        let http = response as? HTTPURLResponse
+        return (
+            http?.statusCode ?? 0, String(decoding: data, as: UTF8.self),
+            (http?.value(forHTTPHeaderField: "Content-Length")).flatMap { Int($0) }
+        )
     }
 
     static func get(_ url: String) async throws -> (status: Int, body: String) {

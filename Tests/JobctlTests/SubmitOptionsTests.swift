@@ -44,8 +44,20 @@ struct SubmitOptionsTests {
                 "-o", directory.file("d"),
             ])
             #expect(both.status == 64 && both.stderr.contains("alternatives"), "\(both.stderr)")
+            let stray = try await Jobctl.run([
+                "submit", input, "--db", db, "--kind", "thumbnails", "--preset", "low", "-o", directory.file("e"),
+            ])
+            #expect(stray.status == 64 && stray.stderr.contains("--preset is for --kind export"), "\(stray.stderr)")
+            // Only an export reads the presets file: a broken one does not stop thumbnails.
+            let broken = directory.file("broken.json")
+            try Data("{".utf8).write(to: URL(fileURLWithPath: broken))
+            let unaffected = try await Jobctl.run(
+                ["submit", input, "--db", db, "--kind", "thumbnails", "--count", "2", "-o", directory.file("f")],
+                environment: ["JOBCTL_PRESETS": broken]
+            )
+            #expect(unaffected.status == 0, "\(unaffected.stderr)")
             let list = try await Jobctl.run(["list", "--db", db, "--json"])
-            #expect((try Jobctl.json(list) as? [Any])?.count == 2, "only the two good requests were queued")
+            #expect((try Jobctl.json(list) as? [Any])?.count == 3, "only the three good requests were queued")
         }
     }
 }

@@ -71,7 +71,7 @@ struct JobErrorTests {
         .databaseCorrupt: "Sources/JobKinds/Running/PreparedJob.swift",
         .internalError: "Sources/Worker/Attempts.swift",
         .cancelled: "Sources/Media/Export/ExportSession.swift",
-        .usage: "Sources/jobctl/CommandFailure.swift",
+        .usage: "Sources/CommandLineSupport/CommandFailure.swift",
         .notFound: "Sources/Queue/JobStore.swift",
         .conflict: "Sources/Queue/JobStore.swift",
         .databaseUnavailable: "Sources/JobAPI/APIError.swift",

@@ -41,7 +41,7 @@ extension Submission {
         let priority = draft.priority ?? 0
         guard (-1000...1000).contains(priority) else { throw rules.invalid("priority", "is between -1000 and 1000") }
         // Running ahead of others is the operator's to grant (`keys create --max-priority`).
-        guard priority <= max(rules.maxPriority, 0) else {
+        guard priority <= rules.maxPriority else {
             throw SubmissionError(
                 code: .forbidden,
                 field: "priority",

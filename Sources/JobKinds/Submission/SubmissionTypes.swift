@@ -117,7 +117,16 @@ public enum FieldNaming: Sendable {
         case .json: return field
         case .flags:
             if field == "input" { return "INPUT" }
-            let last = field.split(separator: ".").last.map(String.init) ?? field
+            let parts = field.split(separator: ".").map(String.init)
+            // A kind's request as a whole, or a part of it deeper than a flag (an item of a
+            // list): what `--options` holds, named by its path there.
+            if parts.count == 1, JobKinds.all.contains(where: { $0.field == field && $0.field != "preset" }) {
+                return "--options"
+            }
+            if parts.count > 2 || parts.dropFirst().contains(where: { Int($0) != nil }) {
+                return "--options' \(parts.dropFirst().joined(separator: "."))"
+            }
+            let last = parts.last ?? field
             return "--"
                 + last.reduce(into: "") { text, character in
                     if character.isUppercase { text += "-" + character.lowercased() } else { text.append(character) }
