@@ -67,6 +67,18 @@ public struct Job: Sendable, Hashable, Codable {
     public var finishedAt: Date?
     /// The API key that submitted it (`jobctl serve`); `nil` for the CLI.
     public var owner: String?
+    /// The job whose attempt fanned out into this one (issue 27), and this child's place among
+    /// its siblings; `nil` for a job submitted by itself.
+    public var parent: JobID?
+    public var childIndex: Int?
+    /// A parent's children as they stand (`JobGraphStateMachine`); `nil` before it fans out.
+    public var children: JobGraphStateMachine.Children?
+
+    /// Where a parent is in its graph (derived from `children`).
+    public var graphPhase: JobGraphStateMachine.Phase {
+        guard let children, children.total > 0 else { return .none }
+        return children.completed == children.total ? .join : .waiting
+    }
 
     public init(
         id: JobID,
@@ -94,7 +106,10 @@ public struct Job: Sendable, Hashable, Codable {
         createdAt: Date,
         startedAt: Date?,
         finishedAt: Date?,
-        owner: String? = nil
+        owner: String? = nil,
+        parent: JobID? = nil,
+        childIndex: Int? = nil,
+        children: JobGraphStateMachine.Children? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -122,6 +137,9 @@ public struct Job: Sendable, Hashable, Codable {
         self.startedAt = startedAt
         self.finishedAt = finishedAt
         self.owner = owner
+        self.parent = parent
+        self.childIndex = childIndex
+        self.children = children
     }
 
     /// Seconds, as in the job JSON; `duration` is `nil` for "to the end".
@@ -146,7 +164,7 @@ public struct Job: Sendable, Hashable, Codable {
         case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts,
             progress, tracks,
             result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt,
-            finishedAt, owner
+            finishedAt, owner, parent, childIndex, children
     }
 
     /// The input as shown: a URL without credentials or query (`MediaLocation.displayed`).
@@ -184,6 +202,9 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(startedAt, forKey: .startedAt)
         try container.encode(finishedAt, forKey: .finishedAt)
         try container.encode(owner, forKey: .owner)
+        try container.encode(parent, forKey: .parent)
+        try container.encode(childIndex, forKey: .childIndex)
+        try container.encode(children, forKey: .children)
     }
 }
 

@@ -33,7 +33,7 @@ public enum JobGraphStateMachine {
     }
 
     /// How the parent's children stand: each counted once, when it ends for good.
-    public struct Children: Sendable, Hashable, CustomStringConvertible {
+    public struct Children: Sendable, Hashable, Codable, CustomStringConvertible {
         public var total: Int
         public var completed: Int
         public var failed: Int

@@ -16,6 +16,9 @@ public struct JobRequest: Sendable, Hashable {
     public var webhook: String?
     /// The API key submitting it (`jobctl serve`); `nil` for the CLI.
     public var owner: String?
+    /// Set by a fan-out (`JobStore.fanOut`) on the children it creates; a submission has none.
+    public var parent: JobID?
+    public var childIndex: Int?
 
     public init(
         kind: JobKind = .export,
@@ -45,5 +48,7 @@ public struct JobRequest: Sendable, Hashable {
         self.metadata = metadata
         self.webhook = webhook
         self.owner = owner
+        self.parent = nil
+        self.childIndex = nil
     }
 }

@@ -98,34 +98,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             {
                 return (existing.job, false)
             }
-            let job = Job(
-                id: JobID.make(at: now),
-                kind: request.kind,
-                status: .unknown,
-                input: request.input,
-                output: request.output,
-                preset: request.preset,
-                presetSettings: request.presetSettings,
-                format: request.format,
-                range: request.range,
-                priority: request.priority,
-                attempt: 0,
-                maxAttempts: request.maxAttempts,
-                progress: 0,
-                tracks: [],
-                result: nil,
-                error: nil,
-                webhook: request.webhook,
-                metadata: request.metadata,
-                idempotencyKey: request.idempotencyKey,
-                worker: nil,
-                cancelRequested: false,
-                runAt: now,
-                createdAt: now,
-                startedAt: nil,
-                finishedAt: nil,
-                owner: request.owner
-            )
+            let job = MemoryJobStore.job(request, id: JobID.make(at: now), now: now)
             tables.jobs[job.id] = Record(job: job, attemptBudget: request.maxAttempts)
             return (job, true)
         }

@@ -20,7 +20,8 @@ public enum StoredColumns {
         "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook",
         "metadata",
         "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at",
-        "owner",
+        "owner", "parent_id", "child_index", "children_total", "children_completed", "children_failed",
+        "children_cancelled",
     ].joined(separator: ", ")
 
     /// The `api_keys` columns an `APIKey` is built from (never the secret's hash).
@@ -86,7 +87,22 @@ extension StoredRow {
             createdAt: Date(milliseconds: try required("created_at", integer, row: name())),
             startedAt: try integer("started_at").map(Date.init(milliseconds:)),
             finishedAt: try integer("finished_at").map(Date.init(milliseconds:)),
-            owner: try text("owner")
+            owner: try text("owner"),
+            parent: try text("parent_id").map { JobID($0) },
+            childIndex: try integer("child_index").map { Int($0) },
+            children: try children()
+        )
+    }
+
+    /// A parent's tally (`nil` for a job that has not fanned out).
+    @inlinable
+    public func children() throws -> JobGraphStateMachine.Children? {
+        guard let total = try integer("children_total"), total > 0 else { return nil }
+        return JobGraphStateMachine.Children(
+            total: Int(total),
+            completed: Int(try integer("children_completed") ?? 0),
+            failed: Int(try integer("children_failed") ?? 0),
+            cancelled: Int(try integer("children_cancelled") ?? 0)
         )
     }
 

@@ -60,6 +60,40 @@ extension SQLiteJobStore {
         )
     }
 
+    public func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]? {
+        if let error = JobStoreError.childCount(children.count) { throw error }
+        let now = self.now
+        let ids = children.map { _ in JobID.make(at: clock()) }
+        return try await write { db -> [JobID]? in
+            // The parent waits, its attempt not counted, if the lease still holds and nobody
+            // asked it to stop (JobGraphStateMachine's fan-out).
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET attempt = attempt - 1, crashes = 0, lease_token = NULL, lease_expires_at = NULL,
+                        progress = 0, children_total = ?, children_completed = 0, children_failed = 0,
+                        children_cancelled = 0, updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND status = 'reading' AND cancel_requested = 0
+                        AND children_total = 0
+                    """,
+                arguments: [children.count, now, lease.jobID.rawValue, lease.token]
+            )
+            guard db.changesCount == 1,
+                let parent = try Row.fetchOne(
+                    db,
+                    sql: "SELECT owner, created_at FROM jobs WHERE id = ?",
+                    arguments: [lease.jobID.rawValue]
+                )
+            else { return nil }
+            for (index, (request, id)) in zip(children, ids).enumerated() {
+                var request = request
+                (request.parent, request.childIndex, request.owner) = (lease.jobID, index, parent["owner"])
+                (request.webhook, request.idempotencyKey) = (nil, nil)
+                try SQLiteJobStore.insert(request, id: id, now: now, createdAt: parent["created_at"], db)
+            }
+            return ids
+        }
+    }
+
     /// Ends the current attempt with `sql`'s assignments, if `lease` still holds it.
     func finish(
         _ lease: Lease,

@@ -81,6 +81,9 @@ public enum JobStoreConformance {
         case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
         case workers
+        /// A fan-out (issue 27) creates every child or none, fenced; the parent waits without a
+        /// lease; children are claimed ahead of later work.
+        case fanOut
         /// Every state a job can be in × every event, through the store's API, against
         /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
         /// cancel-requested paths included.
@@ -116,6 +119,7 @@ public enum JobStoreConformance {
             case .listPages: try await Checks.listPages(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
+            case .fanOut: try await Checks.fanOut(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }
         }

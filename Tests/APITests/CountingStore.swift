@@ -50,6 +50,10 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
         called()
         return try await store.release(lease)
     }
+    func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]? {
+        called()
+        return try await store.fanOut(lease, children: children)
+    }
     func job(_ id: JobID) async throws -> Job? {
         called()
         return try await store.job(id)

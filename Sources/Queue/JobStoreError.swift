@@ -1,0 +1,138 @@
+import Foundation
+import JobctlCore
+
+/// Errors of the store API itself (not of jobs), in the one error shape (`CodedError`).
+public struct JobStoreError: CodedError, Sendable {
+    /// What went wrong; new codes may be added (it wraps a private enum). `description` is the
+    /// code the CLI prints (`error: database_unavailable: …`).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case notFound = "not_found"
+            case conflict
+            case unavailable = "database_unavailable"
+            case corrupt = "database_corrupt"
+            case invalidLocation = "usage"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        public var description: String { base.rawValue }
+        /// The code in the vocabulary every error shares.
+        public var errorCode: ErrorCode { ErrorCode(rawValue: base.rawValue) }
+
+        public static let notFound = Code(.notFound)
+        /// The job's status does not allow the operation (`cancel` of an ended job…); the
+        /// error's `status` says which.
+        public static let conflict = Code(.conflict)
+        /// The database cannot be opened or used.
+        public static let unavailable = Code(.unavailable)
+        /// The database file is damaged (SQLite: a malformed page, not a database at all).
+        /// Retrying cannot help: stop, keep a copy, recover (docs/operations.md).
+        public static let corrupt = Code(.corrupt)
+        /// The database's location is malformed (not a `postgres://` URL, an unknown
+        /// `sslmode`): a usage error, not an outage.
+        public static let invalidLocation = Code(.invalidLocation)
+    }
+
+    public var code: Code
+    public var message: String
+    /// The status that made a `conflict`.
+    public var status: JobStatus?
+    /// The database driver's error underneath, if any.
+    public var cause: (any Error)?
+    public var location: ErrorLocation
+
+    public init(
+        _ code: Code,
+        _ message: String,
+        status: JobStatus? = nil,
+        cause: (any Error)? = nil,
+        file: String = #fileID,
+        line: Int = #line
+    ) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.cause = cause
+        self.location = ErrorLocation(file: file, line: line)
+    }
+}
+
+extension JobStoreError {
+    /// No job has `id`.
+    public static func noJob(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
+        JobStoreError(.notFound, "no job \(id)", file: file, line: line)
+    }
+
+    /// `cancel` of a job that has ended.
+    public static func alreadyEnded(
+        _ id: JobID,
+        _ status: JobStatus,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) has already ended (\(status)); nothing to cancel",
+            status: status,
+            file: file,
+            line: line
+        )
+    }
+
+    /// `retry` without `force` of a poison job (`JobStateMachine`, "Poison jobs").
+    /// A fan-out into no children, or more than a parent may have.
+    public static func childCount(_ count: Int, file: String = #fileID, line: Int = #line) -> JobStoreError? {
+        guard !(1...JobGraphStateMachine.maximumChildren).contains(count) else { return nil }
+        return JobStoreError(
+            .conflict,
+            "a job fans out into 1 to \(JobGraphStateMachine.maximumChildren) children, not \(count)",
+            file: file,
+            line: line
+        )
+    }
+
+    public static func poisoned(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) is a poison job: its workers died on \(JobStateMachine.crashLimit) attempts (worker_crashed); run it again with --force once the cause is fixed",
+            status: .failed,
+            file: file,
+            line: line
+        )
+    }
+
+    /// Why a job whose lease expired failed, by `JobStateMachine`'s decision: `worker_crashed`
+    /// when that made it a poison job, else `lease_lost` (its last attempt).
+    public static func leaseExpiryError(poisoned: Bool, worker: String?, attempt: Int, of maxAttempts: Int) -> JobError
+    {
+        poisoned
+            ? JobError(
+                code: .workerCrashed,
+                message: JobError.workerCrashedMessage(worker: worker ?? "?"),
+                retryable: false
+            )
+            : JobError(
+                code: .leaseLost,
+                message:
+                    "its worker \(worker ?? "?") stopped renewing the lease on attempt \(attempt) of \(maxAttempts)",
+                retryable: true
+            )
+    }
+
+    /// `retry` of a job that is not failed or cancelled.
+    public static func notRetryable(
+        _ id: JobID,
+        _ status: JobStatus,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) is \(status); only failed or cancelled jobs can be retried",
+            status: status,
+            file: file,
+            line: line
+        )
+    }
+}
