@@ -109,6 +109,26 @@ public enum JobGraphStateMachine {
         case rerunUnfinished
     }
 
+    /// The event a child's new status is for its parent: its end, or `nil`.
+    public static func childEvent(for status: JobStatus) -> Event? {
+        switch status {
+        case .completed: .childCompleted
+        case .failed: .childFailed
+        case .cancelled: .childCancelled
+        case .unknown, .reading: nil
+        }
+    }
+
+    /// The parent's error when child `index` failed with `error`: the child's code, so a client
+    /// acts on the parent as on the child.
+    public static func parentError(child index: Int?, _ error: JobError?) -> JobError {
+        JobError(
+            code: error?.code ?? .internalError,
+            message: "child \(index ?? 0) failed: \(error?.message ?? "no reason recorded")",
+            retryable: false
+        )
+    }
+
     /// The most children one parent may have.
     public static let maximumChildren = 10_000
 

@@ -92,6 +92,31 @@ extension JobStoreError {
         )
     }
 
+    /// A retry of a parent whose children are still stopping (a cancel on its way to them).
+    public static func childrenStopping(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id)'s children are still stopping: retry it once they have (a few seconds)",
+            file: file,
+            line: line
+        )
+    }
+
+    /// A retry of a child: its parent's retry runs the children that did not complete.
+    public static func childRetry(
+        _ id: JobID,
+        parent: JobID,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> JobStoreError {
+        JobStoreError(
+            .conflict,
+            "job \(id) is part of job \(parent): retry \(parent), which runs again its children that did not complete",
+            file: file,
+            line: line
+        )
+    }
+
     public static func poisoned(_ id: JobID, file: String = #fileID, line: Int = #line) -> JobStoreError {
         JobStoreError(
             .conflict,

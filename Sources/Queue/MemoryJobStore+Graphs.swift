@@ -71,4 +71,79 @@ extension MemoryJobStore {
             }
         }
     }
+
+    /// A job's transition is written: its webhook event if it ended, and its end counted on its
+    /// parent (`JobGraphStateMachine`), in the same write.
+    static func recorded(_ job: Job, _ tables: inout Tables, now: Date) {
+        enqueueEvent(for: job, &tables, now: now)
+        guard let parent = job.parent, let event = JobGraphStateMachine.childEvent(for: job.status) else { return }
+        _ = applyToParent(parent, event, child: job, &tables, now: now)
+    }
+
+    /// `event` applied to the parent `id` and, by its command, to its children. Returns the
+    /// parent after it, or `nil` when the machine does not allow the event.
+    @discardableResult
+    static func applyToParent(
+        _ id: JobID,
+        _ event: JobGraphStateMachine.Event,
+        child: Job?,
+        _ tables: inout Tables,
+        now: Date
+    ) -> Job? {
+        guard var record = tables.jobs[id], let children = record.job.children else { return nil }
+        let state = JobGraphStateMachine.State(
+            job: record.machineState,
+            phase: record.job.graphPhase,
+            children: children
+        )
+        guard let (next, command) = JobGraphStateMachine.next(state, on: event) else { return nil }
+        let ended = !state.job.status.isTerminal && next.job.status.isTerminal
+        record.job.status = next.job.status
+        record.job.cancelRequested = next.job.cancelRequested
+        record.job.attempt = next.job.attempt
+        record.job.maxAttempts = next.job.maxAttempts
+        record.crashes = next.job.crashes
+        record.job.children = next.children
+        if next.job.status == .unknown || (next.job.status == .reading && state.job.status != .reading) {
+            // The join is queued, or a retried parent waits for its children again.
+            record.job.runAt = now
+            record.job.finishedAt = nil
+            record.job.error = nil
+            record.job.result = nil
+        }
+        if ended {
+            record.job.finishedAt = now
+            if next.job.status == .failed, let child {
+                record.job.error = JobGraphStateMachine.parentError(child: child.childIndex, child.error)
+            }
+        }
+        tables.jobs[id] = record
+        if ended { enqueueEvent(for: record.job, &tables, now: now) }
+        switch command {
+        case .none: break
+        case .cancelActive:
+            // Queued children end now (each counted on the parent); running ones are asked to stop.
+            for childID in tables.jobs.keys.sorted() where tables.jobs[childID]?.job.parent == id {
+                guard var child = tables.jobs[childID], !child.job.status.isTerminal,
+                    let after = child.apply(.cancel)
+                else { continue }
+                if after.status == .cancelled { child.job.finishedAt = now }
+                tables.jobs[childID] = child
+                if after.status == .cancelled { recorded(child.job, &tables, now: now) }
+            }
+        case .rerunUnfinished:
+            for childID in tables.jobs.keys.sorted() where tables.jobs[childID]?.job.parent == id {
+                guard var child = tables.jobs[childID], child.job.status == .failed || child.job.status == .cancelled,
+                    child.apply(.retry(force: true)) != nil
+                else { continue }
+                child.job.runAt = now
+                child.job.progress = 0
+                child.job.result = nil
+                child.job.error = nil
+                child.job.finishedAt = nil
+                tables.jobs[childID] = child
+            }
+        }
+        return tables.jobs[id]?.job
+    }
 }

@@ -133,7 +133,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 }
                 ended.job.finishedAt = now
                 tables.jobs[id] = ended
-                MemoryJobStore.enqueueEvent(for: ended.job, &tables, now: now)
+                MemoryJobStore.recorded(ended.job, &tables, now: now)
             }
             let candidates = tables.jobs.values
                 .filter { expired.contains($0.job.id) || ($0.job.status == .unknown && $0.job.runAt <= now) }
@@ -227,7 +227,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             record.job.finishedAt = next.status.isTerminal ? now : nil
             update(&record.job, before, now)
             tables.jobs[lease.jobID] = record
-            MemoryJobStore.enqueueEvent(for: record.job, &tables, now: now)
+            MemoryJobStore.recorded(record.job, &tables, now: now)
             return true
         }
     }
@@ -239,12 +239,18 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         return try write { tables in
             guard var record = tables.jobs[id] else { throw JobStoreError.noJob(id) }
             let status = record.job.status
+            // A parent waiting for its children ends at once, and they are cancelled.
+            if record.job.graphPhase == .waiting, status == .reading,
+                let parent = MemoryJobStore.applyToParent(id, .job(.cancel), child: nil, &tables, now: now)
+            {
+                return .cancelled(parent)
+            }
             guard let next = record.apply(.cancel) else {
                 throw JobStoreError.alreadyEnded(id, status)
             }
             if next.status == .cancelled { record.job.finishedAt = now }
             tables.jobs[id] = record
-            MemoryJobStore.enqueueEvent(for: record.job, &tables, now: now)
+            MemoryJobStore.recorded(record.job, &tables, now: now)
             return next.status == .cancelled ? .cancelled(record.job) : .requested(record.job)
         }
     }
@@ -254,6 +260,24 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         return try write { tables in
             guard var record = tables.jobs[id] else { throw JobStoreError.noJob(id) }
             let status = record.job.status
+            if let parent = record.job.parent { throw JobStoreError.childRetry(id, parent: parent) }
+            // A parent whose children did not all complete: those run again.
+            if record.job.graphPhase == .waiting, status.isTerminal {
+                if let children = record.job.children, children.active > 0 { throw JobStoreError.childrenStopping(id) }
+                guard
+                    let parent = MemoryJobStore.applyToParent(
+                        id,
+                        .job(.retry(force: force)),
+                        child: nil,
+                        &tables,
+                        now: now
+                    )
+                else {
+                    if record.machineState.isPoisoned && status == .failed { throw JobStoreError.poisoned(id) }
+                    throw JobStoreError.notRetryable(id, status)
+                }
+                return parent
+            }
             guard record.apply(.retry(force: force)) != nil else {
                 if record.machineState.isPoisoned && status == .failed { throw JobStoreError.poisoned(id) }
                 throw JobStoreError.notRetryable(id, status)

@@ -72,6 +72,16 @@ extension PostgresJobStore {
     /// are claimed again); each with its webhook event. Returns the time it settled at.
     func settleExpiredLeases(_ connection: PostgresConnection) async throws -> Int64 {
         let now = try await currentTime(connection)
+        // Parents before children, as every path that ends a child locks them (no deadlock).
+        try await connection.query(
+            """
+            SELECT p.id FROM jobctl.jobs p WHERE p.id IN (
+                SELECT parent_id FROM jobctl.jobs WHERE status = 'reading' AND lease_expires_at <= \(now)
+                    AND parent_id IS NOT NULL
+            ) ORDER BY p.id FOR UPDATE OF p
+            """,
+            logger: logger
+        )
         var ended: [String] = []
         for try await id in try await connection.query(
             """
@@ -95,7 +105,7 @@ extension PostgresJobStore {
             """,
             logger: logger
         ).decode(String.self) { ended.append(id) }
-        for id in ended { try await enqueueEvent(for: JobID(id), connection, now: now) }
+        for id in ended { try await recorded(JobID(id), connection, now: now) }
         return now
     }
 

@@ -2,7 +2,9 @@ import Foundation
 import PostgresNIO
 import Queue
 
-// Job graphs (issue 27): a parent's fan-out, in one fenced transaction.
+// Job graphs (issue 27): a parent's fan-out, its children's ends counted on it, its cancel and
+// retry over its children; each step `JobGraphStateMachine`'s, in the transaction of the job's
+// own transition, the parent's row locked (children of one parent end concurrently).
 extension PostgresJobStore {
     public func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]? {
         if let error = JobStoreError.childCount(children.count) { throw error }
@@ -46,5 +48,175 @@ extension PostgresJobStore {
         }
         if ids != nil { await notifyNow("job") }
         return ids
+    }
+
+    /// Locks the parents of `ids` (in id order), before any of `ids` is written: every path that
+    /// ends a child locks its parent first, so two children of one parent ending at once wait
+    /// for each other instead of deadlocking.
+    func lockParents(of ids: [JobID], _ connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            SELECT p.id FROM jobctl.jobs p WHERE p.id IN (
+                SELECT parent_id FROM jobctl.jobs WHERE id = ANY(\(ids.map(\.rawValue))) AND parent_id IS NOT NULL
+            ) ORDER BY p.id FOR UPDATE OF p
+            """,
+            logger: logger
+        )
+    }
+
+    /// A job's transition is written: its webhook event if it ended, and its end counted on its
+    /// parent, in the same transaction.
+    func recorded(_ id: JobID, _ connection: PostgresConnection, now: Int64) async throws {
+        let job = try await job(id, connection)
+        try await enqueueEvent(for: job, connection, now: now)
+        guard let parent = job.parent, let event = JobGraphStateMachine.childEvent(for: job.status) else { return }
+        try await applyToParent(parent, event, child: (job.childIndex, job.error), connection, now: now)
+    }
+
+    /// `event` applied to the parent `id` and, by its command, to its children. `false` when
+    /// `id` is not a parent (in `phase`, when given) or the machine does not allow the event
+    /// (nothing written).
+    @discardableResult
+    func applyToParent(
+        _ id: JobID,
+        _ event: JobGraphStateMachine.Event,
+        child: (index: Int?, error: JobError?)?,
+        in phase: JobGraphStateMachine.Phase? = nil,
+        _ connection: PostgresConnection,
+        now: Int64
+    ) async throws -> Bool {
+        var found: JobGraphStateMachine.State?
+        for try await row in try await connection.query(
+            """
+            SELECT status, cancel_requested, attempt, max_attempts, attempt_budget, crashes, children_total,
+                children_completed, children_failed, children_cancelled
+            FROM jobctl.jobs WHERE id = \(id.rawValue) AND children_total > 0 FOR UPDATE
+            """,
+            logger: logger
+        ).decode((String, Bool, Int, Int, Int, Int, Int, Int, Int, Int).self) {
+            let children = JobGraphStateMachine.Children(
+                total: row.6,
+                completed: row.7,
+                failed: row.8,
+                cancelled: row.9
+            )
+            found = JobGraphStateMachine.State(
+                job: JobStateMachine.State(
+                    status: try StoredValue.decode(row.0, column: "status", row: "job \(id)"),
+                    cancelRequested: row.1,
+                    attempt: row.2,
+                    maxAttempts: row.3,
+                    attemptBudget: row.4,
+                    crashes: row.5
+                ),
+                phase: children.completed == children.total ? .join : .waiting,
+                children: children
+            )
+        }
+        guard let state = found, phase == nil || state.phase == phase,
+            let (next, command) = JobGraphStateMachine.next(state, on: event)
+        else { return false }
+        let status = state.job.status
+        let ended = !status.isTerminal && next.job.status.isTerminal
+        // Queued for its join, or waiting for its children again after a retry.
+        let restarted = next.job.status == .unknown || (next.job.status == .reading && status != .reading)
+        let error =
+            ended && next.job.status == .failed
+            ? JobGraphStateMachine.parentError(child: child?.index, child?.error) : nil
+        try await connection.query(
+            """
+            UPDATE jobctl.jobs SET status = \(next.job.status.rawValue), cancel_requested = \(next.job.cancelRequested),
+                attempt = \(next.job.attempt), max_attempts = \(next.job.maxAttempts), crashes = \(next.job.crashes),
+                children_completed = \(next.children.completed), children_failed = \(next.children.failed),
+                children_cancelled = \(next.children.cancelled),
+                run_at = CASE WHEN \(restarted) THEN \(now) ELSE run_at END,
+                finished_at = CASE WHEN \(restarted) THEN NULL WHEN \(ended) THEN \(now) ELSE finished_at END,
+                result = CASE WHEN \(restarted) THEN NULL ELSE result END,
+                progress = CASE WHEN \(restarted) THEN 0 ELSE progress END,
+                error_code = CASE WHEN \(restarted) THEN NULL WHEN \(error?.code.rawValue)::text IS NOT NULL
+                    THEN \(error?.code.rawValue) ELSE error_code END,
+                error_message = CASE WHEN \(restarted) THEN NULL WHEN \(error?.code.rawValue)::text IS NOT NULL
+                    THEN \(error?.message) ELSE error_message END,
+                error_retryable = CASE WHEN \(restarted) THEN NULL WHEN \(error?.code.rawValue)::text IS NOT NULL
+                    THEN FALSE ELSE error_retryable END,
+                updated_at = \(now)
+            WHERE id = \(id.rawValue)
+            """,
+            logger: logger
+        )
+        if ended { try await enqueueEvent(for: id, connection, now: now) }
+        if next.job.status == .unknown { try await notify(connection, "job") }
+        switch command {
+        case .none: break
+        case .cancelActive:
+            // Queued children end now, each counted on the parent; running ones are asked to stop.
+            var queued: [String] = []
+            for try await child in try await connection.query(
+                """
+                UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), updated_at = \(now)
+                WHERE parent_id = \(id.rawValue) AND status = 'unknown' RETURNING id
+                """,
+                logger: logger
+            ).decode(String.self) { queued.append(child) }
+            for child in queued { try await recorded(JobID(child), connection, now: now) }
+            try await connection.query(
+                """
+                UPDATE jobctl.jobs SET cancel_requested = TRUE, updated_at = \(now)
+                WHERE parent_id = \(id.rawValue) AND status = 'reading'
+                """,
+                logger: logger
+            )
+            try await notify(connection, "cancel")
+        case .rerunUnfinished:
+            // As a retry of each (`JobStateMachine`): its attempt budget again.
+            try await connection.query(
+                """
+                UPDATE jobctl.jobs SET status = 'unknown', run_at = \(now), max_attempts = attempt + attempt_budget, progress = 0,
+                    result = NULL, crashes = 0, error_code = NULL, error_message = NULL, error_retryable = NULL,
+                    cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
+                WHERE parent_id = \(id.rawValue) AND status IN ('failed', 'cancelled')
+                """,
+                logger: logger
+            )
+            try await notify(connection, "job")
+        }
+        return true
+    }
+
+    /// A retry of a parent whose children did not all complete: they run again (the machine's
+    /// retry of a waiting parent). `nil` for any other job (a plain retry).
+    func retryWaitingParent(
+        _ id: JobID,
+        status: JobStatus,
+        force: Bool,
+        _ connection: PostgresConnection,
+        now: Int64
+    ) async throws -> Job? {
+        guard status.isTerminal else { return nil }
+        var found: (active: Int, crashes: Int)?
+        for try await row in try await connection.query(
+            """
+            SELECT children_total - children_completed - children_failed - children_cancelled, crashes
+            FROM jobctl.jobs WHERE id = \(id.rawValue) AND children_total > 0 AND children_completed < children_total
+            """,
+            logger: logger
+        ).decode((Int, Int).self) { found = row }
+        guard let found else { return nil }
+        guard found.active == 0 else { throw JobStoreError.childrenStopping(id) }
+        guard try await applyToParent(id, .job(.retry(force: force)), child: nil, connection, now: now) else {
+            if found.crashes >= JobStateMachine.crashLimit && status == .failed { throw JobStoreError.poisoned(id) }
+            throw JobStoreError.notRetryable(id, status)
+        }
+        return try await job(id, connection)
+    }
+
+    /// A child runs again only through its parent's retry (its end is counted on the parent).
+    func refuseChildRetry(_ id: JobID, _ connection: PostgresConnection) async throws {
+        for try await parent in try await connection.query(
+            "SELECT parent_id FROM jobctl.jobs WHERE id = \(id.rawValue) AND parent_id IS NOT NULL",
+            logger: logger
+        ).decode(String.self) {
+            throw JobStoreError.childRetry(id, parent: JobID(parent))
+        }
     }
 }

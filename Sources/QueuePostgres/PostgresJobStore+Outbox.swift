@@ -9,7 +9,12 @@ extension PostgresJobStore {
 
     /// Writes the event for a job that just reached a terminal status, if it has a webhook.
     func enqueueEvent(for id: JobID, _ connection: PostgresConnection, now: Int64) async throws {
-        let job = try await job(id, connection)
+        try await enqueueEvent(for: try await job(id, connection), connection, now: now)
+    }
+
+    /// Writes the event for `job` (as just read) if it has ended and has a webhook.
+    func enqueueEvent(for job: Job, _ connection: PostgresConnection, now: Int64) async throws {
+        let id = job.id
         guard job.status.isTerminal, let url = job.webhook else { return }
         let type = "job.\(job.status.rawValue)"
         let body = try Job.makeJSONEncoder(pretty: false).encode(

@@ -70,7 +70,8 @@ extension PostgresJobStore {
                     token: token,
                     attempt: job.attempt,
                     worker: worker,
-                    hasWebhook: job.webhook != nil
+                    // A child's end must also reach its parent: in a transaction, as a webhook's.
+                    hasWebhook: job.webhook != nil || job.parent != nil
                 )
             )
         }
@@ -103,7 +104,7 @@ extension PostgresJobStore {
     /// Completes a batch: one fenced UPDATE (each row matched by its own id and lease token),
     /// the tracks replaced; returns the accepted ids, whether each has a webhook, and the time.
     struct CompleteBatch: PostgresPreparedStatement {
-        static let name = "jobctl_complete_batch_v1"
+        static let name = "jobctl_complete_batch_v2"
         static let sql = """
             WITH \(clockCTE(parameter: 5)), input AS (
                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::jsonb[]) AS i(id, token, result, tracks)
@@ -112,7 +113,7 @@ extension PostgresJobStore {
                     error_retryable = NULL, finished_at = t.now, lease_token = NULL, lease_expires_at = NULL, cancel_requested = FALSE,
                     updated_at = t.now
                 FROM t, input i WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 'reading'
-                RETURNING j.id, j.webhook IS NOT NULL AS has_webhook, t.now, i.tracks
+                RETURNING j.id, (j.webhook IS NOT NULL OR j.parent_id IS NOT NULL) AS has_webhook, t.now, i.tracks
             ), \(replaceTracksCTEs)
             SELECT id, has_webhook, now FROM done
             """

@@ -54,7 +54,7 @@ extension PostgresJobStore {
             if !missed.isEmpty {
                 do {
                     try await transaction { connection in
-                        for row in missed { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+                        for row in missed { try await self.recorded(row.id, connection, now: row.now) }
                     }
                 } catch {
                     logger.error(
@@ -66,8 +66,9 @@ extension PostgresJobStore {
             return Set(rows.map(\.id))
         }
         return try await transaction { connection in
+            try await self.lockParents(of: batch.filter(\.lease.hasWebhook).map(\.lease.jobID), connection)
             let rows = try await self.rows(of: statement, connection)
-            for row in rows where row.hasWebhook { try await self.enqueueEvent(for: row.id, connection, now: row.now) }
+            for row in rows where row.hasWebhook { try await self.recorded(row.id, connection, now: row.now) }
             return Set(rows.map(\.id))
         }
     }
@@ -148,7 +149,8 @@ extension PostgresJobStore {
     }
 
     /// What the `done` CTE of an attempt's end returns, besides its `tracks`.
-    static let finishedColumns = "id, status, webhook IS NOT NULL AS has_webhook, t.now"
+    /// (`has_webhook`: an event to write, or a parent to tell: the work after the statement.)
+    static let finishedColumns = "id, status, (webhook IS NOT NULL OR parent_id IS NOT NULL) AS has_webhook, t.now"
 
     /// After `done` (the fenced UPDATE): its tracks recorded, workers woken if the job is queued
     /// again; the statement returns the new status, whether there is a webhook, and the time.
@@ -187,6 +189,7 @@ extension PostgresJobStore {
     /// (or queued again) needs nothing else.
     func finish(_ lease: Lease, statement: @escaping @Sendable () throws -> PostgresQuery) async throws -> Bool {
         try await transaction { connection in
+            if lease.hasWebhook { try await self.lockParents(of: [lease.jobID], connection) }
             var outcome: (status: String, hasWebhook: Bool, now: Int64)?
             for try await (status, hasWebhook, now, _) in try await connection.query(statement(), logger: self.logger)
                 .decode((String, Bool, Int64, Int64).self)
@@ -195,7 +198,7 @@ extension PostgresJobStore {
             }
             guard let outcome else { return false }
             if outcome.hasWebhook, JobStatus(rawValue: outcome.status)?.isTerminal == true {
-                try await self.enqueueEvent(for: lease.jobID, connection, now: outcome.now)
+                try await self.recorded(lease.jobID, connection, now: outcome.now)
             }
             return true
         }
@@ -206,6 +209,7 @@ extension PostgresJobStore {
     public func cancel(_ id: JobID) async throws -> CancelOutcome {
         try await transaction { connection in
             let now = try await self.currentTime(connection)
+            try await self.lockParents(of: [id], connection)
             let status = try await self.status(of: id, connection, lock: true)
             switch status {
             case .unknown:
@@ -213,9 +217,13 @@ extension PostgresJobStore {
                     "UPDATE jobctl.jobs SET status = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(id.rawValue)",
                     logger: self.logger
                 )
-                try await self.enqueueEvent(for: id, connection, now: now)
+                try await self.recorded(id, connection, now: now)
                 return .cancelled(try await self.job(id, connection))
             case .reading:
+                // A parent waiting for its children ends at once, and they are cancelled.
+                if try await self.applyToParent(id, .job(.cancel), child: nil, in: .waiting, connection, now: now) {
+                    return .cancelled(try await self.job(id, connection))
+                }
                 try await connection.query(
                     "UPDATE jobctl.jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(id.rawValue)",
                     logger: self.logger
@@ -232,6 +240,10 @@ extension PostgresJobStore {
         try await transaction { connection in
             let now = try await self.currentTime(connection)
             let status = try await self.status(of: id, connection, lock: true)
+            try await self.refuseChildRetry(id, connection)
+            if let parent = try await self.retryWaitingParent(id, status: status, force: force, connection, now: now) {
+                return parent
+            }
             var crashes = 0
             for try await value in try await connection.query(
                 "SELECT crashes FROM jobctl.jobs WHERE id = \(id.rawValue)",

@@ -61,7 +61,7 @@ extension SQLiteJobStore {
                     "crashedCode": ErrorCode.workerCrashed.rawValue, "lostCode": ErrorCode.leaseLost.rawValue,
                 ]
             )
-            for id in ended { try SQLiteJobStore.enqueueEvent(for: JobID(id), db, now: now) }
+            for id in ended { try SQLiteJobStore.recorded(JobID(id), db, now: now) }
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """

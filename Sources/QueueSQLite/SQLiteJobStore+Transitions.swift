@@ -60,40 +60,6 @@ extension SQLiteJobStore {
         )
     }
 
-    public func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]? {
-        if let error = JobStoreError.childCount(children.count) { throw error }
-        let now = self.now
-        let ids = children.map { _ in JobID.make(at: clock()) }
-        return try await write { db -> [JobID]? in
-            // The parent waits, its attempt not counted, if the lease still holds and nobody
-            // asked it to stop (JobGraphStateMachine's fan-out).
-            try db.execute(
-                sql: """
-                    UPDATE jobs SET attempt = attempt - 1, crashes = 0, lease_token = NULL, lease_expires_at = NULL,
-                        progress = 0, children_total = ?, children_completed = 0, children_failed = 0,
-                        children_cancelled = 0, updated_at = ?
-                    WHERE id = ? AND lease_token = ? AND status = 'reading' AND cancel_requested = 0
-                        AND children_total = 0
-                    """,
-                arguments: [children.count, now, lease.jobID.rawValue, lease.token]
-            )
-            guard db.changesCount == 1,
-                let parent = try Row.fetchOne(
-                    db,
-                    sql: "SELECT owner, created_at FROM jobs WHERE id = ?",
-                    arguments: [lease.jobID.rawValue]
-                )
-            else { return nil }
-            for (index, (request, id)) in zip(children, ids).enumerated() {
-                var request = request
-                (request.parent, request.childIndex, request.owner) = (lease.jobID, index, parent["owner"])
-                (request.webhook, request.idempotencyKey) = (nil, nil)
-                try SQLiteJobStore.insert(request, id: id, now: now, createdAt: parent["created_at"], db)
-            }
-            return ids
-        }
-    }
-
     /// Ends the current attempt with `sql`'s assignments, if `lease` still holds it.
     func finish(
         _ lease: Lease,
@@ -116,7 +82,7 @@ extension SQLiteJobStore {
             )
             guard db.changesCount == 1 else { return false }
             if let tracks { try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db) }
-            try SQLiteJobStore.enqueueEvent(for: lease.jobID, db, now: now)
+            try SQLiteJobStore.recorded(lease.jobID, db, now: now)
             return true
         }
     }
@@ -133,9 +99,13 @@ extension SQLiteJobStore {
                     sql: "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
                     arguments: [now, now, id.rawValue]
                 )
-                try SQLiteJobStore.enqueueEvent(for: id, db, now: now)
+                try SQLiteJobStore.recorded(id, db, now: now)
                 return .cancelled(try SQLiteJobStore.job(id, db))
             case .reading:
+                // A parent waiting for its children ends at once, and they are cancelled.
+                if try SQLiteJobStore.applyToParent(id, .job(.cancel), child: nil, in: .waiting, db, now: now) {
+                    return .cancelled(try SQLiteJobStore.job(id, db))
+                }
                 try db.execute(
                     sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
                     arguments: [now, id.rawValue]
@@ -151,6 +121,16 @@ extension SQLiteJobStore {
         let now = self.now
         return try await write { db in
             let status = try SQLiteJobStore.status(of: id, db)
+            if let parent = try String.fetchOne(
+                db,
+                sql: "SELECT parent_id FROM jobs WHERE id = ?",
+                arguments: [id.rawValue]
+            ) {
+                throw JobStoreError.childRetry(id, parent: JobID(parent))
+            }
+            if let parent = try SQLiteJobStore.retryWaitingParent(id, status: status, force: force, db, now: now) {
+                return parent
+            }
             let crashes =
                 try Int.fetchOne(db, sql: "SELECT crashes FROM jobs WHERE id = ?", arguments: [id.rawValue]) ?? 0
             let state = JobStateMachine.State(status: status, attempt: 0, maxAttempts: 1, crashes: crashes)

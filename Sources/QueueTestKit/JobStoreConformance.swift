@@ -84,6 +84,11 @@ public enum JobStoreConformance {
         /// A fan-out (issue 27) creates every child or none, fenced; the parent waits without a
         /// lease; children are claimed ahead of later work.
         case fanOut
+        /// The children's ends reach their parent; the join; a child's failure; the parent's
+        /// retry and cancel over its children.
+        case graphLifecycle
+        /// Twenty children ending at once: each counted once, the join queued once.
+        case graphConcurrentEnds
         /// Every state a job can be in × every event, through the store's API, against
         /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
         /// cancel-requested paths included.
@@ -120,6 +125,8 @@ public enum JobStoreConformance {
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .fanOut: try await Checks.fanOut(harness)
+            case .graphLifecycle: try await Checks.graphLifecycle(harness)
+            case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }
         }
