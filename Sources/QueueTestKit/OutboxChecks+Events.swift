@@ -207,4 +207,41 @@ extension OutboxChecks {
         let cancelledEvents = try await h.events(queued.id)
         #expect(Set(cancelledEvents.map(\.id)).count == cancelledEvents.count)
     }
+
+    /// A job graph sends one event, the parent's, when a child's failure ends it (with the
+    /// child's code); its children, which have no webhook, send none; the parent's join sends
+    /// its own when it completes.
+    static func graphEvents(_ h: OutboxHarness) async throws {
+        for failing in [true, false] {
+            let parent = try await h.submit(failing ? "graph failing" : "graph joined")
+            let claimed = try await h.claim(parent.id)
+            let children = (0..<2).map { index in
+                JobRequest(
+                    input: "/data/part\(index).mov",
+                    output: "/out/part\(index).mp4",
+                    preset: "low",
+                    webhook: OutboxHarness.hook
+                )
+            }
+            let ids = try #require(try await h.handle(1).fanOut(claimed.lease, children: children))
+            let running = try await h.handle(2).claim(as: OutboxHarness.worker, limit: 10, lease: .seconds(30))
+            try #require(Set(running.map(\.job.id)) == Set(ids))
+            h.clock.advance(by: .seconds(1))
+            if failing {
+                let error = JobError(code: .decodeFailed, message: "damaged", retryable: false)
+                #expect(try await h.handle(0).fail(running[0].lease, error: error, retryDelay: .zero))
+                try await h.expectEvents(parent, ["job.failed"], "a child's failure ends the parent")
+                #expect(try await h.handle(1).complete(running[1].lease, result: .null, tracks: []))
+            } else {
+                for child in running { #expect(try await h.handle(0).complete(child.lease, result: .null, tracks: [])) }
+                try await h.expectEvents(parent, [], "the join is queued: no event yet", fresh: false)
+                let join = try await h.claim(parent.id)
+                #expect(try await h.handle(3).complete(join.lease, result: .null, tracks: []))
+                try await h.expectEvents(parent, ["job.completed"], "the join completed")
+            }
+            for id in ids { #expect(try await h.events(id).isEmpty, "children are silent") }
+            let payload = try #require(try await h.events(parent.id).first)
+            #expect(payload.type == (failing ? "job.failed" : "job.completed"))
+        }
+    }
 }

@@ -59,6 +59,8 @@ public enum WebhookOutboxConformance {
         /// `redeliver`: delivered and failed events are sent again (same id, at once); unknown
         /// ids are `.notFound`; an event being sent is a `.conflict`.
         case redeliver
+        /// A job graph: the parent's event once (a child's failure, or its join); children silent.
+        case graphEvents
 
         public var description: String { rawValue }
 
@@ -79,6 +81,7 @@ public enum WebhookOutboxConformance {
             case .recordFailed: try await OutboxChecks.recordFailed(harness)
             case .deliveriesListing: try await OutboxChecks.deliveriesListing(harness)
             case .redeliver: try await OutboxChecks.redeliver(harness)
+            case .graphEvents: try await OutboxChecks.graphEvents(harness)
             }
         }
     }
