@@ -26,8 +26,6 @@ public protocol JobKindDefinition: Sendable {
     /// Whether the output is a directory of files (a URL template with `{name}` when remote)
     /// rather than one file.
     static var writesFileSet: Bool { get }
-    /// What `format` may be for this kind (`--format`, `"format"`), for messages; `nil`: none.
-    static var formats: String? { get }
 
     /// The request (`nil`: its field was not given) checked into options. `format` is the
     /// submission's `format`. Refusals name the field (`rules.invalid`).

@@ -41,7 +41,6 @@ public enum ExportKind: JobKindDefinition {
     public static let kind = JobKind.export
     public static let field = "preset"
     public static let writesFileSet = false
-    public static let formats: String? = "mp4, mov or m4a"
 
     public static func options(
         from request: Request?,

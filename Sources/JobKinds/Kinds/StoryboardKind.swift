@@ -24,7 +24,6 @@ public enum StoryboardKind: FileSetKind {
     }
 
     public static let kind = JobKind.storyboard
-    public static let formats: String? = "jpg, png or webp"
 
     public static func options(
         from request: Request?,

@@ -38,7 +38,6 @@ public enum ThumbnailsKind: FileSetKind {
     }
 
     public static let kind = JobKind.thumbnails
-    public static let formats: String? = "jpg, png or webp"
 
     public static func options(
         from request: Request?,

@@ -28,7 +28,6 @@ public enum WaveformKind: FileSetKind {
     }
 
     public static let kind = JobKind.waveform
-    public static let formats: String? = nil
 
     public static func options(
         from request: Request?,

@@ -126,11 +126,7 @@ public enum FieldNaming: Sendable {
             if parts.count > 2 || parts.dropFirst().contains(where: { Int($0) != nil }) {
                 return "--options' \(parts.dropFirst().joined(separator: "."))"
             }
-            let last = parts.last ?? field
-            return "--"
-                + last.reduce(into: "") { text, character in
-                    if character.isUppercase { text += "-" + character.lowercased() } else { text.append(character) }
-                }
+            return MediaError.InvalidOption.flag(for: parts.last ?? field)
         }
     }
 }

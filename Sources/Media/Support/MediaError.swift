@@ -72,7 +72,10 @@ public struct MediaError: CodedError, Sendable {
         public var requirement: String
 
         /// `--samples-per-pixel`: the command line's flag for `field`.
-        public var flag: String {
+        public var flag: String { Self.flag(for: field) }
+
+        /// The command line's flag for a field named in camel case (`samplesPerPixel`).
+        public static func flag(for field: String) -> String {
             "--"
                 + field.reduce(into: "") { text, character in
                     if character.isUppercase { text += "-" + character.lowercased() } else { text.append(character) }
