@@ -20,9 +20,46 @@ struct SubmitRequest: Decodable, Sendable {
     var webhook: String?
     /// Each registered kind's field that the body has.
     var kindFields: [String: JSONValue] = [:]
+    /// More outputs of the input, one webhook for all: `"also": ["thumbnails", {"kind":
+    /// "waveform", "output": "…", "waveform": {…}}]`.
+    var also: [AlsoValue]?
 
     private enum CodingKeys: String, CodingKey {
-        case input, kind, format, range, output, priority, maxAttempts, metadata, webhook
+        case input, kind, format, range, output, priority, maxAttempts, metadata, webhook, also
+    }
+
+    /// One of `also`: a kind's name, or an object with `kind`, `output`, `format` and the kind's
+    /// field.
+    struct AlsoValue: Decodable, Sendable {
+        var draft: SubmissionDraft.AlsoDraft
+
+        init(from decoder: any Decoder) throws {
+            if let kind = try? decoder.singleValueContainer().decode(String.self) {
+                draft = .init(kind: kind)
+                return
+            }
+            let object = try decoder.container(keyedBy: KindField.self)
+            let kind = try object.decode(String.self, forKey: KindField(stringValue: "kind"))
+            draft = .init(
+                kind: kind,
+                output: try object.decodeIfPresent(String.self, forKey: KindField(stringValue: "output")),
+                format: try object.decodeIfPresent(String.self, forKey: KindField(stringValue: "format"))
+            )
+            if let definition = JobKinds.named(JobKind(rawValue: kind)) {
+                draft.field = try object.decodeIfPresent(
+                    JSONValue.self,
+                    forKey: KindField(stringValue: definition.field)
+                )
+            }
+            let known = Set(["kind", "output", "format"] + JobKinds.all.map { $0.field })
+            if let unknown = object.allKeys.map(\.stringValue).first(where: { !known.contains($0) }) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: KindField(stringValue: unknown),
+                    in: object,
+                    debugDescription: "is not a field of an extra output (kind, output, format and the kind's field)"
+                )
+            }
+        }
     }
 
     private struct KindField: CodingKey {
@@ -43,6 +80,7 @@ struct SubmitRequest: Decodable, Sendable {
         maxAttempts = try container.decodeIfPresent(WholeNumber.self, forKey: .maxAttempts)
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
         webhook = try container.decodeIfPresent(String.self, forKey: .webhook)
+        also = try container.decodeIfPresent([AlsoValue].self, forKey: .also)
         let fields = try decoder.container(keyedBy: KindField.self)
         for definition in JobKinds.all {
             let key = KindField(stringValue: definition.field)
@@ -88,7 +126,8 @@ struct SubmitRequest: Decodable, Sendable {
             maxAttempts: maxAttempts?.value,
             metadata: metadata ?? [:],
             webhook: webhook,
-            kindFields: kindFields
+            kindFields: kindFields,
+            also: also?.map(\.draft) ?? []
         )
     }
 

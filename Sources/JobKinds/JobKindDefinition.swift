@@ -136,6 +136,12 @@ public enum JobKinds {
                 retryable: false
             )
         }
+        if let also = try job.alsoOutputs() {
+            switch try job.alsoStep(also, children: context.children) {
+            case .fanOut(let children): return FanOutJob(children: children)
+            case .join(let children): return OutputsJoin(children: children)
+            }
+        }
         return try await definition.prepareStored(job, context: context)
     }
 }

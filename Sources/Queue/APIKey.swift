@@ -74,6 +74,8 @@ public struct JobQuery: Sendable, Hashable {
     /// Only these jobs (the API's long polls and event streams read all they watch at once);
     /// `nil`: any job.
     public var ids: [JobID]?
+    /// Only this job's children (a job graph's, issue 27); `nil`: any job.
+    public var parent: JobID?
     public var limit: Int
 
     /// A position in the listing order: a job's creation time and id.
@@ -92,12 +94,14 @@ public struct JobQuery: Sendable, Hashable {
         owner: String? = nil,
         after: Cursor? = nil,
         ids: [JobID]? = nil,
+        parent: JobID? = nil,
         limit: Int
     ) {
         self.status = status
         self.owner = owner
         self.after = after
         self.ids = ids
+        self.parent = parent
         self.limit = limit
     }
 }

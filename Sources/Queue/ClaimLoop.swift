@@ -145,6 +145,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
         var wakeUps = signals.wakeUps.makeAsyncIterator()
         while true {
             machine.finished(signals.takeFinished())
+            machine.ended(signals.takeEnded())
             if stopping.load(ordering: .acquiring), machine.stop(now: .now) {
                 driver.observe(.drainStarted(running: machine.running))
             }
@@ -157,6 +158,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
                             let slot = ClaimSlot { signals.finished() }
                             await driver.run(item, slot: slot)
                             slot.free()
+                            signals.ended()
                         }
                     }
                     action = machine.claimed(claimed.count, now: .now)
@@ -184,6 +186,7 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
     /// wake-up and one claim of N slots.
     private final class Signals: Sendable {
         private let finishedCount = Atomic<Int>(0)
+        private let endedCount = Atomic<Int>(0)
         private let freeSlots = Atomic<Bool>(true)
         private let lookedEmpty = Atomic<Bool>(true)
         let wakeUps: AsyncStream<Void>
@@ -199,6 +202,15 @@ public final class ClaimLoop<Driver: ClaimLoopDriver>: Sendable {
         }
 
         func wake() { continuation.yield() }
+
+        /// An item's task ended (after its slot was freed).
+        func ended() {
+            endedCount.add(1, ordering: .relaxed)
+            continuation.yield()
+        }
+
+        /// Items ended since the last call.
+        func takeEnded() -> Int { endedCount.exchange(0, ordering: .relaxed) }
 
         /// Items finished since the last call.
         func takeFinished() -> Int { finishedCount.exchange(0, ordering: .relaxed) }

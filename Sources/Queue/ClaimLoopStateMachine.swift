@@ -65,6 +65,10 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
     public let configuration: Configuration
     /// Items claimed and not finished yet.
     public private(set) var running = 0
+    /// Items claimed whose work has not ended yet, slots freed or not: an item reporting its
+    /// outcome may queue more work (a graph's last child queues its parent's join), so `once`
+    /// ends only when none is left.
+    public private(set) var unended = 0
     /// When the drain began, once a stop was asked for.
     public private(set) var drainStarted: ContinuousClock.Instant?
     /// The wait after the last failed claim (zero after a success).
@@ -96,6 +100,11 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
         running = max(0, running - count)
     }
 
+    /// `count` items' work ended (their reports made).
+    public mutating func ended(_ count: Int) {
+        unended = max(0, unended - count)
+    }
+
     /// What to do at a wake-up.
     public mutating func next(now: ContinuousClock.Instant) -> Action {
         guard !finished else { return .finish }
@@ -117,9 +126,11 @@ public struct ClaimLoopStateMachine: Sendable, Hashable {
     /// A claim returned `count` items (now running).
     public mutating func claimed(_ count: Int, now: ContinuousClock.Instant) -> Action {
         running += count
+        unended += count
         backoff = .zero
         claimAgainAt = nil
-        if count == 0 && running == 0 && (configuration.once || isDrainingClaims) { return finish() }
+        if count == 0 && running == 0 && isDrainingClaims { return finish() }
+        if count == 0 && unended == 0 && configuration.once { return finish() }
         return .wait
     }
 

@@ -38,6 +38,12 @@ public struct JobID: Sendable, Hashable, Codable, Comparable, CustomStringConver
         return JobID(String(decoding: text, as: UTF8.self))
     }
 
+    /// `count` ids made at `date`, in ascending order: a fan-out's children, so that claim
+    /// order (which ends on the id) takes a parent's children in their index order.
+    public static func makeAscending(_ count: Int, at date: Date = Date()) -> [JobID] {
+        (0..<count).map { _ in make(at: date).rawValue }.sorted().map { JobID($0) }
+    }
+
     /// Whether this looks like a job id (a UUID); commands check before asking the store.
     public var isWellFormed: Bool { UUID(uuidString: rawValue) != nil }
 }

@@ -56,13 +56,14 @@ extension MemoryJobStore {
             parent.leaseToken = nil
             parent.leaseExpiresAt = nil
             tables.jobs[lease.jobID] = parent
-            return children.enumerated().map { index, request in
-                var request = request
+            let ids = JobID.makeAscending(children.count, at: now)
+            return zip(children, ids).enumerated().map { index, pair in
+                var (request, id) = pair
                 (request.parent, request.childIndex, request.owner) = (lease.jobID, index, parent.job.owner)
                 (request.webhook, request.idempotencyKey) = (nil, nil)
                 let child = MemoryJobStore.job(
                     request,
-                    id: JobID.make(at: now),
+                    id: id,
                     now: now,
                     createdAt: parent.job.createdAt
                 )
@@ -78,6 +79,19 @@ extension MemoryJobStore {
         enqueueEvent(for: job, &tables, now: now)
         guard let parent = job.parent, let event = JobGraphStateMachine.childEvent(for: job.status) else { return }
         _ = applyToParent(parent, event, child: job, &tables, now: now)
+        refreshProgress(ofParent: parent, &tables)
+    }
+
+    /// A waiting parent's progress: its children's, weighted by the media each covers (its
+    /// range's duration; 1 s for a child without one).
+    static func refreshProgress(ofParent id: JobID, _ tables: inout Tables) {
+        guard var parent = tables.jobs[id], parent.job.status == .reading, parent.leaseToken == nil else { return }
+        let children = tables.jobs.values.map(\.job).filter { $0.parent == id }
+        let weights = children.map { $0.range?.duration ?? 1 }
+        let total = weights.reduce(0, +)
+        guard total > 0 else { return }
+        parent.job.progress = zip(children, weights).map { $0.progress * $1 }.reduce(0, +) / total
+        tables.jobs[id] = parent
     }
 
     /// `event` applied to the parent `id` and, by its command, to its children. Returns the

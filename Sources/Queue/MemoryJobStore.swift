@@ -176,6 +176,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             record.job.progress = max(record.job.progress, min(max(progress, 0), 1))
             record.job.tracks = tracks
             tables.jobs[lease.jobID] = record
+            if let parent = record.job.parent { MemoryJobStore.refreshProgress(ofParent: parent, &tables) }
             return .held(cancelRequested: record.job.cancelRequested)
         }
     }
@@ -300,6 +301,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             let selected = tables.jobs.values.map(\.job).filter { job in
                 (ids?.contains(job.id) ?? true) && (query.status == nil || job.status == query.status)
                     && (query.owner == nil || job.owner == query.owner)
+                    && (query.parent == nil || job.parent == query.parent)
                     && query.after.map {
                         (job.createdAt.milliseconds, job.id.rawValue) < ($0.createdAt, $0.id.rawValue)
                     }

@@ -124,12 +124,17 @@ extension PostgresJobStore {
                     UPDATE jobctl.jobs SET lease_expires_at = t.now + \(extendBy.milliseconds),
                         progress = greatest(progress, \(min(max(progress, 0), 1))), updated_at = t.now
                     FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
-                    RETURNING id, cancel_requested, \(tracksJSON)::jsonb AS tracks
+                    RETURNING id, cancel_requested, parent_id, \(tracksJSON)::jsonb AS tracks
                 ), \(unescaped: Self.replaceTracksCTEs)
-                SELECT cancel_requested FROM done
+                SELECT cancel_requested, parent_id FROM done
                 """,
                 logger: self.logger
-            ).decode(Bool.self) { return .held(cancelRequested: value) }
+            ).decode((Bool, String?).self) {
+                // The parent's progress in a statement of its own: this one holds the child's
+                // row, and graph transitions lock a parent before its children.
+                if let parent = value.1 { try await self.refreshProgress(ofParent: JobID(parent), connection) }
+                return .held(cancelRequested: value.0)
+            }
             return .lost
         }
     }

@@ -26,10 +26,8 @@ extension PostgresJobStore {
             var parent: (owner: String?, createdAt: Int64)?
             for try await (owner, createdAt) in rows.decode((String?, Int64).self) { parent = (owner, createdAt) }
             guard let parent else { return nil }
-            var ids: [JobID] = []
-            for (index, request) in children.enumerated() {
-                let id = JobID.make(at: Date(milliseconds: now))
-                ids.append(id)
+            let ids = JobID.makeAscending(children.count, at: Date(milliseconds: now))
+            for (index, (request, id)) in zip(children, ids).enumerated() {
                 try await connection.query(
                     """
                     INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start,
@@ -64,6 +62,20 @@ extension PostgresJobStore {
         )
     }
 
+    /// A waiting parent's progress: its children's, weighted by the media each covers (its
+    /// range's duration; 1 s for a child without one).
+    func refreshProgress(ofParent id: JobID, _ connection: PostgresConnection) async throws {
+        _ = try await connection.query(
+            """
+            UPDATE jobctl.jobs SET progress = (
+                SELECT COALESCE(SUM(c.progress * COALESCE(c.range_duration, 1.0)) / SUM(COALESCE(c.range_duration, 1.0)), 0)
+                FROM jobctl.jobs c WHERE c.parent_id = \(id.rawValue)
+            ) WHERE id = \(id.rawValue) AND status = 'reading' AND lease_token IS NULL
+            """,
+            logger: logger
+        ).collect()
+    }
+
     /// A job's transition is written: its webhook event if it ended, and its end counted on its
     /// parent, in the same transaction.
     func recorded(_ id: JobID, _ connection: PostgresConnection, now: Int64) async throws {
@@ -71,6 +83,7 @@ extension PostgresJobStore {
         try await enqueueEvent(for: job, connection, now: now)
         guard let parent = job.parent, let event = JobGraphStateMachine.childEvent(for: job.status) else { return }
         try await applyToParent(parent, event, child: (job.childIndex, job.error), connection, now: now)
+        try await refreshProgress(ofParent: parent, connection)
     }
 
     /// `event` applied to the parent `id` and, by its command, to its children. `false` when

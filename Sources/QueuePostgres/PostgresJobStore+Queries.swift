@@ -83,6 +83,7 @@ extension PostgresJobStore {
         try await withConnection { connection in
             let (status, owner) = (query.status?.rawValue, query.owner)
             let (afterTime, afterID) = (query.after?.createdAt, query.after?.id.rawValue)
+            let parent = query.parent?.rawValue
             // Watched ids drive the lookup through the primary key; a listing walks the time index.
             let rows: PostgresRowSequence
             if let ids = query.ids?.map(\.rawValue) {
@@ -92,6 +93,7 @@ extension PostgresJobStore {
                     WHERE id = ANY(\(ids)::text[])
                         AND (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
                         AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
+                        AND (\(parent)::text IS NULL OR parent_id = \(parent))
                     ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
                     """,
                     logger: self.logger
@@ -102,6 +104,7 @@ extension PostgresJobStore {
                     SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
                     WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
                         AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
+                        AND (\(parent)::text IS NULL OR parent_id = \(parent))
                     ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
                     """,
                     logger: self.logger

@@ -120,20 +120,23 @@ extension SQLiteJobStore {
     ) async throws -> LeaseState {
         let now = self.now
         return try await write { db in
-            let cancelRequested = try Bool.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
-                        WHERE id = ? AND lease_token = ? AND status = 'reading'
-                        RETURNING cancel_requested
-                        """
-                ),
-                arguments: [
-                    now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token,
-                ]
-            )
-            guard let cancelRequested else { return .lost }
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            UPDATE jobs SET lease_expires_at = ?, progress = max(progress, ?), updated_at = ?
+                            WHERE id = ? AND lease_token = ? AND status = 'reading'
+                            RETURNING cancel_requested, parent_id
+                            """
+                    ),
+                    arguments: [
+                        now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token,
+                    ]
+                )
+            else { return .lost }
+            let cancelRequested: Bool = row["cancel_requested"]
             try SQLiteJobStore.replaceTracks(tracks, of: lease.jobID, db)
+            if let parent: String = row["parent_id"] { try SQLiteJobStore.refreshProgress(ofParent: JobID(parent), db) }
             return .held(cancelRequested: cancelRequested)
         }
     }

@@ -10,7 +10,7 @@ extension SQLiteJobStore {
     public func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]? {
         if let error = JobStoreError.childCount(children.count) { throw error }
         let now = self.now
-        let ids = children.map { _ in JobID.make(at: clock()) }
+        let ids = JobID.makeAscending(children.count, at: clock())
         return try await write { db -> [JobID]? in
             // The parent waits, its attempt not counted, if the lease still holds and nobody
             // asked it to stop (JobGraphStateMachine's fan-out).
@@ -41,6 +41,20 @@ extension SQLiteJobStore {
         }
     }
 
+    /// A waiting parent's progress: its children's, weighted by the media each covers (its
+    /// range's duration; 1 s for a child without one).
+    static func refreshProgress(ofParent id: JobID, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE jobs SET progress = (
+                    SELECT COALESCE(SUM(progress * COALESCE(range_duration, 1.0)) / SUM(COALESCE(range_duration, 1.0)), 0)
+                    FROM jobs WHERE parent_id = ?1
+                ) WHERE id = ?1 AND status = 'reading' AND lease_token IS NULL
+                """,
+            arguments: [id.rawValue]
+        )
+    }
+
     /// A job's transition is written: its webhook event if it ended, and its end counted on its
     /// parent, in the same transaction.
     static func recorded(_ id: JobID, _ db: Database, now: Int64) throws {
@@ -69,6 +83,7 @@ extension SQLiteJobStore {
             )
         }
         try applyToParent(JobID(parent), event, child: (row["child_index"], error), db, now: now)
+        try refreshProgress(ofParent: JobID(parent), db)
     }
 
     /// `event` applied to the parent `id` and, by its command, to its children. `false` when

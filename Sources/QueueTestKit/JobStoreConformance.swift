@@ -89,6 +89,9 @@ public enum JobStoreConformance {
         case graphLifecycle
         /// Twenty children ending at once: each counted once, the join queued once.
         case graphConcurrentEnds
+        /// A waiting parent's progress is its children's, weighted by their ranges; a listing
+        /// by parent returns exactly its children; children are claimed in index order.
+        case graphProgress
         /// Every state a job can be in × every event, through the store's API, against
         /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
         /// cancel-requested paths included.
@@ -127,6 +130,7 @@ public enum JobStoreConformance {
             case .fanOut: try await Checks.fanOut(harness)
             case .graphLifecycle: try await Checks.graphLifecycle(harness)
             case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
+            case .graphProgress: try await Checks.graphProgress(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }
         }

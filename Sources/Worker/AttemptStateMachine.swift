@@ -40,6 +40,9 @@ struct AttemptStateMachine: Sendable, Hashable {
         /// The export stopped because the attempt was stopped.
         case cancelled
         case failed(JobError)
+        /// The attempt fanned out into children (the store took them and the job's lease):
+        /// nothing more to report (issue 27).
+        case fannedOut
     }
 
     /// What checking the lease against the store just before an output becomes visible found.
@@ -84,6 +87,8 @@ struct AttemptStateMachine: Sendable, Hashable {
         case leaseLost = "lease_lost"
         /// The store could not be told; the lease will expire and the job run again.
         case unreported
+        /// A graph's parent created its children and waits for them, without a lease.
+        case fannedOut = "fanned_out"
     }
 
     enum Action: Sendable, Hashable {
@@ -171,6 +176,11 @@ struct AttemptStateMachine: Sendable, Hashable {
             return abandon(discardOutput: false)
         case .failed(let error):
             return report(.fail(error), discardOutput: false)
+        case .fannedOut:
+            // The fan-out was the report: one store call that created the children and let go
+            // of the lease.
+            phase = .ended(.fannedOut)
+            return .end(.fannedOut, discardOutput: false)
         }
     }
 

@@ -11,7 +11,7 @@ import SafeHTTP
 /// The decisions are all in the state machine; this type only performs them and feeds back what
 /// happened.
 struct Attempts: Sendable {
-    let store: any JobQueueDriver
+    let store: any JobQueueDriver & QueryableJobQueue
     let options: WorkerOptions
     let sender: HTTPSender
     let running: RunningJobs
@@ -54,15 +54,21 @@ struct Attempts: Sendable {
             var finished: FinishedRun?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
-                let prepared = try await Self.prepare(claimed, options: options, sender: sender)
+                let prepared = try await Self.prepare(claimed, store: store, options: options, sender: sender)
                 execution.attach(prepared)
                 // Stopped while it was being prepared: `attach` cancelled it; do not start it.
                 if execution.stopReason != nil { throw MediaError.cancelled() }
-                let started = ContinuousClock.now
-                let run = try await prepared.run()
-                if let seconds = run.mediaSeconds { WorkerMetrics.encoded(mediaSeconds: seconds, in: .now - started) }
-                finished = run
-                outcome = .finished(prepared.uploadURL == nil ? .rename : .upload)
+                if let children = prepared.fanOut {
+                    outcome = try await fanOut(children, execution, logger: logger)
+                } else {
+                    let started = ContinuousClock.now
+                    let run = try await prepared.run()
+                    if let seconds = run.mediaSeconds {
+                        WorkerMetrics.encoded(mediaSeconds: seconds, in: .now - started)
+                    }
+                    finished = run
+                    outcome = .finished(prepared.uploadURL == nil ? .rename : .upload)
+                }
             } catch {
                 outcome = Self.outcome(of: error)
             }
@@ -185,7 +191,7 @@ struct Attempts: Sendable {
                     let failure: JobError
                     switch Self.outcome(of: error) {
                     case .failed(let error): failure = error
-                    case .cancelled, .finished:
+                    case .cancelled, .finished, .fannedOut:
                         failure = JobError(code: .internalError, message: "renaming the output: \(error)")
                     }
                     action = execution.handle { $0.renamed(.failure(failure)) }

@@ -58,6 +58,33 @@ enum JobFormatting {
         return lines
     }
 
+    /// A graph's parent's children: the tally, then a line each (index, id, status, progress,
+    /// kind or range, worker, encode speed).
+    static func childLines(_ job: Job, _ children: [Job]) -> [String] {
+        guard let tally = job.children else { return [] }
+        var lines = [
+            "  children  \(tally.completed) of \(tally.total) completed"
+                + (tally.failed > 0 ? ", \(tally.failed) failed" : "")
+                + (tally.cancelled > 0 ? ", \(tally.cancelled) cancelled" : "")
+        ]
+        for child in children {
+            let summary = ChildSummary(child)
+            var line =
+                "  child #\(summary.index) \(child.id) \(child.status.rawValue) \(Int(child.progress * 100))%  \(child.kind.rawValue)"
+            if let range = child.range {
+                line += String(
+                    format: " %.3f–%@ s",
+                    range.start,
+                    range.duration.map { String(format: "%.3f", range.start + $0) } ?? "end"
+                )
+            }
+            if let worker = child.worker { line += "  worker \(worker)" }
+            if let fps = summary.fps { line += String(format: "  %.1f fps", fps) }
+            lines.append(Terminal.shown(line))
+        }
+        return lines
+    }
+
     /// An export's file, or a set's files (each image with its requested and actual time).
     private static func resultLines(_ result: JSONValue, job: Job) -> [String] {
         let output = result["output"]?.stringValue ?? job.displayOutput
@@ -101,4 +128,33 @@ func jobID(_ text: String) throws -> JobID {
         throw CommandFailure.usage("'\(text)' is not a job id (ids look like 0193f1c2-7a4e-7d3b-9c1e-5b6a7c8d9e0f)")
     }
     return id
+}
+
+/// One child of a graph's parent as `show` lists it.
+struct ChildSummary: Encodable {
+    var index: Int
+    var id: JobID
+    var kind: String
+    var status: JobStatus
+    var progress: Double
+    var range: Job.Range?
+    var worker: String?
+    /// Video frames written per second of the child's run (`nil` before it starts or without
+    /// video).
+    var fps: Double?
+
+    init(_ job: Job) {
+        index = job.childIndex ?? 0
+        id = job.id
+        kind = job.kind.rawValue
+        status = job.status
+        progress = job.progress
+        range = job.range
+        worker = job.worker
+        let frames = job.tracks.first { $0.mediaType == "video" }?.written
+        if let frames, let started = job.startedAt {
+            let seconds = (job.finishedAt ?? Date()).timeIntervalSince(started)
+            fps = seconds > 0 ? Double(frames) / seconds : nil
+        }
+    }
 }

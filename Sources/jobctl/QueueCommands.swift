@@ -49,12 +49,22 @@ struct ShowCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let id = try jobID(id)
-            let (job, deliveries) = try await database.withStore { store in
+            let (job, deliveries, children) = try await database.withStore { store in
                 guard let job = try await store.job(id) else { throw JobStoreError.noJob(id) }
-                return (job, try await store.deliveries(job: id, limit: 20))
+                var children: [Job] = []
+                if let total = job.children?.total, total > 0 {
+                    children = try await store.jobs(JobQuery(parent: id, limit: total))
+                        .sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
+                }
+                return (job, try await store.deliveries(job: id, limit: 20), children)
             }
-            if json { return try JobFormatting.printJSON(ShownJob(job: job, webhookDeliveries: deliveries)) }
+            if json {
+                return try JobFormatting.printJSON(
+                    ShownJob(job: job, webhookDeliveries: deliveries, childJobs: children.map(ChildSummary.init))
+                )
+            }
             print(JobFormatting.details(job))
+            for line in JobFormatting.childLines(job, children) { print(line) }
             for delivery in deliveries {
                 let last =
                     delivery.log.last.map { $0.statusCode.map { "HTTP \($0)" } ?? ($0.error ?? "no response") }
@@ -206,14 +216,17 @@ extension JobStatus: ExpressibleByArgument {}
 struct ShownJob: Encodable {
     var job: Job
     var webhookDeliveries: [WebhookDelivery]
+    /// A graph's parent's children, one line each (empty for other jobs).
+    var childJobs: [ChildSummary] = []
 
     func encode(to encoder: any Encoder) throws {
         try job.encode(to: encoder)
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(webhookDeliveries, forKey: .webhookDeliveries)
+        if job.children != nil { try container.encode(childJobs, forKey: .childJobs) }
     }
 
-    enum Key: CodingKey { case webhookDeliveries }
+    enum Key: CodingKey { case webhookDeliveries, childJobs }
 }
 
 struct WorkersCommand: AsyncParsableCommand {

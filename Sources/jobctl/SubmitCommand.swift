@@ -117,6 +117,14 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --wait: give up after this long (e.g. 10m).", valueName: "duration"))
     var timeout: DurationArgument?
 
+    @Option(
+        help: ArgumentHelp(
+            "One more output of the input, with its kind's defaults (repeatable): each runs as a child job and the webhook reports them all at once. Its output is the job's with the extension replaced by the kind (talk.720p.thumbnails/).",
+            valueName: "kind"
+        )
+    )
+    var also: [String] = []
+
     @OptionGroup(title: "Thumbnails (--kind thumbnails)") var thumbnails: ThumbnailArguments
     @OptionGroup(title: "Storyboard (--kind storyboard)") var storyboard: StoryboardArguments
     @OptionGroup(title: "Waveform (--kind waveform)") var waveform: WaveformArguments
@@ -159,7 +167,8 @@ struct SubmitCommand: AsyncParsableCommand {
                 metadata: metadataPairs,
                 webhook: webhook,
                 idempotencyKey: idempotencyKey,
-                kindFields: try kindFields()
+                kindFields: try kindFields(),
+                also: also.map { SubmissionDraft.AlsoDraft(kind: $0) }
             )
             let rules = SubmissionRules(
                 place: .host(currentDirectory: FileManager.default.currentDirectoryPath),

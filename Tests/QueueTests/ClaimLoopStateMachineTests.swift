@@ -78,8 +78,28 @@ struct ClaimLoopStateMachineTests {
         #expect(m.claimed(0, now: t0) == .wait, "two still run")
         m.finished(2)
         _ = m.next(now: t0)
+        #expect(m.claimed(0, now: t0) == .wait, "their slots are free, but their reports are not made yet")
+        m.ended(2)
+        _ = m.next(now: t0)
         #expect(m.claimed(0, now: t0) == .finish)
         #expect(m.next(now: t0) == .finish)
+    }
+
+    @Test("--once claims again after a report: the last child of a graph queues its parent's join")
+    func onceAfterAReport() {
+        var m = machine(once: true)
+        _ = m.next(now: t0)
+        #expect(m.claimed(1, now: t0) == .wait)
+        m.finished(1)  // the slot is freed before the report
+        #expect(m.next(now: t0) == .claim(limit: 4))
+        #expect(m.claimed(0, now: t0) == .wait, "the report may still queue work")
+        m.ended(1)
+        #expect(m.next(now: t0) == .claim(limit: 4))
+        #expect(m.claimed(1, now: t0) == .wait, "the join")
+        m.finished(1)
+        m.ended(1)
+        _ = m.next(now: t0)
+        #expect(m.claimed(0, now: t0) == .finish)
     }
 
     @Test("a worker's drain: no claim after the stop, the end when nothing runs, a hand-back after the drain time")

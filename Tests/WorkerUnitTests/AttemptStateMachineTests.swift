@@ -25,6 +25,7 @@ struct AttemptStateMachineTests {
         }
         for outcome in [
             Machine.ExportOutcome.finished(.rename), .finished(.upload), .cancelled, .failed(retryable), .failed(final),
+            .fannedOut,
         ] {
             events.append(("exportEnded(\(outcome))", { $0.exportEnded(outcome) }))
         }
@@ -119,6 +120,10 @@ struct AttemptStateMachineTests {
                     // An output that was never shown is discarded.
                     if case .uploading = state.phase { #expect(discard, "\(pair)") }
                     if case .committing = state.phase, event.name.hasPrefix("fenced") { #expect(discard, "\(pair)") }
+                case .end(.fannedOut, let discard):
+                    // A fan-out is its own report (the store call that made the children).
+                    #expect(state.phase == .exporting && event.name == "exportEnded(fannedOut)", "\(pair)")
+                    #expect(!discard && next.phase == .ended(.fannedOut), "\(pair)")
                 case .end(let outcome, _):
                     #expect(
                         outcome == .leaseLost && next.stopReason == .leaseLost,
@@ -148,7 +153,10 @@ struct AttemptStateMachineTests {
                 var (reports, ends) = (reports, ends)
                 if case .report = action { reports += 1 }
                 if case .end = action { ends += 1 }
-                guard reports <= 1, ends <= 1, !(ends == 1 && reports == 0 && next.stopReason != .leaseLost) else {
+                let fannedOut = next.phase == .ended(.fannedOut)
+                guard reports <= 1, ends <= 1,
+                    !(ends == 1 && reports == 0 && next.stopReason != .leaseLost && !fannedOut)
+                else {
                     Issue.record("\(path + [event.name]): \(reports) reports, \(ends) ends")
                     return
                 }

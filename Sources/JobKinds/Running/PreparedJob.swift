@@ -28,6 +28,13 @@ public protocol PreparedJob: Sendable {
     func cancel()
     /// Does the work, holding its outputs back (hidden temporaries).
     func run() async throws -> FinishedRun
+    /// The children this attempt creates instead of running (a graph's parent, issue 27):
+    /// the worker hands them to the store's `fanOut`; `nil` for work that runs.
+    var fanOut: [JobRequest]? { get }
+}
+
+extension PreparedJob {
+    public var fanOut: [JobRequest]? { nil }
 }
 
 /// What a run produced: outputs held back, and the result the job will report.

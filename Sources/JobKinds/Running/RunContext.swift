@@ -17,6 +17,8 @@ public struct RunContext: Sendable {
     public var limits: ResourceLimits
     /// Every request for remote media goes through it (the address guard).
     public var sender: HTTPSender
+    /// A graph's parent's children (a join reads their results); empty for other jobs.
+    public var children: [Job]
 
     public init(
         lease: Lease,
@@ -24,7 +26,8 @@ public struct RunContext: Sendable {
         outputRoot: String?,
         stagingDirectory: String,
         limits: ResourceLimits,
-        sender: HTTPSender
+        sender: HTTPSender,
+        children: [Job] = []
     ) {
         self.lease = lease
         self.inputRoot = inputRoot
@@ -32,5 +35,6 @@ public struct RunContext: Sendable {
         self.stagingDirectory = stagingDirectory
         self.limits = limits
         self.sender = sender
+        self.children = children
     }
 }

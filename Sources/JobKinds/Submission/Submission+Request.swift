@@ -83,7 +83,7 @@ extension Submission {
             owner = key
             idempotencyKey = idempotencyKey.map { "api:\(key):\($0)" }
         }
-        return JobRequest(
+        var request = JobRequest(
             kind: definition.kind,
             input: input.stored,
             output: output.stored,
@@ -98,6 +98,81 @@ extension Submission {
             webhook: draft.webhook,
             owner: owner
         )
+        if !draft.also.isEmpty { try attach(draft.also, to: &request, draft: draft, rules: rules) }
+        return request
+    }
+
+    /// The most outputs one submission may ask for with `also`.
+    public static let maximumAlso = 8
+
+    /// `also`'s outputs checked as submissions of their own (same input, range and numbers)
+    /// and kept in the job's stored options: its first attempt fans out into its own output
+    /// and each of these (`Job.alsoStep`).
+    static func attach(
+        _ also: [SubmissionDraft.AlsoDraft],
+        to request: inout JobRequest,
+        draft: SubmissionDraft,
+        rules: SubmissionRules
+    ) throws(SubmissionError) {
+        guard also.count <= maximumAlso else { throw rules.invalid("also", "names at most \(maximumAlso) outputs") }
+        guard case .object(var settings) = request.presetSettings, settings[AlsoOutput.key] == nil else {
+            throw rules.invalid("also", "cannot go with this kind's options")
+        }
+        var outputs: [AlsoOutput] = []
+        var taken: Set<String> = [request.output]
+        for (index, extra) in also.enumerated() {
+            let field = "also[\(index)]"
+            let name: String
+            switch rules.naming {
+            case .json: name = field
+            case .flags: name = "--also \(extra.kind.prefix(20))"
+            }
+            var child = draft
+            (child.kind, child.output, child.format, child.also) = (extra.kind, extra.output, extra.format, [])
+            child.kindFields = [:]
+            child.webhook = nil
+            child.idempotencyKey = nil
+            if let definition = JobKinds.named(JobKind(rawValue: extra.kind)), let field = extra.field {
+                child.kindFields[definition.field] = field
+            }
+            if child.output == nil, !MediaLocation.isRemote(draft.output ?? "") {
+                // Beside the job's own output: `talk.720p.mp4` → `talk.720p.thumbnails/`.
+                let base = (draft.output ?? "") as NSString
+                child.output = draft.output.map { _ in base.deletingPathExtension + "." + extra.kind }
+            }
+            let checked: JobRequest
+            do throws(SubmissionError) {
+                checked = try Submission.request(child, rules: rules)
+            } catch {
+                var error = error
+                error.field = "\(field).\(error.field)"
+                error.message = "\(name): \(error.message)"
+                throw error
+            }
+            guard taken.insert(checked.output).inserted else {
+                throw SubmissionError(
+                    code: .invalidRequest,
+                    field: "\(field).output",
+                    message:
+                        "\(name): its output \(MediaLocation.displayed(checked.output)) is another output of this job; give each its own"
+                )
+            }
+            outputs.append(
+                AlsoOutput(
+                    kind: checked.kind,
+                    preset: checked.preset,
+                    settings: checked.presetSettings,
+                    output: checked.output,
+                    format: checked.format
+                )
+            )
+        }
+        do {
+            settings[AlsoOutput.key] = try JSONValue(encoding: outputs)
+        } catch {
+            throw rules.invalid("also", "cannot be stored: \(error)")
+        }
+        request.presetSettings = .object(settings)
     }
 
     /// A location as the job row stores it and as it names a file on this host. A URL is

@@ -22,6 +22,25 @@ public struct SubmissionDraft: Sendable {
     /// The fields that belong to one kind, by field name (`"preset"`, `"thumbnails"`…), as
     /// JSON: the API's body as sent, the command line's flags as that same JSON.
     public var kindFields: [String: JSONValue]
+    /// More outputs of the same input, each run as a child of this job, with one webhook for
+    /// all (`--also thumbnails`, the API's `"also"`; issue 27).
+    public var also: [AlsoDraft] = []
+
+    /// One more output: a kind, its field (`nil`: the kind's defaults), its output (`nil`: the
+    /// job's output with its extension replaced by the kind's name).
+    public struct AlsoDraft: Sendable, Hashable {
+        public var kind: String
+        public var output: String?
+        public var format: String?
+        public var field: JSONValue?
+
+        public init(kind: String, output: String? = nil, format: String? = nil, field: JSONValue? = nil) {
+            self.kind = kind
+            self.output = output
+            self.format = format
+            self.field = field
+        }
+    }
 
     /// `"1s+3s"` (the command line's grammar) or seconds.
     public enum RangeDraft: Sendable, Hashable {
@@ -40,7 +59,8 @@ public struct SubmissionDraft: Sendable {
         metadata: [String: String] = [:],
         webhook: String? = nil,
         idempotencyKey: String? = nil,
-        kindFields: [String: JSONValue] = [:]
+        kindFields: [String: JSONValue] = [:],
+        also: [AlsoDraft] = []
     ) {
         self.kind = kind
         self.input = input
@@ -53,6 +73,7 @@ public struct SubmissionDraft: Sendable {
         self.webhook = webhook
         self.idempotencyKey = idempotencyKey
         self.kindFields = kindFields
+        self.also = also
     }
 }
 

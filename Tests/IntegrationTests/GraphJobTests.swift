@@ -1,0 +1,97 @@
+import Foundation
+import MediaTestKit
+import Queue
+import QueueSQLite
+import Testing
+
+/// Job graphs run by real worker processes (issue 27): one upload with several outputs
+/// (`--also`), each a child job, one webhook for all; the parent's join made from the
+/// children's results.
+@Suite("Job graphs in workers", .serialized, .timeLimit(.minutes(6)))
+struct GraphJobTests {
+    typealias Setup = RemoteMediaTests.Setup
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    @Test func oneUploadSeveralOutputsOneWebhook() async throws {
+        let setup = try await Setup("graph-also")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+        let input = try await Fixtures.shared.path(.basic)
+        let output = setup.directory.file("out/talk.low.mp4")
+        try FileManager.default.createDirectory(atPath: setup.directory.file("out"), withIntermediateDirectories: true)
+        let id = try await setup.submit(
+            input,
+            ["--also", "thumbnails", "--also", "waveform", "-o", output, "--webhook", receiver.url()]
+        )
+        let worker = try JobctlProcess(
+            [
+                "worker", "--db", setup.db, "--once", "--concurrency", "2", "--allow-private-webhooks",
+                "--webhook-retry-scale", "0.01",
+            ],
+            log: setup.directory.file("worker.log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret]
+        )
+        #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
+
+        let parent = try await setup.job(id)
+        #expect(parent.status == .completed, "\(parent.error?.message ?? "")")
+        #expect(parent.children?.total == 3 && parent.children?.completed == 3)
+        let children = try await setup.store.jobs(JobQuery(parent: id, limit: 10))
+            .sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
+        #expect(children.map(\.kind.rawValue) == ["export", "thumbnails", "waveform"])
+        #expect(children.allSatisfy { $0.status == .completed && $0.webhook == nil && $0.parent == id })
+        // Each output where it was asked for, checked by ffprobe and by its files.
+        let probe = try await FFProbe.probe(output)
+        #expect(probe.video?.codec_name == "h264" && probe.audio.first?.codec_name == "aac")
+        #expect(setup.directoryContents(setup.directory.file("out/talk.low.thumbnails")).count >= 1)
+        #expect(setup.directoryContents(setup.directory.file("out/talk.low.waveform")) == ["peaks.json"])
+        // The parent's result is its export's, with every output under `outputs`.
+        #expect(parent.result?["output"]?.stringValue == output)
+        let outputs = try #require(parent.result?["outputs"]?.arrayValue)
+        #expect(outputs.compactMap { $0["kind"]?.stringValue } == ["export", "thumbnails", "waveform"])
+        #expect(outputs.allSatisfy { $0["result"] != nil && $0["result"] != .null })
+
+        // Exactly one webhook, the parent's, with every result.
+        try await Task.sleep(for: .milliseconds(300))
+        let records = receiver.records()
+        #expect(records.count == 1, "\(records.map { $0["jobId"] ?? "" })")
+        let record = try #require(records.first)
+        #expect(record["jobId"] as? String == id.rawValue && record["valid"] as? Bool == true)
+        let body = try #require(record["body"] as? String)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        let result = try #require((payload["data"] as? [String: Any])?["result"] as? [String: Any])
+        #expect((result["outputs"] as? [Any])?.count == 3)
+
+        // `show` lists the children.
+        let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db])
+        #expect(show.stdoutText.contains("children") && show.stdoutText.contains("thumbnails"), "\(show.stdoutText)")
+    }
+
+    @Test func anExtraOutputIsCheckedAtSubmit() async throws {
+        let setup = try await Setup("graph-also-refused")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.basic)
+        let unknown = try await Jobctl.run(
+            [
+                "submit", input, "--db", setup.db, "--preset", "low", "--also", "gif", "-o",
+                setup.directory.file("a.mp4"),
+            ]
+        )
+        #expect(unknown.status == 64 && unknown.stderr.contains("--also gif:"), "\(unknown.stderr)")
+        let twice = try await Jobctl.run(
+            [
+                "submit", input, "--db", setup.db, "--preset", "low", "--also", "waveform", "--also", "waveform", "-o",
+                setup.directory.file("a.mp4"),
+            ]
+        )
+        #expect(twice.status == 64 && twice.stderr.contains("--also waveform: its output"), "\(twice.stderr)")
+        #expect(try await setup.store.jobs(JobQuery(limit: 10)).isEmpty)
+    }
+}
