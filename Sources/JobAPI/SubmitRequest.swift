@@ -23,9 +23,11 @@ struct SubmitRequest: Decodable, Sendable {
     /// More outputs of the input, one webhook for all: `"also": ["thumbnails", {"kind":
     /// "waveform", "output": "…", "waveform": {…}}]`.
     var also: [AlsoValue]?
+    /// `"auto"`, `"off"` or a segment length (`"30s"`): an export split across workers.
+    var split: String?
 
     private enum CodingKeys: String, CodingKey {
-        case input, kind, format, range, output, priority, maxAttempts, metadata, webhook, also
+        case input, kind, format, range, output, priority, maxAttempts, metadata, webhook, also, split
     }
 
     /// One of `also`: a kind's name, or an object with `kind`, `output`, `format` and the kind's
@@ -81,6 +83,7 @@ struct SubmitRequest: Decodable, Sendable {
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
         webhook = try container.decodeIfPresent(String.self, forKey: .webhook)
         also = try container.decodeIfPresent([AlsoValue].self, forKey: .also)
+        split = try container.decodeIfPresent(String.self, forKey: .split)
         let fields = try decoder.container(keyedBy: KindField.self)
         for definition in JobKinds.all {
             let key = KindField(stringValue: definition.field)
@@ -127,7 +130,8 @@ struct SubmitRequest: Decodable, Sendable {
             metadata: metadata ?? [:],
             webhook: webhook,
             kindFields: kindFields,
-            also: also?.map(\.draft) ?? []
+            also: also?.map(\.draft) ?? [],
+            split: split
         )
     }
 

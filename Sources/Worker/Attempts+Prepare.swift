@@ -17,7 +17,7 @@ extension Attempts {
     /// Opens the job's input and builds its work: the kind's, looked up by name (`JobKinds`).
     static func prepare(
         _ claimed: ClaimedJob,
-        store: any JobQueueDriver & QueryableJobQueue,
+        store: any JobStore,
         options: WorkerOptions,
         sender: HTTPSender
     ) async throws
@@ -29,6 +29,13 @@ extension Attempts {
             children = try await store.jobs(JobQuery(parent: claimed.job.id, limit: total))
                 .sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
         }
+        // A split of `auto` needs more than one worker alive.
+        var aliveWorkers = 1
+        if claimed.job.presetSettings["split"]?.stringValue == "auto", claimed.job.children == nil {
+            let recent = Date().addingTimeInterval(-60)
+            aliveWorkers =
+                (try? await store.workers().filter { $0.stoppedAt == nil && $0.heartbeatAt > recent }.count) ?? 1
+        }
         let context = RunContext(
             lease: claimed.lease,
             inputRoot: options.inputRoot,
@@ -36,7 +43,9 @@ extension Attempts {
             stagingDirectory: options.stagingDirectory,
             limits: options.limits,
             sender: sender,
-            children: children
+            children: children,
+            scratchDirectory: options.scratchDirectory,
+            aliveWorkers: aliveWorkers
         )
         return try await JobKinds.prepare(claimed.job, context: context)
     }

@@ -11,7 +11,7 @@ import SafeHTTP
 /// The decisions are all in the state machine; this type only performs them and feeds back what
 /// happened.
 struct Attempts: Sendable {
-    let store: any JobQueueDriver & QueryableJobQueue
+    let store: any JobStore
     let options: WorkerOptions
     let sender: HTTPSender
     let running: RunningJobs

@@ -74,14 +74,18 @@ public final class Worker: Service {
             "Worker started",
             metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"]
         )
-        let stagingSweep = StagingSweep(directory: options.stagingDirectory, store: store, logger: logger)
-        await stagingSweep.run()
+        // The staging directory, and the scratch directory of split exports' parts
+        // (`PARENTID.split/`) when it is another one.
+        let sweeps = Set([options.stagingDirectory, options.scratchDirectory]).sorted().map {
+            StagingSweep(directory: $0, store: store, logger: logger)
+        }
+        for sweep in sweeps { await sweep.run() }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(3600))
-                        await stagingSweep.run()
+                        for sweep in sweeps { await sweep.run() }
                     }
                 }
                 await loop.run()

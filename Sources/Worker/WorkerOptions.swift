@@ -25,6 +25,9 @@ public struct WorkerOptions: Sendable {
     public var addressPolicy: AddressPolicy
     /// Where exports to `http(s)` outputs are written before their upload.
     public var stagingDirectory: String
+    /// Where the parts of split exports are written: one directory every worker of a fleet
+    /// reaches (`--scratch`); the staging directory by default (workers on one host).
+    public var scratchDirectory: String
     /// An upload that fails with a network error, 408, 429 or 5xx is tried again after each of
     /// these; then the attempt fails with `output_unwritable`.
     public var uploadRetryDelays: [Duration]
@@ -47,6 +50,7 @@ public struct WorkerOptions: Sendable {
         retryPolicy: RetryPolicy = .default,
         addressPolicy: AddressPolicy = AddressPolicy(),
         stagingDirectory: String = WorkerOptions.defaultStagingDirectory,
+        scratchDirectory: String? = nil,
         uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)],
         inputRoot: String? = nil,
         outputRoot: String? = nil,
@@ -63,6 +67,7 @@ public struct WorkerOptions: Sendable {
         self.retryPolicy = retryPolicy
         self.addressPolicy = addressPolicy
         self.stagingDirectory = stagingDirectory
+        self.scratchDirectory = scratchDirectory ?? stagingDirectory
         self.uploadRetryDelays = uploadRetryDelays
         self.inputRoot = inputRoot
         self.outputRoot = outputRoot

@@ -43,6 +43,17 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "The container: mp4, mov or m4a (default: from OUT's extension, else the preset's).")
     var format: ContainerFormat?
 
+    @Option(
+        help: ArgumentHelp(
+            "Cut the export into segments of about this length (e.g. 4s, 1:00), encode them in parallel and join them into one file, as a fleet does with submit --split. off (the default) exports in one piece.",
+            valueName: "duration"
+        )
+    )
+    var split: String?
+
+    @Option(help: "With --split: segments encoded at once (default: the number of CPUs).")
+    var splitParallel: Int?
+
     @Flag(help: "Print the result as JSON (output, bytes, duration, actualRange, tracks) on stdout.")
     var json = false
 
@@ -52,6 +63,16 @@ struct ExportCommand: AsyncParsableCommand {
 
     func validate() throws {
         try RangeArgument.validate(range)
+        if let split {
+            do throws(MediaError) {
+                _ = try SplitRequest(parsing: split)
+            } catch {
+                throw ValidationError(error.message.replacingOccurrences(of: "split ", with: "--split "))
+            }
+        }
+        if let splitParallel, !(1...64).contains(splitParallel) {
+            throw ValidationError("--split-parallel is between 1 and 64")
+        }
         if output.contains("://") {
             throw ValidationError(
                 "export writes a local file; to upload to a URL, queue a job: jobctl submit INPUT --preset P --output URL"
@@ -72,13 +93,15 @@ struct ExportCommand: AsyncParsableCommand {
             let pid = ProcessInfo.processInfo.processIdentifier
             let tag = "export-\(pid)-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
             ExportCommand.removeLeftovers(of: output)
-            let session = ExportSession(
+            let session = try ExportCommand.session(
                 asset: asset,
                 preset: preset,
-                outputPath: output,
+                output: output,
                 format: format,
                 timeRange: timeRange,
-                temporaryTag: tag
+                tag: tag,
+                split: split.map { try SplitRequest(parsing: $0) } ?? .off,
+                parallel: splitParallel ?? ProcessInfo.processInfo.activeProcessorCount
             )
 
             // Ctrl-C, SIGTERM or SIGHUP (a closed terminal) cancels the export and removes its
@@ -148,5 +171,58 @@ struct ExportCommand: AsyncParsableCommand {
             print(line)
         }
         for warning in result.warnings ?? [] { Terminal.printError("warning: \(warning)") }
+    }
+}
+
+/// What `export` runs: one session, or a split one (`--split`).
+protocol RunningExport: Sendable {
+    var progress: Double { get }
+    func cancel()
+    func export() async throws -> ExportResult
+}
+
+extension ExportSession: RunningExport {}
+extension SplitExportSession: RunningExport {}
+
+extension ExportCommand {
+    static func session(
+        asset: Asset,
+        preset: Preset,
+        output: String,
+        format: ContainerFormat?,
+        timeRange: TimeRange,
+        tag: String,
+        split: SplitRequest,
+        parallel: Int
+    ) throws -> any RunningExport {
+        let duration =
+            (try? timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName))
+            .flatMap(\.expectedDuration) ?? 0
+        guard let length = split.segmentLength(duration: duration, aliveWorkers: parallel) else {
+            return ExportSession(
+                asset: asset,
+                preset: preset,
+                outputPath: output,
+                format: format,
+                timeRange: timeRange,
+                temporaryTag: tag
+            )
+        }
+        // Scratch beside the output (its file system), hidden, removed when the export ends.
+        let directory = (output as NSString).deletingLastPathComponent
+        let scratch = ((directory.isEmpty ? "." : directory) as NSString).appendingPathComponent(
+            ".\((output as NSString).lastPathComponent).\(tag).split"
+        )
+        return SplitExportSession(
+            asset: asset,
+            preset: preset,
+            outputPath: output,
+            format: format,
+            timeRange: timeRange,
+            segmentLength: length,
+            parallel: parallel,
+            scratch: scratch,
+            temporaryTag: tag
+        )
     }
 }

@@ -125,6 +125,14 @@ struct SubmitCommand: AsyncParsableCommand {
     )
     var also: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Split an export into segments that workers encode in parallel and its last attempt joins into one file: auto (an input longer than 2 min, when more than one worker is alive), off (the default), or a segment length such as 30s. The workers share a --scratch directory.",
+            valueName: "auto|off|duration"
+        )
+    )
+    var split: String?
+
     @OptionGroup(title: "Thumbnails (--kind thumbnails)") var thumbnails: ThumbnailArguments
     @OptionGroup(title: "Storyboard (--kind storyboard)") var storyboard: StoryboardArguments
     @OptionGroup(title: "Waveform (--kind waveform)") var waveform: WaveformArguments
@@ -156,7 +164,7 @@ struct SubmitCommand: AsyncParsableCommand {
         try await reportingFailures {
             var policy = AddressPolicy.fromEnvironment()
             if allowPrivateWebhooks { policy.allowPrivate = true }
-            let draft = SubmissionDraft(
+            var draft = SubmissionDraft(
                 kind: kind,
                 input: input,
                 output: output,
@@ -170,6 +178,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 kindFields: try kindFields(),
                 also: also.map { SubmissionDraft.AlsoDraft(kind: $0) }
             )
+            draft.split = split
             let rules = SubmissionRules(
                 place: .host(currentDirectory: FileManager.default.currentDirectoryPath),
                 // Only an export reads the presets file (a broken one stops nothing else).

@@ -56,6 +56,14 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Where the parts of split exports are written (submit --split): one directory every worker of the fleet reaches, such as a shared mount (default: the staging directory, enough for workers on one host). Env: JOBCTL_SCRATCH.",
+            valueName: "dir"
+        )
+    )
+    var scratch: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Read local inputs only under this directory (after resolving .. and symlinks); others fail with input_not_found. An API key's jobs name paths relative to DIR/KEYID/ (jobctl serve's root) and stay in it.",
             valueName: "dir"
         )
@@ -157,6 +165,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 retryPolicy: RetryPolicy(base: retryDelay.duration, maximum: max(retryDelay.duration, .seconds(600))),
                 addressPolicy: webhooks.policy,
                 stagingDirectory: stagingDir ?? WorkerOptions.defaultStagingDirectory,
+                scratchDirectory: scratch ?? ProcessInfo.processInfo.environment["JOBCTL_SCRATCH"],
                 inputRoot: inputRoot,
                 outputRoot: outputRoot,
                 limits: try limits.limits()

@@ -108,6 +108,21 @@ public enum ExportKind: JobKindDefinition {
     ) async throws
         -> any PreparedJob
     {
-        try await ExportJob.prepare(job, preset: preset, context: context)
+        if let segment = try job.splitSegment() {
+            return try await ExportJob.prepareSegment(job, preset: preset, segment: segment, context: context)
+        }
+        if let split = job.splitRequest() {
+            switch job.graphPhase {
+            case .join:
+                return try await SplitJoinJob.prepare(job, preset: preset, context: context)
+            case .none:
+                if let fanOut = try await SplitJob.fanOut(job, preset: preset, split: split, context: context) {
+                    return fanOut
+                }
+            case .waiting:
+                throw JobError(code: .internalError, message: "job \(job.id) was claimed while its segments run")
+            }
+        }
+        return try await ExportJob.prepare(job, preset: preset, context: context)
     }
 }

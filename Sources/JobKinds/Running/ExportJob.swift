@@ -45,10 +45,7 @@ struct ExportJob: PreparedJob {
             )
         }
         removeLeftovers(of: job, writingTo: outputPath)
-        let asset = try await onDedicatedThread("jobctl.open") { () throws -> Asset in
-            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
-            return try Asset(location: paths.input, limits: context.limits)
-        }
+        let asset = try await openInput(job, path: paths.input, context: context)
         let session = ExportSession(
             asset: asset,
             preset: preset,
@@ -60,9 +57,60 @@ struct ExportJob: PreparedJob {
         return ExportJob(session: session, uploadURL: uploadURL, shownOutput: job.owner == nil ? nil : job.output)
     }
 
+    /// A child of a split export: its part (one segment's video, or the audio) of the parent's
+    /// range, into the parent's scratch directory (`SplitJob`).
+    static func prepareSegment(
+        _ job: Job,
+        preset: Preset,
+        segment: SplitJob.Segment,
+        context: RunContext
+    ) async throws -> ExportJob {
+        guard let parent = job.parent, let name = job.format.flatMap(ContainerFormat.init(rawValue:)),
+            (job.output as NSString).lastPathComponent == SplitJob.fileName(segment, format: name)
+        else {
+            throw JobError(
+                code: .databaseCorrupt,
+                message: "job \(job.id) is a part of a split export without a parent or with an unexpected output",
+                retryable: false
+            )
+        }
+        let directory = SplitJob.directory(of: parent, scratch: context.scratchDirectory)
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw JobError(
+                code: .outputUnwritable,
+                message: "the scratch directory \(directory) cannot be created: \(error.localizedDescription)",
+                retryable: true
+            )
+        }
+        let output = (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: name))
+        removeLeftovers(of: job, writingTo: output)
+        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
+        let asset = try await openInput(job, path: paths.input, context: context)
+        let session = ExportSession(
+            asset: asset,
+            preset: preset,
+            outputPath: output,
+            format: name,
+            timeRange: try job.timeRange(),
+            temporaryTag: context.lease.temporaryTag,
+            part: segment.part
+        )
+        return ExportJob(session: session, uploadURL: nil, shownOutput: nil)
+    }
+
+    /// The job's input opened (a URL checked by the address guard first), off the event loops.
+    static func openInput(_ job: Job, path: String, context: RunContext) async throws -> Asset {
+        try await onDedicatedThread("jobctl.open") { () throws -> Asset in
+            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
+            return try Asset(location: path, limits: context.limits)
+        }
+    }
+
     /// Temporary files of earlier attempts of this job (a worker killed mid-export leaves one
     /// beside the destination): `.NAME.JOBID-ATTEMPT-TOKEN.jobctl.tmp`.
-    private static func removeLeftovers(of job: Job, writingTo output: String) {
+    static func removeLeftovers(of job: Job, writingTo output: String) {
         let destination = URL(fileURLWithPath: output)
         let directory = destination.deletingLastPathComponent().path
         let prefix = URL(fileURLWithPath: AssetWriter.temporaryPath(for: output, tag: "\(job.id)-")).lastPathComponent

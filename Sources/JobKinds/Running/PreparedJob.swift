@@ -67,8 +67,11 @@ public struct HeldUpload: Sendable, Hashable {
 final class HeldExport: HeldOutput {
     private let pending: Mutex<PendingOutput?>
     let uploads: [HeldUpload]
+    /// Where the finished file waits.
+    let temporaryPath: String
 
     init(_ pending: consuming PendingOutput, uploadURL: String?, contentType: String) {
+        temporaryPath = pending.temporaryPath
         uploads =
             uploadURL.map { [HeldUpload(name: "", path: pending.temporaryPath, url: $0, contentType: contentType)] }
             ?? []

@@ -19,6 +19,11 @@ public struct RunContext: Sendable {
     public var sender: HTTPSender
     /// A graph's parent's children (a join reads their results); empty for other jobs.
     public var children: [Job]
+    /// Where the parts of split exports are written (`--scratch`): every worker of a fleet
+    /// must reach the same one.
+    public var scratchDirectory: String
+    /// Workers alive now (a split of `auto` needs more than one); 1 when not counted.
+    public var aliveWorkers: Int
 
     public init(
         lease: Lease,
@@ -27,7 +32,9 @@ public struct RunContext: Sendable {
         stagingDirectory: String,
         limits: ResourceLimits,
         sender: HTTPSender,
-        children: [Job] = []
+        children: [Job] = [],
+        scratchDirectory: String? = nil,
+        aliveWorkers: Int = 1
     ) {
         self.lease = lease
         self.inputRoot = inputRoot
@@ -36,5 +43,7 @@ public struct RunContext: Sendable {
         self.limits = limits
         self.sender = sender
         self.children = children
+        self.scratchDirectory = scratchDirectory ?? stagingDirectory
+        self.aliveWorkers = aliveWorkers
     }
 }

@@ -98,8 +98,40 @@ extension Submission {
             webhook: draft.webhook,
             owner: owner
         )
+        if let split = draft.split { try attach(split: split, to: &request, rules: rules) }
         if !draft.also.isEmpty { try attach(draft.also, to: &request, draft: draft, rules: rules) }
         return request
+    }
+
+    /// `split` checked and kept in the export's stored options (`SplitJob`); `off` keeps
+    /// nothing.
+    static func attach(split text: String, to request: inout JobRequest, rules: SubmissionRules) throws(SubmissionError)
+    {
+        let split: SplitRequest
+        do throws(MediaError) {
+            split = try SplitRequest(parsing: text)
+        } catch {
+            throw rules.invalid(
+                "split",
+                "is auto, off or a segment length of at least 1 s (60s, 1:00), not '\(text.prefix(40))'"
+            )
+        }
+        guard request.kind == .export else { throw rules.invalid("split", "is for exports, not \(request.kind)") }
+        if split == .off { return }
+        let preset: Preset
+        do {
+            preset = try request.presetSettings.decoded(as: Preset.self)
+        } catch {
+            throw rules.invalid("split", "cannot go with this preset")
+        }
+        let format = request.format.flatMap(ContainerFormat.init(rawValue:)) ?? preset.format
+        guard SplitExport.canSplit(preset, format: format) else {
+            throw rules.invalid(
+                "split",
+                "needs a preset that encodes video; '\(preset.name)' copies a track or keeps no video, and a copy can only be cut at the source's keyframes"
+            )
+        }
+        request.presetSettings.set(SplitJob.key, .string(split.description))
     }
 
     /// The most outputs one submission may ask for with `also`.

@@ -25,6 +25,9 @@ public struct SubmissionDraft: Sendable {
     /// More outputs of the same input, each run as a child of this job, with one webhook for
     /// all (`--also thumbnails`, the API's `"also"`; issue 27).
     public var also: [AlsoDraft] = []
+    /// An export split into segments that encode apart and join into one file: `auto`, `off`
+    /// or a segment length (`--split`, the API's `"split"`; issue 27).
+    public var split: String?
 
     /// One more output: a kind, its field (`nil`: the kind's defaults), its output (`nil`: the
     /// job's output with its extension replaced by the kind's name).
@@ -60,7 +63,8 @@ public struct SubmissionDraft: Sendable {
         webhook: String? = nil,
         idempotencyKey: String? = nil,
         kindFields: [String: JSONValue] = [:],
-        also: [AlsoDraft] = []
+        also: [AlsoDraft] = [],
+        split: String? = nil
     ) {
         self.kind = kind
         self.input = input
@@ -74,6 +78,7 @@ public struct SubmissionDraft: Sendable {
         self.idempotencyKey = idempotencyKey
         self.kindFields = kindFields
         self.also = also
+        self.split = split
     }
 }
 

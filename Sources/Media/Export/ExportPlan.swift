@@ -15,7 +15,8 @@ public struct ExportPlan: Sendable {
     public var tracks: [Track]
     public var format: ContainerFormat
 
-    public init(asset: Asset, preset: Preset, format: ContainerFormat) throws(MediaError) {
+    /// - Parameter part: the whole export, or one part of a split one (`ExportPart`).
+    public init(asset: Asset, preset: Preset, format: ContainerFormat, part: ExportPart = .whole) throws(MediaError) {
         self.format = format
         let name = asset.displayName
         let video = asset.primaryVideoTrack
@@ -25,10 +26,15 @@ public struct ExportPlan: Sendable {
         }
         var tracks: [Track] = []
 
-        if let settings = preset.video, format.holdsVideo, let video {
-            tracks.append(try ExportPlan.videoTrack(video, settings: settings, asset: asset, format: format))
+        if let settings = preset.video, format.holdsVideo, let video, part != .audio {
+            var track = try ExportPlan.videoTrack(video, settings: settings, asset: asset, format: format)
+            if part == .video, case .video(var encoding) = track.writerSettings {
+                encoding.stitchable = true
+                track.writerSettings = .video(encoding)
+            }
+            tracks.append(track)
         }
-        if let settings = preset.audio {
+        if let settings = preset.audio, part != .video {
             for track in audio {
                 tracks.append(try ExportPlan.audioTrack(track, settings: settings, asset: asset, format: format))
             }

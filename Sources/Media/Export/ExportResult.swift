@@ -15,6 +15,8 @@ public struct ExportResult: Sendable, Codable, Hashable {
     /// What a person should know about an export that completed: the input's headers did not
     /// say how long it is, so it holds what the file held (absent when there is nothing to say).
     public var warnings: [String]?
+    /// A split export's segments (issue 27): absent for an export made in one piece.
+    public var segments: [SegmentReport]?
 
     public struct RangeSeconds: Sendable, Codable, Hashable {
         public var start: Double

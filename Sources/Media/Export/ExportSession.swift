@@ -22,6 +22,8 @@ public final class ExportSession: @unchecked Sendable {
     public let timeRange: TimeRange
     /// Goes into the temporary file's name (see `AssetWriter.temporaryPath(for:tag:)`).
     public let temporaryTag: String?
+    /// The whole export, or one part of a split one.
+    public let part: ExportPart
 
     private let state = Mutex(State())
 
@@ -44,9 +46,11 @@ public final class ExportSession: @unchecked Sendable {
         outputPath: String,
         format: ContainerFormat? = nil,
         timeRange: TimeRange = .all,
-        temporaryTag: String? = nil
+        temporaryTag: String? = nil,
+        part: ExportPart = .whole
     ) {
         self.temporaryTag = temporaryTag
+        self.part = part
         self.asset = asset
         self.preset = preset
         self.outputPath = outputPath
@@ -230,7 +234,7 @@ public final class ExportSession: @unchecked Sendable {
     private func run() throws(MediaError) -> (ExportResult, AssetWriter) {
         try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
-        let plan = try ExportPlan(asset: asset, preset: preset, format: format)
+        let plan = try ExportPlan(asset: asset, preset: preset, format: format, part: part)
         try checkLimits(plan, range: range)
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         let writer = try AssetWriter(

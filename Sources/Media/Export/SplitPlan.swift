@@ -71,9 +71,18 @@ public struct SplitPlan: Sendable, Hashable, Codable {
         public var end: Int64
 
         public var frameCount: Int { frames.count }
+
+        public init(index: Int, frames: Range<Int>, start: Int64, end: Int64) {
+            self.index = index
+            self.frames = frames
+            self.start = start
+            self.end = end
+        }
     }
 
     public var segments: [Segment]
+
+    public init(segments: [Segment]) { self.segments = segments }
 
     /// The plan for frames at `frameTimes` (µs, presentation order, strictly increasing; the
     /// first is the range's start) up to `rangeEnd`, in segments of about `segmentLength`

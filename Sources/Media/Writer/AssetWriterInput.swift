@@ -28,6 +28,9 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// The source track: its time base becomes the encoder's, its frame rate and colour
         /// description are passed on.
         public var source: AssetTrack
+        /// A segment of a split export: x264's `stitchable`, so that every segment's stream
+        /// headers are the same and the segments join into one stream.
+        public var stitchable = false
 
         public init(
             codec: VideoCodec,

@@ -145,8 +145,9 @@ final class VideoEngine: EncodingEngine {
         let large = encoding.size.width * encoding.size.height > VideoEngine.largePicture
         if encoding.codec == .hevc {
             options["x265-params"] = "log-level=error" + (large ? ":rc-lookahead=5:bframes=2" : "")
-        } else if large {
-            options["x264-params"] = "rc-lookahead=10"
+        } else {
+            let parameters = (large ? ["rc-lookahead=10"] : []) + (encoding.stitchable ? ["stitchable=1"] : [])
+            if !parameters.isEmpty { options["x264-params"] = parameters.joined(separator: ":") }
         }
         let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
             context.pointee.width = Int32(encoding.size.width)

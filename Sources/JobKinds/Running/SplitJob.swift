@@ -1,0 +1,145 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+
+/// A split export on a fleet (issue 27): the parent's first attempt plans the cuts and fans out
+/// into the audio (child 0, the whole range, once) and one child per video segment; each
+/// child writes its part into the scratch directory every worker reaches
+/// (`SCRATCH/PARENTID.split/`); the parent's join proves the segments, joins them with the audio
+/// and publishes the file like any export.
+enum SplitJob {
+    /// The key of the stored options that asks for a split (`auto` or a length).
+    static let key = "split"
+    /// The key of a child's part.
+    static let segmentKey = "segment"
+
+    /// What a child of a split export writes.
+    struct Segment: Codable, Sendable, Hashable {
+        var part: ExportPart
+        /// The segment's index in the plan (video), or -1 (audio).
+        var index: Int
+        /// Frames the plan gives it (video).
+        var frames: Int
+        /// Its range in the asset's own clock (absolute µs), for the join's arithmetic.
+        var start: Int64
+        var end: Int64
+    }
+
+    /// The scratch directory of one parent's parts.
+    static func directory(of parent: JobID, scratch: String) -> String {
+        (scratch as NSString).appendingPathComponent("\(parent).split")
+    }
+
+    /// A part's file name (its child's `output`, under the parent's scratch directory).
+    static func fileName(_ segment: Segment, format: ContainerFormat) -> String {
+        let container = SplitExport.container(of: segment.part, for: format)
+        return segment.part == .audio
+            ? "audio.\(container.fileExtension)"
+            : String(format: "segment-%05d.%@", segment.index, container.fileExtension)
+    }
+
+    /// The parent's first attempt: its children, or `nil` when the export runs whole (a split
+    /// of `auto` with one worker alive or a short input; a plan of one segment).
+    static func fanOut(
+        _ job: Job,
+        preset: Preset,
+        split: SplitRequest,
+        context: RunContext
+    ) async throws -> FanOutJob? {
+        let range = try job.timeRange()
+        let format = try job.containerFormat(preset: preset)
+        guard SplitExport.canSplit(preset, format: format) else { return nil }
+        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let asset = try await onDedicatedThread("jobctl.plan") { () throws -> Asset in
+            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
+            return try Asset(location: paths.input, limits: context.limits)
+        }
+        let resolved = try range.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        guard
+            let length = split.segmentLength(
+                duration: resolved.expectedDuration ?? 0,
+                aliveWorkers: context.aliveWorkers
+            ),
+            let (plan, ranges) = try await onDedicatedThread(
+                "jobctl.plan",
+                {
+                    try SplitExport.plan(asset, range: range, segmentLength: length)
+                }
+            )
+        else { return nil }
+        var own = job.presetSettings
+        if case .object(var fields) = own {
+            fields[key] = nil
+            own = .object(fields)
+        }
+        func child(_ segment: Segment, range: TimeRange) throws -> JobRequest {
+            var settings = own
+            settings.set(segmentKey, try JSONValue.result(segment))
+            var request = job.childRequest(
+                kind: .export,
+                preset: job.preset,
+                settings: settings,
+                output: "\(job.id).split/" + fileName(segment, format: format),
+                format: SplitExport.container(of: segment.part, for: format).rawValue
+            )
+            request.range = Job.Range(
+                start: Double(range.start) / 1e6,
+                duration: range.duration.map { Double($0) / 1e6 }
+            )
+            return request
+        }
+        var children: [JobRequest] = []
+        let origin = asset.startTime
+        if preset.audio != nil, !asset.audioTracks.isEmpty {
+            let end = resolved.end ?? (ranges.last.map { $0.start + ($0.duration ?? 0) } ?? resolved.start)
+            let audio = Segment(part: .audio, index: -1, frames: 0, start: origin + resolved.start, end: origin + end)
+            children.append(try child(audio, range: range))
+        }
+        for (segment, range) in zip(plan.segments, ranges) {
+            let video = Segment(
+                part: .video,
+                index: segment.index,
+                frames: segment.frameCount,
+                start: origin + range.start,
+                end: origin + range.start + (range.duration ?? 0)
+            )
+            children.append(try child(video, range: range))
+        }
+        return FanOutJob(children: children)
+    }
+}
+
+extension Job {
+    /// The split a parent export asked for (`nil`: none).
+    func splitRequest() -> SplitRequest? {
+        presetSettings[SplitJob.key]?.stringValue.flatMap { try? SplitRequest(parsing: $0) }
+    }
+
+    /// The part a child of a split export writes (`nil`: not such a child).
+    func splitSegment() throws(JobError) -> SplitJob.Segment? {
+        guard let value = presetSettings[SplitJob.segmentKey] else { return nil }
+        do {
+            return try value.decoded(as: SplitJob.Segment.self)
+        } catch {
+            throw JobError(
+                code: .databaseCorrupt,
+                message: "job \(id): its part of a split export cannot be read (\(error))",
+                retryable: false
+            )
+        }
+    }
+
+    /// The container of an export: the stored format, else the output's extension, else the
+    /// preset's.
+    func containerFormat(preset: Preset) throws(MediaError) -> ContainerFormat {
+        if let name = format {
+            guard let format = ContainerFormat(rawValue: name) else {
+                throw MediaError(.presetIncompatible, "unknown format '\(name)'")
+            }
+            return format
+        }
+        let path = output.split(separator: "?", maxSplits: 1).first.map(String.init) ?? output
+        return ContainerFormat(pathExtension: (path as NSString).pathExtension) ?? preset.format
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+import Synchronization
+
+/// The join of a split export, in its parent's last attempt: the segments proved and joined
+/// with the audio (`SegmentJoin`) into a hidden file, published like any export's (renamed
+/// into place, or uploaded). A segment the proof refuses is encoded again here, up to
+/// `SplitExport.maximumReencodes` times, then the job fails `encode_failed`.
+final class SplitJoinJob: PreparedJob {
+    let job: Job
+    let preset: Preset
+    let format: ContainerFormat
+    let context: RunContext
+    let audio: Job?
+    let segments: [(job: Job, segment: SplitJob.Segment)]
+    /// Where the joined file goes (the output, or a staging file for an upload).
+    let destination: String
+    let uploadURL: String?
+    private let state = Mutex<(progress: Double, cancelled: Bool)>((0, false))
+
+    static func prepare(_ job: Job, preset: Preset, context: RunContext) async throws -> SplitJoinJob {
+        var audio: Job?
+        var segments: [(job: Job, segment: SplitJob.Segment)] = []
+        for child in context.children {
+            guard let segment = try child.splitSegment() else { continue }
+            if segment.part == .audio { audio = child } else { segments.append((child, segment)) }
+        }
+        segments.sort { $0.segment.index < $1.segment.index }
+        guard !segments.isEmpty, segments.enumerated().allSatisfy({ $0.offset == $0.element.segment.index }) else {
+            throw JobError(code: .internalError, message: "the join of job \(job.id) did not find its segments")
+        }
+        let format = try job.containerFormat(preset: preset)
+        let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
+        var destination: String
+        if uploadURL != nil {
+            try RemoteMedia.createStagingDirectory(context.stagingDirectory)
+            destination = RemoteMedia.stagingPath(
+                for: job.output,
+                jobID: job.id,
+                format: format,
+                preset: preset,
+                directory: context.stagingDirectory
+            )
+        } else {
+            destination = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot).output
+            do throws(MediaError) {
+                try OutputDestination.check(destination, input: nil)
+            } catch {
+                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
+            }
+        }
+        ExportJob.removeLeftovers(of: job, writingTo: destination)
+        return SplitJoinJob(
+            job,
+            preset: preset,
+            format: format,
+            context: context,
+            audio: audio,
+            segments: segments,
+            destination: destination,
+            uploadURL: uploadURL
+        )
+    }
+
+    init(
+        _ job: Job,
+        preset: Preset,
+        format: ContainerFormat,
+        context: RunContext,
+        audio: Job?,
+        segments: [(job: Job, segment: SplitJob.Segment)],
+        destination: String,
+        uploadURL: String?
+    ) {
+        self.job = job
+        self.preset = preset
+        self.format = format
+        self.context = context
+        self.audio = audio
+        self.segments = segments
+        self.destination = destination
+        self.uploadURL = uploadURL
+    }
+
+    var progress: Double { state.withLock { $0.progress } }
+    var tracks: [JobTrack] { [] }
+    func cancel() { state.withLock { $0.cancelled = true } }
+
+    func run() async throws -> FinishedRun {
+        let directory = SplitJob.directory(of: job.id, scratch: context.scratchDirectory)
+        let (destination, format, context, job) = (self.destination, self.format, self.context, self.job)
+        let parts = segments.map { child, segment in
+            SegmentJoin.Segment(
+                path: (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: format)),
+                frames: segment.frames,
+                start: segment.start,
+                end: segment.end
+            )
+        }
+        let audioPath = audio.flatMap { child in
+            (try? child.splitSegment()).flatMap { $0 }.map {
+                (directory as NSString).appendingPathComponent(SplitJob.fileName($0, format: format))
+            }
+        }
+        var reencodes = Array(repeating: 0, count: parts.count)
+        while true {
+            if state.withLock({ $0.cancelled }) { throw MediaError.cancelled() }
+            do {
+                let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
+                let (joined, held) = try await onDedicatedThread("jobctl.join") {
+                    () throws -> (SegmentJoin.Joined, HeldExport) in
+                    let finished = try SegmentJoin.join(
+                        parts,
+                        audio: audioPath,
+                        destination: destination,
+                        format: format,
+                        temporaryTag: context.lease.temporaryTag,
+                        limits: context.limits
+                    )
+                    let joined = finished.joined
+                    return (joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType))
+                }
+                var reports = SplitExport.reports(SplitPlan(segments: segmentPlan), joined: joined)
+                for index in reports.indices {
+                    let child = segments[index].job
+                    reports[index].worker = child.worker
+                    reports[index].fps = Self.fps(of: child)
+                    if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
+                }
+                let result = try SplitExport.result(
+                    of: held.temporaryPath,
+                    shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,
+                    joined: joined,
+                    reports: reports,
+                    rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
+                    sources: (
+                        segments.first?.job.tracks.first?.sourceIndex ?? 0, audio?.tracks.first?.sourceIndex ?? 1
+                    ),
+                    limits: context.limits
+                )
+                state.withLock { $0.progress = 1 }
+                let value = try JSONValue.result(result)
+                let split = HeldSplit(held, scratch: directory)
+                return FinishedRun(held: split, mediaSeconds: result.duration) { uploaded in
+                    var value = value
+                    if let uploaded, let url = uploadURL {
+                        value.set("bytes", .number(Double(uploaded.values.reduce(0, +))))
+                        value.set("output", .string(MediaLocation.displayed(url)))
+                    }
+                    return value
+                }
+            } catch let mismatch as SegmentJoin.Mismatch {
+                reencodes[mismatch.segment] += 1
+                guard reencodes[mismatch.segment] <= SplitExport.maximumReencodes else {
+                    throw JobError(
+                        code: .encodeFailed,
+                        message:
+                            "the split export's \(mismatch), after \(SplitExport.maximumReencodes) new encodes of it",
+                        retryable: false
+                    )
+                }
+                try await reencode(segments[mismatch.segment].job, to: parts[mismatch.segment].path)
+            }
+        }
+    }
+
+    /// The plan as the children carry it (their frames, in order).
+    private var segmentPlan: [SplitPlan.Segment] {
+        var first = 0
+        return segments.map { child, segment in
+            defer { first += segment.frames }
+            return SplitPlan.Segment(
+                index: segment.index,
+                frames: first..<(first + segment.frames),
+                start: segment.start,
+                end: segment.end
+            )
+        }
+    }
+
+    /// A segment encoded again, here, as its child would have.
+    private func reencode(_ child: Job, to path: String) async throws {
+        try? FileManager.default.removeItem(atPath: path)
+        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
+        let asset = try await ExportJob.openInput(job, path: paths.input, context: context)
+        let session = ExportSession(
+            asset: asset,
+            preset: preset,
+            outputPath: path,
+            format: SplitExport.container(of: .video, for: format),
+            timeRange: try child.timeRange(),
+            temporaryTag: context.lease.temporaryTag,
+            part: .video
+        )
+        _ = try await session.export()
+    }
+
+    /// A child's encode speed: video frames written per second of its run.
+    static func fps(of child: Job) -> Double? {
+        guard let frames = child.tracks.first(where: { $0.mediaType == "video" })?.written,
+            let started = child.startedAt, let finished = child.finishedAt
+        else { return nil }
+        let seconds = finished.timeIntervalSince(started)
+        return seconds > 0 ? (Double(frames) / seconds * 10).rounded() / 10 : nil
+    }
+}
+
+/// A join's output: an export's, and once it is renamed into place the parts in scratch are
+/// removed (after an upload, or when the job fails, the staging sweep removes them).
+final class HeldSplit: HeldOutput {
+    private let export: HeldExport
+    private let scratch: String
+    var uploads: [HeldUpload] { export.uploads }
+
+    init(_ export: HeldExport, scratch: String) {
+        self.export = export
+        self.scratch = scratch
+    }
+
+    func commit() throws {
+        try export.commit()
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    func discard() { export.discard() }
+}

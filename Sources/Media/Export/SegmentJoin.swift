@@ -1,0 +1,366 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+
+/// The join of a split export (issue 27): the segments' video packets in order, each segment's
+/// timestamps moved by the length of the segments before it, and the audio (encoded once, for
+/// the whole range) beside them, written like any export: a hidden temporary file, faststart,
+/// shown by `PendingOutput.commit()`.
+///
+/// Before anything is written the segments are proved: each holds exactly the frames its plan
+/// gave it, all have the same stream headers (codec, size, time base, SPS/PPS), and the joined
+/// decode timestamps only increase. A segment that fails is named (`Mismatch`) so that it can
+/// be encoded again.
+public enum SegmentJoin {
+    public struct Segment: Sendable, Hashable {
+        public var path: String
+        /// The frames the plan gave the segment.
+        public var frames: Int
+        /// Its range in the asset's own clock (absolute µs, the asset's start time included):
+        /// its length in the joined file is exactly that of its frames in the source.
+        public var start: Int64
+        public var end: Int64
+
+        public init(path: String, frames: Int, start: Int64, end: Int64) {
+            self.path = path
+            self.frames = frames
+            self.start = start
+            self.end = end
+        }
+    }
+
+    /// A segment that is not what its plan says: encode it again.
+    public struct Mismatch: Error, Sendable, Hashable, CustomStringConvertible {
+        public var segment: Int
+        public var reason: String
+        public var description: String { "segment \(segment): \(reason)" }
+    }
+
+    /// What the join wrote, for the result.
+    public struct Joined: Sendable {
+        public var frames: Int
+        public var bytesPerSegment: [Int64]
+        /// Where each segment starts in the joined file (µs).
+        public var segmentStarts: [Int64]
+        public var duration: Int64
+        public var audioSamples: Int64?
+    }
+
+    /// The joined file, not yet shown, and what it holds.
+    public struct FinishedJoin: ~Copyable, Sendable {
+        public let joined: Joined
+        public let output: PendingOutput
+
+        public consuming func takeOutput() -> PendingOutput { output }
+    }
+
+    /// What the proof read of one segment (its packets are read again as they are written:
+    /// memory does not grow with the export).
+    struct ReadSegment {
+        var frames: Int
+        /// The presentation timestamps in ascending order: the decode timestamps of the joined
+        /// stream are made from them (`decodeTimestamps`).
+        var sortedPTS: [Int64]
+        /// How far a packet's presentation comes before its turn in decode order, at most
+        /// (the encoder's reorder delay, in ticks).
+        var delay: Int64
+        var timeBase: AVRational
+        var extradata: [UInt8]
+        var width: Int32
+        var height: Int32
+        var codec: AVCodecID
+        var duration: Int64
+        var bytes: Int64
+    }
+
+    /// Checks every segment against its plan; `Mismatch` names the first that fails.
+    static func read(_ segment: Segment, index: Int, limits: ResourceLimits) throws -> ReadSegment {
+        let asset: Asset
+        do {
+            asset = try Asset(location: segment.path, limits: limits)
+        } catch {
+            throw Mismatch(segment: index, reason: "its file cannot be read (\(error.message))")
+        }
+        guard asset.tracks.count == 1, let track = asset.primaryVideoTrack else {
+            throw Mismatch(segment: index, reason: "it does not hold exactly one video track")
+        }
+        let stream = asset.input.stream(track.index)
+        let parameters = stream.pointee.codecpar.pointee
+        var frames = 0
+        var end: Int64 = 0
+        var bytes: Int64 = 0
+        var lastDTS: Int64?
+        var presentation: [Int64] = []
+        var startsWithKeyframe = false
+        let packet = Packet()
+        while true {
+            let result = asset.input.read(into: packet.pointer)
+            if result == AVErr.eof { break }
+            guard result >= 0 else {
+                throw Mismatch(segment: index, reason: "reading it failed (\(FFError.message(for: result)))")
+            }
+            defer { av_packet_unref(packet.pointer) }
+            if frames == 0 { startsWithKeyframe = packet.isKeyframe && packet.pts == 0 }
+            frames += 1
+            end = max(end, packet.pts + max(packet.duration, 0))
+            bytes += Int64(packet.pointer.pointee.size)
+            let dts = packet.decodeTimestamp
+            if let lastDTS, dts <= lastDTS {
+                throw Mismatch(segment: index, reason: "its decode timestamps go back (\(dts) after \(lastDTS))")
+            }
+            lastDTS = dts
+            guard packet.pts != noPTS else { throw Mismatch(segment: index, reason: "a frame has no timestamp") }
+            presentation.append(packet.pts)
+        }
+        guard frames == segment.frames else {
+            throw Mismatch(segment: index, reason: "it holds \(frames) frames, its plan \(segment.frames)")
+        }
+        guard startsWithKeyframe else {
+            throw Mismatch(segment: index, reason: "it does not start with a keyframe at 0")
+        }
+        let sorted = presentation.sorted()
+        guard zip(sorted, sorted.dropFirst()).allSatisfy({ $0 < $1 }) else {
+            throw Mismatch(segment: index, reason: "two of its frames have the same timestamp")
+        }
+        let delay = zip(sorted, presentation).map { $0 - $1 }.max() ?? 0
+        let extradata =
+            parameters.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(parameters.extradata_size))) }
+            ?? []
+        return ReadSegment(
+            frames: frames,
+            sortedPTS: sorted,
+            delay: max(0, delay),
+            timeBase: stream.pointee.time_base,
+            extradata: extradata,
+            width: parameters.width,
+            height: parameters.height,
+            codec: parameters.codec_id,
+            duration: end,
+            bytes: bytes
+        )
+    }
+
+    /// Proves the segments and joins them with the audio into `destination` (not yet shown).
+    public static func join(
+        _ segments: [Segment],
+        audio: String?,
+        destination: String,
+        format: ContainerFormat,
+        temporaryTag: String?,
+        limits: ResourceLimits
+    ) throws -> FinishedJoin {
+        precondition(!segments.isEmpty)
+        var read: [ReadSegment] = []
+        for (index, segment) in segments.enumerated() {
+            let next = try Self.read(segment, index: index, limits: limits)
+            if let first = read.first {
+                var differences: [String] = []
+                if next.codec != first.codec { differences.append("codec") }
+                if (next.width, next.height) != (first.width, first.height) { differences.append("picture size") }
+                if av_cmp_q(next.timeBase, first.timeBase) != 0 { differences.append("time base") }
+                if next.extradata != first.extradata { differences.append("stream headers (SPS/PPS)") }
+                if !differences.isEmpty {
+                    throw Mismatch(
+                        segment: index,
+                        reason: "its \(differences.joined(separator: ", ")) differ from segment 0's"
+                    )
+                }
+            }
+            read.append(next)
+        }
+        // Each segment moved by the length of those before it. The decode timestamps are made
+        // anew, the joined presentation times in order less the largest reorder delay of any
+        // segment: segments encoded apart may start with different delays, and their own
+        // decode timestamps would then collide at a cut (x264 with B-frames).
+        var offsets: [Int64] = []
+        var lengths: [Int64] = []
+        var offset: Int64 = 0
+        for (segment, read) in zip(segments, read) {
+            offsets.append(offset)
+            let length =
+                av_rescale_q_rnd(segment.end, microsecondBase, read.timeBase, AV_ROUND_UP)
+                - av_rescale_q_rnd(segment.start, microsecondBase, read.timeBase, AV_ROUND_DOWN)
+            guard read.sortedPTS.last.map({ $0 < length }) ?? false else {
+                throw Mismatch(
+                    segment: offsets.count - 1,
+                    reason: "its frames run past its end in the plan (\(read.sortedPTS.last ?? 0) of \(length) ticks)"
+                )
+            }
+            offset += length
+            lengths.append(length)
+        }
+        // Each frame lasts until the next one; the last of a segment until the segment's end.
+        let durations = zip(read, lengths).map { segment, length in
+            Dictionary(
+                uniqueKeysWithValues: zip(segment.sortedPTS, segment.sortedPTS.dropFirst() + [length]).map {
+                    ($0, $1 - $0)
+                }
+            )
+        }
+        let delay = read.map(\.delay).max() ?? 0
+        let decodeTimestamps = zip(read, offsets).map { segment, offset in segment.sortedPTS.map { $0 + offset - delay }
+        }
+
+        let first = try Asset(location: segments[0].path, limits: limits)
+        let audioAsset = try audio.map { try Asset(location: $0, limits: limits) }
+        let writer = try AssetWriter(
+            destination: destination,
+            format: format,
+            temporaryTag: temporaryTag,
+            limits: limits
+        )
+        guard let videoTrack = first.primaryVideoTrack else {
+            throw MediaError(.internalError, "segment 0 lost its video")
+        }
+        let video = AssetWriterInput(settings: .passthrough(track: videoTrack))
+        try writer.add(video, copyingFrom: first)
+        var audioInput: AssetWriterInput?
+        var audioSource: PacketSource?
+        if let audioAsset, let track = audioAsset.audioTracks.first {
+            let input = AssetWriterInput(settings: .passthrough(track: track))
+            try writer.add(input, copyingFrom: audioAsset)
+            audioInput = input
+            audioSource = PacketSource(audioAsset, stream: track.index)
+        }
+        var audioSamples: Int64 = 0
+        try writer.startWriting()
+        do {
+            // Interleaved by time, as a muxer wants them: whichever track is behind goes next.
+            let timeBase = read[0].timeBase
+            let videoSource = SegmentSource(
+                segments.map(\.path),
+                offsets: offsets,
+                decodeTimestamps: decodeTimestamps,
+                durations: durations,
+                limits: limits
+            )
+            var nextVideo = try videoSource.next()
+            var nextAudio = try audioSource?.next()
+            while nextVideo != nil || nextAudio != nil {
+                let takeVideo: Bool
+                if let packet = nextVideo, let audio = nextAudio, let audioSource {
+                    takeVideo =
+                        av_compare_ts(packet.decodeTimestamp, timeBase, audio.decodeTimestamp, audioSource.timeBase)
+                        <= 0
+                } else {
+                    takeVideo = nextVideo != nil
+                }
+                if takeVideo, let packet = nextVideo {
+                    try video.append(
+                        SampleBuffer(
+                            payload: .packet(packet),
+                            pts: packet.pts,
+                            duration: max(0, packet.duration),
+                            timeBase: timeBase
+                        )
+                    )
+                    nextVideo = try videoSource.next()
+                } else if let packet = nextAudio, let audioInput, let audioSource {
+                    audioSamples += packet.duration
+                    try audioInput.append(
+                        SampleBuffer(
+                            payload: .packet(packet),
+                            pts: packet.pts != noPTS ? packet.pts : packet.dts,
+                            duration: max(0, packet.duration),
+                            timeBase: audioSource.timeBase
+                        )
+                    )
+                    nextAudio = try audioSource.next()
+                }
+            }
+            try video.markAsFinished()
+            try audioInput?.markAsFinished()
+            _ = try writer.finishWritingWithoutCommit()
+        } catch {
+            writer.cancelWriting()
+            throw error
+        }
+        let duration = offset
+        let joined = Joined(
+            frames: read.reduce(0) { $0 + $1.frames },
+            bytesPerSegment: read.map(\.bytes),
+            segmentStarts: offsets.map { av_rescale_q($0, read[0].timeBase, microsecondBase) },
+            duration: av_rescale_q(duration, read[0].timeBase, microsecondBase),
+            audioSamples: audioInput == nil ? nil : audioSamples
+        )
+        return FinishedJoin(joined: joined, output: PendingOutput(writer: writer))
+    }
+
+}
+
+/// One stream's packets, read as they are needed.
+final class PacketSource {
+    let asset: Asset
+    let stream: Int
+    let timeBase: AVRational
+
+    init(_ asset: Asset, stream: Int) {
+        self.asset = asset
+        self.stream = stream
+        timeBase = asset.input.stream(stream).pointee.time_base
+    }
+
+    func next() throws(MediaError) -> Packet? {
+        while true {
+            let packet = Packet()
+            let result = asset.input.read(into: packet.pointer)
+            if result == AVErr.eof { return nil }
+            guard result >= 0 else {
+                throw MediaError(
+                    .decodeFailed,
+                    "\(asset.displayName) could not be read for the join (\(FFError.message(for: result)))"
+                )
+            }
+            if packet.streamIndex == stream { return packet }
+        }
+    }
+}
+
+/// The segments' video packets in order, each moved by its segment's offset.
+final class SegmentSource {
+    private let paths: [String]
+    private let offsets: [Int64]
+    private let decodeTimestamps: [[Int64]]
+    private let durations: [[Int64: Int64]]
+    private let limits: ResourceLimits
+    private var index = -1
+    private var position = 0
+    private var current: PacketSource?
+
+    init(
+        _ paths: [String],
+        offsets: [Int64],
+        decodeTimestamps: [[Int64]],
+        durations: [[Int64: Int64]],
+        limits: ResourceLimits
+    ) {
+        self.paths = paths
+        self.offsets = offsets
+        self.decodeTimestamps = decodeTimestamps
+        self.durations = durations
+        self.limits = limits
+    }
+
+    func next() throws(MediaError) -> Packet? {
+        while true {
+            if let current, let packet = try current.next() {
+                guard position < decodeTimestamps[index].count else {
+                    throw MediaError(.encodeFailed, "segment \(index) changed while it was joined")
+                }
+                packet.duration = durations[index][packet.pts] ?? packet.duration
+                packet.pts += offsets[index]
+                packet.dts = decodeTimestamps[index][position]
+                position += 1
+                return packet
+            }
+            index += 1
+            position = 0
+            guard index < paths.count else { return nil }
+            let asset = try Asset(location: paths[index], limits: limits)
+            guard let track = asset.primaryVideoTrack else {
+                throw MediaError(.internalError, "segment \(index) lost its video track")
+            }
+            current = PacketSource(asset, stream: track.index)
+        }
+    }
+}
