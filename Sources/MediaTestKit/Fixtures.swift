@@ -41,6 +41,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case tiny
     // A 20 s clip that is slow to encode, for cancellation and progress.
     case long
+    // Split-and-stitch (issue 27): 24 s with B-frames and a tone, at 25 fps; and 30, 24 then
+    // 15 fps (8 s each, variable frame rate).
+    case splitCFR
+    case splitVFR
     // Bad inputs.
     case notMedia
     case empty
@@ -306,6 +310,20 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .tiny:
             return .ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=8x8:rate=25", "-t", "1"] + Self.x264 + ["OUT"])
+        case .splitCFR:
+            return .ffmpeg(
+                Self.video() + Self.tone(frequency: 330) + ["-t", "24"] + Self.x264 + [
+                    "-x264-params", "keyint=60:bframes=3", "-c:a", "aac", "-ac", "2", "OUT",
+                ]
+            )
+        case .splitVFR:
+            return .ffmpeg(
+                ["30", "24", "15"].flatMap { ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=\($0):duration=8"] }
+                    + Self.tone(frequency: 330) + [
+                        "-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]", "-map", "[v]", "-map", "3:a", "-t",
+                        "24", "-fps_mode", "vfr", "-video_track_timescale", "90000",
+                    ] + Self.x264 + ["-c:a", "aac", "OUT"]
+            )
         case .long:
             // Temporal noise makes encoding it expensive (~10 s with `highest` in a debug build),
             // so a cancel always lands mid-export, however fast the machine.

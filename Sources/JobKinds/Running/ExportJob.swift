@@ -88,14 +88,19 @@ struct ExportJob: PreparedJob {
         removeLeftovers(of: job, writingTo: output)
         let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
         let asset = try await openInput(job, path: paths.input, context: context)
+        // A video segment is encoded with pre- and post-roll around it (the join drops them).
+        let range = try job.timeRange()
+        let (encoded, cut) =
+            segment.part == .video ? SplitExport.encode(range, first: segment.index == 0) : (range, nil)
         let session = ExportSession(
             asset: asset,
             preset: preset,
             outputPath: output,
             format: name,
-            timeRange: try job.timeRange(),
+            timeRange: encoded,
             temporaryTag: context.lease.temporaryTag,
-            part: segment.part
+            part: segment.part,
+            cut: cut
         )
         return ExportJob(session: session, uploadURL: nil, shownOutput: nil)
     }

@@ -91,12 +91,13 @@ final class SplitJoinJob: PreparedJob {
     func run() async throws -> FinishedRun {
         let directory = SplitJob.directory(of: job.id, scratch: context.scratchDirectory)
         let (destination, format, context, job) = (self.destination, self.format, self.context, self.job)
-        let parts = segments.map { child, segment in
+        let parts = try segments.map { child, segment in
             SegmentJoin.Segment(
                 path: (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: format)),
                 frames: segment.frames,
                 start: segment.start,
-                end: segment.end
+                end: segment.end,
+                from: SplitExport.encode(try child.timeRange(), first: segment.index == 0).cut.start
             )
         }
         let audioPath = audio.flatMap { child in
@@ -185,14 +186,17 @@ final class SplitJoinJob: PreparedJob {
         try? FileManager.default.removeItem(atPath: path)
         let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
         let asset = try await ExportJob.openInput(job, path: paths.input, context: context)
+        let segment = try child.splitSegment()
+        let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0)
         let session = ExportSession(
             asset: asset,
             preset: preset,
             outputPath: path,
             format: SplitExport.container(of: .video, for: format),
-            timeRange: try child.timeRange(),
+            timeRange: encoded,
             temporaryTag: context.lease.temporaryTag,
-            part: .video
+            part: .video,
+            cut: cut
         )
         _ = try await session.export()
     }

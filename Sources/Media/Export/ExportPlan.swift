@@ -16,7 +16,13 @@ public struct ExportPlan: Sendable {
     public var format: ContainerFormat
 
     /// - Parameter part: the whole export, or one part of a split one (`ExportPart`).
-    public init(asset: Asset, preset: Preset, format: ContainerFormat, part: ExportPart = .whole) throws(MediaError) {
+    public init(
+        asset: Asset,
+        preset: Preset,
+        format: ContainerFormat,
+        part: ExportPart = .whole,
+        cut: SegmentCut? = nil
+    ) throws(MediaError) {
         self.format = format
         let name = asset.displayName
         let video = asset.primaryVideoTrack
@@ -30,6 +36,7 @@ public struct ExportPlan: Sendable {
             var track = try ExportPlan.videoTrack(video, settings: settings, asset: asset, format: format)
             if part == .video, case .video(var encoding) = track.writerSettings {
                 encoding.stitchable = true
+                encoding.cut = cut
                 track.writerSettings = .video(encoding)
             }
             tracks.append(track)

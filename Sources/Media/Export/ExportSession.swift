@@ -24,6 +24,8 @@ public final class ExportSession: @unchecked Sendable {
     public let temporaryTag: String?
     /// The whole export, or one part of a split one.
     public let part: ExportPart
+    /// A video segment's place in its encode (pre- and post-roll around it).
+    public let cut: SegmentCut?
 
     private let state = Mutex(State())
 
@@ -47,10 +49,12 @@ public final class ExportSession: @unchecked Sendable {
         format: ContainerFormat? = nil,
         timeRange: TimeRange = .all,
         temporaryTag: String? = nil,
-        part: ExportPart = .whole
+        part: ExportPart = .whole,
+        cut: SegmentCut? = nil
     ) {
         self.temporaryTag = temporaryTag
         self.part = part
+        self.cut = cut
         self.asset = asset
         self.preset = preset
         self.outputPath = outputPath
@@ -234,7 +238,7 @@ public final class ExportSession: @unchecked Sendable {
     private func run() throws(MediaError) -> (ExportResult, AssetWriter) {
         try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
-        let plan = try ExportPlan(asset: asset, preset: preset, format: format, part: part)
+        let plan = try ExportPlan(asset: asset, preset: preset, format: format, part: part, cut: cut)
         try checkLimits(plan, range: range)
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         let writer = try AssetWriter(

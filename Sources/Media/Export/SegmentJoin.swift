@@ -20,12 +20,17 @@ public enum SegmentJoin {
         /// its length in the joined file is exactly that of its frames in the source.
         public var start: Int64
         public var end: Int64
+        /// Where in its file the segment's first frame (an IDR) is, at the earliest (µs from
+        /// the file's start): frames before it are pre-roll (`SplitExport.encode`), dropped
+        /// like the post-roll after the segment's end.
+        public var from: Int64
 
-        public init(path: String, frames: Int, start: Int64, end: Int64) {
+        public init(path: String, frames: Int, start: Int64, end: Int64, from: Int64 = 0) {
             self.path = path
             self.frames = frames
             self.start = start
             self.end = end
+            self.from = from
         }
     }
 
@@ -69,7 +74,9 @@ public enum SegmentJoin {
         var width: Int32
         var height: Int32
         var codec: AVCodecID
-        var duration: Int64
+        /// The segment's first frame in its file (the IDR), and its length there (ticks).
+        var keepFrom: Int64
+        var length: Int64
         var bytes: Int64
     }
 
@@ -86,12 +93,15 @@ public enum SegmentJoin {
         }
         let stream = asset.input.stream(track.index)
         let parameters = stream.pointee.codecpar.pointee
+        let timeBase = stream.pointee.time_base
+        let length =
+            av_rescale_q_rnd(segment.end, microsecondBase, timeBase, AV_ROUND_UP)
+            - av_rescale_q_rnd(segment.start, microsecondBase, timeBase, AV_ROUND_DOWN)
         var frames = 0
-        var end: Int64 = 0
         var bytes: Int64 = 0
         var lastDTS: Int64?
         var presentation: [Int64] = []
-        var startsWithKeyframe = false
+        var keepFrom: Int64?
         let packet = Packet()
         while true {
             let result = asset.input.read(into: packet.pointer)
@@ -100,23 +110,32 @@ public enum SegmentJoin {
                 throw Mismatch(segment: index, reason: "reading it failed (\(FFError.message(for: result)))")
             }
             defer { av_packet_unref(packet.pointer) }
-            if frames == 0 { startsWithKeyframe = packet.isKeyframe && packet.pts == 0 }
+            guard packet.pts != noPTS else { throw Mismatch(segment: index, reason: "a frame has no timestamp") }
+            // Pre-roll until the segment's IDR; post-roll from its end on.
+            if keepFrom == nil {
+                guard packet.isKeyframe, av_rescale_q(packet.pts, timeBase, microsecondBase) >= segment.from else {
+                    continue
+                }
+                keepFrom = packet.pts
+            }
+            guard let keepFrom, packet.pts >= keepFrom, packet.pts - keepFrom < length else { continue }
             frames += 1
-            end = max(end, packet.pts + max(packet.duration, 0))
             bytes += Int64(packet.pointer.pointee.size)
             let dts = packet.decodeTimestamp
             if let lastDTS, dts <= lastDTS {
                 throw Mismatch(segment: index, reason: "its decode timestamps go back (\(dts) after \(lastDTS))")
             }
             lastDTS = dts
-            guard packet.pts != noPTS else { throw Mismatch(segment: index, reason: "a frame has no timestamp") }
-            presentation.append(packet.pts)
+            presentation.append(packet.pts - keepFrom)
+        }
+        guard let keepFrom else {
+            throw Mismatch(segment: index, reason: "it has no keyframe where the segment starts")
         }
         guard frames == segment.frames else {
             throw Mismatch(segment: index, reason: "it holds \(frames) frames, its plan \(segment.frames)")
         }
-        guard startsWithKeyframe else {
-            throw Mismatch(segment: index, reason: "it does not start with a keyframe at 0")
+        guard presentation.min() == 0 else {
+            throw Mismatch(segment: index, reason: "a frame of it comes before its first keyframe")
         }
         let sorted = presentation.sorted()
         guard zip(sorted, sorted.dropFirst()).allSatisfy({ $0 < $1 }) else {
@@ -130,12 +149,13 @@ public enum SegmentJoin {
             frames: frames,
             sortedPTS: sorted,
             delay: max(0, delay),
-            timeBase: stream.pointee.time_base,
+            timeBase: timeBase,
             extradata: extradata,
             width: parameters.width,
             height: parameters.height,
             codec: parameters.codec_id,
-            duration: end,
+            keepFrom: keepFrom,
+            length: length,
             bytes: bytes
         )
     }
@@ -175,19 +195,13 @@ public enum SegmentJoin {
         var offsets: [Int64] = []
         var lengths: [Int64] = []
         var offset: Int64 = 0
-        for (segment, read) in zip(segments, read) {
+        for segment in read {
             offsets.append(offset)
-            let length =
-                av_rescale_q_rnd(segment.end, microsecondBase, read.timeBase, AV_ROUND_UP)
-                - av_rescale_q_rnd(segment.start, microsecondBase, read.timeBase, AV_ROUND_DOWN)
-            guard read.sortedPTS.last.map({ $0 < length }) ?? false else {
-                throw Mismatch(
-                    segment: offsets.count - 1,
-                    reason: "its frames run past its end in the plan (\(read.sortedPTS.last ?? 0) of \(length) ticks)"
-                )
+            guard segment.sortedPTS.last.map({ $0 < segment.length }) ?? false else {
+                throw Mismatch(segment: offsets.count - 1, reason: "its frames run past its end in the plan")
             }
-            offset += length
-            lengths.append(length)
+            offset += segment.length
+            lengths.append(segment.length)
         }
         // Each frame lasts until the next one; the last of a segment until the segment's end.
         let durations = zip(read, lengths).map { segment, length in
@@ -229,6 +243,7 @@ public enum SegmentJoin {
             let timeBase = read[0].timeBase
             let videoSource = SegmentSource(
                 segments.map(\.path),
+                windows: read.map { ($0.keepFrom, $0.length) },
                 offsets: offsets,
                 decodeTimestamps: decodeTimestamps,
                 durations: durations,
@@ -319,6 +334,8 @@ final class PacketSource {
 /// The segments' video packets in order, each moved by its segment's offset.
 final class SegmentSource {
     private let paths: [String]
+    /// Each segment's first frame in its file and its length (the rest is pre- and post-roll).
+    private let windows: [(from: Int64, length: Int64)]
     private let offsets: [Int64]
     private let decodeTimestamps: [[Int64]]
     private let durations: [[Int64: Int64]]
@@ -329,12 +346,14 @@ final class SegmentSource {
 
     init(
         _ paths: [String],
+        windows: [(from: Int64, length: Int64)],
         offsets: [Int64],
         decodeTimestamps: [[Int64]],
         durations: [[Int64: Int64]],
         limits: ResourceLimits
     ) {
         self.paths = paths
+        self.windows = windows
         self.offsets = offsets
         self.decodeTimestamps = decodeTimestamps
         self.durations = durations
@@ -344,11 +363,15 @@ final class SegmentSource {
     func next() throws(MediaError) -> Packet? {
         while true {
             if let current, let packet = try current.next() {
+                let window = windows[index]
+                if position == 0, !(packet.isKeyframe && packet.pts == window.from) { continue }
+                guard packet.pts >= window.from, packet.pts - window.from < window.length else { continue }
                 guard position < decodeTimestamps[index].count else {
                     throw MediaError(.encodeFailed, "segment \(index) changed while it was joined")
                 }
-                packet.duration = durations[index][packet.pts] ?? packet.duration
-                packet.pts += offsets[index]
+                let pts = packet.pts - window.from
+                packet.duration = durations[index][pts] ?? packet.duration
+                packet.pts = pts + offsets[index]
                 packet.dts = decodeTimestamps[index][position]
                 position += 1
                 return packet

@@ -31,6 +31,10 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// A segment of a split export: x264's `stitchable`, so that every segment's stream
         /// headers are the same and the segments join into one stream.
         public var stitchable = false
+        /// A segment encoded with frames around it (`SegmentCut`): its first frame an IDR, its
+        /// last a P-frame (no frame of it refers past its end), the rest only there to give the
+        /// encoder's rate control and lookahead what a whole encode would have.
+        public var cut: SegmentCut?
 
         public init(
             codec: VideoCodec,
@@ -154,5 +158,18 @@ public final class AssetWriterInput: @unchecked Sendable {
 
     func setStatus(_ status: Status) {
         state.withLock { if !$0.status.isTerminal { $0.status = status } }
+    }
+}
+
+/// Where a segment of a split export lies in its encode (µs from the encode's start): frames
+/// before `start` (pre-roll) and from `end` on (post-roll) are encoded and then dropped by the
+/// join.
+public struct SegmentCut: Sendable, Hashable {
+    public var start: Int64
+    public var end: Int64
+
+    public init(start: Int64, end: Int64) {
+        self.start = start
+        self.end = end
     }
 }

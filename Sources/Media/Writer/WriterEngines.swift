@@ -131,8 +131,14 @@ final class VideoEngine: EncodingEngine {
 
     /// Frame durations by pts: libx264 in 5.1 returns packets without (docs/ffmpeg.md #19).
     private var durations: [Int64: Int64] = [:]
+    /// A segment's cut (`SegmentCut`), and the frame held back until the next one says whether
+    /// it is the segment's last.
+    private let cut: SegmentCut?
+    private var held: SampleBuffer?
+    private var forcedIDR = false
 
     init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
+        cut = encoding.cut
         let source = encoding.source
         let timeBase = source.timeBase.av
         var options: [String: String] = [:]
@@ -149,6 +155,8 @@ final class VideoEngine: EncodingEngine {
             let parameters = (large ? ["rc-lookahead=10"] : []) + (encoding.stitchable ? ["stitchable=1"] : [])
             if !parameters.isEmpty { options["x264-params"] = parameters.joined(separator: ":") }
         }
+        // A forced I-frame is an IDR (a segment's first frame: nothing after it refers before it).
+        if encoding.cut != nil { options["forced-idr"] = "1" }
         let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
             context.pointee.width = Int32(encoding.size.width)
             context.pointee.height = Int32(encoding.size.height)
@@ -178,15 +186,45 @@ final class VideoEngine: EncodingEngine {
     }
 
     override func append(_ sample: SampleBuffer) throws(MediaError) {
-        guard case .video(let frame) = sample.payload else {
+        guard case .video = sample.payload else {
             throw MediaError(.internalError, "a video input was given a non-video sample")
         }
+        guard let cut else { return try send(sample, type: AV_PICTURE_TYPE_NONE) }
+        // A segment's first frame is an IDR; its last (the one before the first at or after
+        // `end`) a P-frame, so that no frame of the segment refers to one after it.
+        let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)
+        if let held {
+            let heldTime = av_rescale_q(held.pts, held.timeBase, microsecondBase)
+            try send(held, type: heldTime < cut.end && time >= cut.end ? AV_PICTURE_TYPE_P : AV_PICTURE_TYPE_NONE)
+        }
+        var type = AV_PICTURE_TYPE_NONE
+        if !forcedIDR, time >= cut.start {
+            forcedIDR = true
+            type = AV_PICTURE_TYPE_I
+        }
+        if type == AV_PICTURE_TYPE_I {
+            try send(sample, type: type)
+            held = nil
+        } else {
+            held = sample
+        }
+    }
+
+    private func send(_ sample: SampleBuffer, type: AVPictureType) throws(MediaError) {
+        guard case .video(let frame) = sample.payload else { return }
         frame.pts = sample.pts
+        frame.pointer.pointee.pict_type = type
         durations[sample.pts] = sample.duration
         try encode(frame.pointer)
     }
 
-    override func finish() throws(MediaError) { try encode(nil) }
+    override func finish() throws(MediaError) {
+        if let held {
+            self.held = nil
+            try send(held, type: AV_PICTURE_TYPE_NONE)
+        }
+        try encode(nil)
+    }
 
     override func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {
         let duration = durations.removeValue(forKey: packet.pointee.pts)

@@ -1,0 +1,235 @@
+import Foundation
+import Media
+import MediaTestKit
+import Testing
+
+/// Split-and-stitch in one process (issue 27, `SplitExportSession`), against the one-process
+/// export of the same preset and range, with ffprobe and ffmpeg as the oracles: the same
+/// frames at the same times, the same audio, a clean stream, and seams a viewer cannot find.
+@Suite("Split exports", .serialized, .timeLimit(.minutes(6)))
+struct SplitExportTests {
+    struct Case: Sendable, CustomStringConvertible {
+        var fixture: Fixture
+        var range: String
+        var segment: String
+        /// The range starts on a source frame (the PSNR reference can then be cut by ffmpeg).
+        var aligned: Bool
+        var description: String { "\(fixture) \(range) in \(segment) segments" }
+    }
+
+    static let cases = [
+        Case(fixture: .splitCFR, range: "0.52s+22s", segment: "6s", aligned: true),
+        Case(fixture: .splitVFR, range: "1s+21s", segment: "4s", aligned: true),
+        // Between two frames: the frame on screen at the start comes first, in both.
+        Case(fixture: .splitCFR, range: "0.51s+19.5s", segment: "4s", aligned: false),
+    ]
+
+    /// The one-process export and the split one of `test`, in `directory`.
+    static func exports(
+        _ test: Case,
+        in directory: TemporaryDirectory
+    ) async throws -> (
+        whole: String, split: String, result: ExportResult
+    ) {
+        let source = try await Fixtures.shared.path(test.fixture)
+        let whole = directory.file("whole.mp4")
+        let split = directory.file("split.mp4")
+        _ = try await ExportChecks.export(source, preset: "low", range: test.range, to: whole)
+        guard case .segments(let length) = try SplitRequest(parsing: test.segment) else {
+            throw MediaError(.invalidRequest, "not a segment length")
+        }
+        let session = SplitExportSession(
+            asset: try Asset(location: source),
+            preset: try PresetCatalog.builtIn.preset(named: "low"),
+            outputPath: split,
+            timeRange: try TimeRange(parsing: test.range),
+            segmentLength: length,
+            parallel: 2,
+            scratch: directory.file("scratch")
+        )
+        let result = try await session.export()
+        #expect(!FileManager.default.fileExists(atPath: directory.file("scratch")), "the scratch is removed")
+        return (whole, split, result)
+    }
+
+    @Test(arguments: cases)
+    func theSameFramesAndSoundAsOneProcess(test: Case) async throws {
+        try await withTemporaryDirectory("split") { directory in
+            let (whole, split, result) = try await Self.exports(test, in: directory)
+            let segments = try #require(result.segments)
+            #expect(segments.count >= 3, "\(segments.count) segments")
+            // Contiguous: each segment starts where the one before it ended, frame after frame.
+            for (before, after) in zip(segments, segments.dropFirst()) {
+                #expect(after.firstFrame == before.lastFrame + 1)
+                #expect(abs(after.start - (before.start + before.duration)) < 1e-6)
+            }
+
+            // Every frame at the same time as in the one-process export (variable frame rate
+            // included), so the same count and the same video duration.
+            let wholeTimes = try await FFProbe.videoFrameTimes(whole)
+            let splitTimes = try await FFProbe.videoFrameTimes(split)
+            #expect(splitTimes.count == wholeTimes.count, "\(splitTimes.count) frames, one process \(wholeTimes.count)")
+            #expect(zip(splitTimes, wholeTimes).allSatisfy { abs($0 - $1) < 1e-4 }, "frame times differ")
+            #expect(result.tracks.first { $0.mediaType == .video }?.frames == Int64(wholeTimes.count))
+            let frame = zip(wholeTimes, wholeTimes.dropFirst()).map { $1 - $0 }.max() ?? 0.04
+            let (wholeProbe, splitProbe) = (try await FFProbe.probe(whole), try await FFProbe.probe(split))
+            let videoDurations = [wholeProbe, splitProbe].compactMap { $0.video?.duration.flatMap(Double.init) }
+            #expect(videoDurations.count == 2 && abs(videoDurations[0] - videoDurations[1]) <= frame + 1e-6)
+
+            // The audio: encoded once for the whole range, so the same samples at the same start.
+            let wholeSamples = try await FFProbe.audioSampleCount(whole)
+            #expect(try await FFProbe.audioSampleCount(split) == wholeSamples && wholeSamples > 0)
+            let starts = [splitProbe.video?.start_time, splitProbe.audio.first?.start_time].compactMap {
+                $0.flatMap(Double.init)
+            }
+            #expect(starts.count == 2 && abs(starts[0] - starts[1]) <= frame, "audio/video start: \(starts)")
+
+            // A clean stream: decodes without an error, remuxes without a timestamp warning.
+            #expect(try await FFProbe.decodeErrors(split) == "")
+            let remux = try await ProcessRunner.run(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "warning", "-i", split, "-c", "copy", "-f", "mp4", "-y",
+                    directory.file("remux.mp4"),
+                ]
+            )
+            #expect(remux.status == 0 && !remux.stderr.contains("Non-monotonic DTS"), "\(remux.stderr)")
+            #expect(!remux.stderr.contains("non monotonically"), "\(remux.stderr)")
+        }
+    }
+
+    @Test(arguments: cases.filter(\.aligned))
+    func theSeamsCannotBeSeen(test: Case) async throws {
+        try await withTemporaryDirectory("split-seams") { directory in
+            let (whole, split, result) = try await Self.exports(test, in: directory)
+            let source = try await Fixtures.shared.path(test.fixture)
+            let range = try TimeRange(parsing: test.range)
+            let splitPSNR = try await Self.psnr(split, source: source, range: range, stats: directory.file("split.log"))
+            let wholePSNR = try await Self.psnr(whole, source: source, range: range, stats: directory.file("whole.log"))
+            let mean = splitPSNR.reduce(0, +) / Double(splitPSNR.count)
+            let wholeMean = wholePSNR.reduce(0, +) / Double(wholePSNR.count)
+            #expect(abs(mean - wholeMean) <= 0.5, "split \(mean) dB, one process \(wholeMean) dB")
+            // The two frames either side of every cut look like the rest of the file.
+            let segments = try #require(result.segments)
+            for segment in segments.dropFirst() {
+                for index in [segment.firstFrame - 1, segment.firstFrame] {
+                    #expect(
+                        splitPSNR[index] >= mean - 1,
+                        "frame \(index) at a seam: \(splitPSNR[index]) dB, mean \(mean)"
+                    )
+                }
+            }
+
+            // No digital silence at a seam: the tone runs through every cut.
+            let silence = try await ProcessRunner.run(
+                "ffmpeg",
+                ["-nostdin", "-i", split, "-map", "0:a", "-af", "silencedetect=n=-80dB:d=0.005", "-f", "null", "-"]
+            )
+            let silentAt = silence.stderr.split(separator: "\n").filter { $0.contains("silence_start") }.compactMap {
+                Double($0.split(separator: " ").last ?? "")
+            }
+            for segment in segments.dropFirst() {
+                #expect(!silentAt.contains { abs($0 - segment.start) < 0.05 }, "silence at the seam \(segment.start)")
+            }
+        }
+    }
+
+    /// Each frame's PSNR against the source's frame at the same time (cut and scaled by ffmpeg).
+    static func psnr(_ output: String, source: String, range: TimeRange, stats: String) async throws -> [Double] {
+        let probe = try await FFProbe.probe(output)
+        let (width, height) = (probe.video?.width ?? 0, probe.video?.height ?? 0)
+        let start = Double(range.start) / 1e6
+        let duration = Double(range.duration ?? 0) / 1e6
+        try await ProcessRunner.check(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-i", output, "-i", source, "-lavfi",
+                "[1:v]trim=start=\(start):duration=\(duration),setpts=PTS-STARTPTS,scale=\(width):\(height)[ref];[0:v][ref]psnr=stats_file=\(stats)",
+                "-f", "null", "-",
+            ]
+        )
+        return try String(contentsOfFile: stats, encoding: .utf8).split(separator: "\n").compactMap { line in
+            guard let field = line.split(separator: " ").first(where: { $0.hasPrefix("psnr_y:") }) else { return nil }
+            let value = field.dropFirst("psnr_y:".count)
+            return value == "inf" ? 100 : Double(value)
+        }
+    }
+
+    @Test("the join refuses a segment that is not what its plan says, naming it")
+    func theProofNamesTheSegment() async throws {
+        try await withTemporaryDirectory("split-proof") { directory in
+            let source = try await Fixtures.shared.path(.splitCFR)
+            let asset = try Asset(location: source)
+            let range = try TimeRange(parsing: "0s+12s")
+            let (plan, ranges) = try #require(try SplitExport.plan(asset, range: range, segmentLength: 4_000_000))
+            var parts: [SegmentJoin.Segment] = []
+            for (segment, range) in zip(plan.segments, ranges) {
+                let path = directory.file("segment-\(segment.index).mp4")
+                let (encoded, cut) = SplitExport.encode(range, first: segment.index == 0)
+                _ = try await ExportSession(
+                    asset: try Asset(location: source),
+                    preset: try PresetCatalog.builtIn.preset(named: "low"),
+                    outputPath: path,
+                    timeRange: encoded,
+                    part: .video,
+                    cut: cut
+                ).export()
+                parts.append(
+                    SegmentJoin.Segment(
+                        path: path,
+                        frames: segment.frameCount,
+                        start: range.start,
+                        end: range.start + (range.duration ?? 0),
+                        from: cut.start
+                    )
+                )
+            }
+            func join(_ parts: [SegmentJoin.Segment]) -> SegmentJoin.Mismatch? {
+                do {
+                    _ = try SegmentJoin.join(
+                        parts,
+                        audio: nil,
+                        destination: directory.file("joined.mp4"),
+                        format: .mp4,
+                        temporaryTag: nil,
+                        limits: .default
+                    )
+                    return nil
+                } catch let mismatch as SegmentJoin.Mismatch {
+                    return mismatch
+                } catch {
+                    Issue.record("\(error)")
+                    return nil
+                }
+            }
+            #expect(join(parts) == nil, "the true segments join")
+            // A frame too many in the plan: its segment is named.
+            var counted = parts
+            counted[1].frames += 1
+            #expect(join(counted)?.segment == 1)
+            // Another preset's segment: other stream headers.
+            let other = directory.file("other.mp4")
+            let (encoded, cut) = SplitExport.encode(ranges[2], first: false)
+            _ = try await ExportSession(
+                asset: try Asset(location: source),
+                preset: try PresetCatalog.builtIn.preset(named: "medium"),
+                outputPath: other,
+                timeRange: encoded,
+                part: .video,
+                cut: cut
+            ).export()
+            var foreign = parts
+            foreign[2].path = other
+            let mismatch = join(foreign)
+            #expect(
+                mismatch?.segment == 2 && mismatch?.reason.contains("differ from segment 0") == true,
+                "\(String(describing: mismatch))"
+            )
+            // A missing file.
+            var missing = parts
+            missing[0].path = directory.file("gone.mp4")
+            #expect(join(missing)?.segment == 0)
+            #expect(!FileManager.default.fileExists(atPath: directory.file("joined.mp4")), "nothing at the output")
+        }
+    }
+}
