@@ -170,6 +170,9 @@ struct Attempts: Sendable {
                 return
             case .fence(let delivery, let delay):
                 if delay == .zero {
+                    if execution.claimed.job.graphPhase == .join {
+                        Failpoints.hit("before-join-commit", logger: attempt.logger)
+                    }
                     Failpoints.hit(delivery == .rename ? "before-rename" : "before-upload", logger: attempt.logger)
                 } else {
                     try? await Task.sleep(for: delay)

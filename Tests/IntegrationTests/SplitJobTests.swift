@@ -1,0 +1,176 @@
+import Foundation
+import MediaTestKit
+import Queue
+import QueueSQLite
+import Testing
+
+/// Split exports on a queue (issue 27): real worker processes sharing a scratch directory
+/// encode the segments and the audio as children; the parent's join publishes one file that
+/// ffprobe cannot tell from the one-process export; workers killed with SIGKILL during the
+/// fan-out, mid-segment and during the join lose nothing, encode nothing twice, and the
+/// webhook is sent once.
+@Suite("Split exports on workers", .serialized, .timeLimit(.minutes(8)))
+struct SplitJobTests {
+    typealias Setup = RemoteMediaTests.Setup
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    static func worker(
+        _ setup: Setup,
+        _ name: String,
+        failpoints: String? = nil,
+        once: Bool = true,
+        secret: String
+    ) throws -> JobctlProcess {
+        try JobctlProcess(
+            [
+                "worker", "--db", setup.db, "--name", name, "--lease", "2s", "--scratch", setup.directory.file("scratch"),
+                "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks", "--webhook-retry-scale",
+                "0.01",
+            ] + (once ? ["--once"] : []),
+            log: setup.directory.file("\(name).log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret].merging(failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:]) {
+                $1
+            }
+        )
+    }
+
+    /// The frame times and audio samples of the one-process export of the same job.
+    static func oneProcess(_ input: String, preset: String, range: String?, to path: String) async throws -> (
+        [Double], Int
+    ) {
+        let export = try await Jobctl.run(
+            ["export", input, "--preset", preset, "-o", path] + (range.map { ["--range", $0] } ?? [])
+        )
+        try #require(export.status == 0, "\(export.stderr)")
+        return (try await FFProbe.videoFrameTimes(path), try await FFProbe.audioSampleCount(path))
+    }
+
+    static func children(_ setup: Setup, of id: JobID) async throws -> [Job] {
+        try await setup.store.jobs(JobQuery(parent: id, limit: 100)).sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
+    }
+
+    @Test func twoWorkersMakeTheOneProcessExport() async throws {
+        let setup = try await Setup("split-queue")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+        let input = try await Fixtures.shared.path(.splitVFR)
+        let output = setup.directory.file("split.mp4")
+        let id = try await setup.submit(
+            input,
+            ["--split", "4s", "--range", "1s+21s", "-o", output, "--webhook", receiver.url()]
+        )
+        let workers = try ["A", "B"].map { try Self.worker(setup, $0, secret: secret) }
+        for worker in workers {
+            #expect(try await worker.waitForExit(timeout: .seconds(180))?.status == 0, "\(worker.log)")
+        }
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        let children = try await Self.children(setup, of: id)
+        #expect(children.count >= 5 && children.allSatisfy { $0.status == .completed && $0.attempt == 1 })
+        #expect(children.first?.output.hasSuffix("/audio.m4a") == true, "the audio first, once")
+
+        let (frames, samples) = try await Self.oneProcess(
+            input,
+            preset: "low",
+            range: "1s+21s",
+            to: setup.directory.file("whole.mp4")
+        )
+        let splitFrames = try await FFProbe.videoFrameTimes(output)
+        #expect(splitFrames.count == frames.count && zip(splitFrames, frames).allSatisfy { abs($0 - $1) < 1e-4 })
+        #expect(try await FFProbe.audioSampleCount(output) == samples)
+        #expect(try await FFProbe.decodeErrors(output) == "")
+
+        // The result: the segment table, each with its worker and speed.
+        let segments = try #require(job.result?["segments"]?.arrayValue)
+        #expect(segments.count == children.count - 1)
+        #expect(segments.allSatisfy { ["A", "B"].contains($0["worker"]?.stringValue ?? "") && $0["fps"] != nil })
+        // Exactly one webhook, the parent's; the scratch directory is empty again.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(receiver.records().map { $0["jobId"] as? String } == [id.rawValue])
+        #expect(setup.directoryContents(setup.directory.file("scratch")).isEmpty)
+        // `show` lists the children with their ranges.
+        let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db])
+        #expect(show.stdoutText.contains("child #\(children.count - 1)"), "\(show.stdoutText)")
+    }
+
+    @Test func workersKilledDuringFanOutMidSegmentAndJoinLoseNothing() async throws {
+        let setup = try await Setup("split-chaos")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+        // Slow to encode (temporal noise at CRF 18): a segment is still running when it is killed.
+        let input = try await Fixtures.shared.path(.long)
+        let output = setup.directory.file("split.mp4")
+        let id = try await setup.submit(
+            input,
+            ["--split", "4s", "-o", output, "--webhook", receiver.url()],
+            preset: "highest"
+        )
+
+        // 1. Killed just before the fan-out: no child exists, the parent is taken over.
+        let a = try Self.worker(setup, "A", failpoints: "before-fan-out", secret: secret)
+        try #require(try await eventually(within: .seconds(60)) { FencingTests.isStopped(a.pid) }, "\(a.log)")
+        a.signal(SIGKILL)
+        _ = try await a.waitForExit(timeout: .seconds(10))
+        #expect(try await Self.children(setup, of: id).isEmpty, "a fan-out is all or nothing")
+
+        // 2. Killed mid-segment: the segment runs again elsewhere; the others stay done.
+        let b = try Self.worker(setup, "B", once: false, secret: secret)
+        let running = try await eventually(within: .seconds(120)) {
+            try await Self.children(setup, of: id).contains {
+                $0.status == .reading && $0.worker == "B" && $0.progress > 0.2 && $0.childIndex ?? 0 > 0
+            }
+        }
+        try #require(running, "no segment ran on B: \(b.log)")
+        b.signal(SIGKILL)
+        _ = try await b.waitForExit(timeout: .seconds(10))
+
+        // 3. Killed just before the join shows its output.
+        let c = try Self.worker(setup, "C", failpoints: "before-join-commit", secret: secret)
+        try #require(
+            try await eventually(within: .seconds(240)) { FencingTests.isStopped(c.pid) },
+            "C never reached the join: \(c.log)"
+        )
+        c.signal(SIGKILL)
+        _ = try await c.waitForExit(timeout: .seconds(10))
+        #expect(!FileManager.default.fileExists(atPath: output), "nothing shown by a killed join")
+
+        // 4. A last worker takes the join over once C's lease has expired, and finishes.
+        let d = try Self.worker(setup, "D", once: false, secret: secret)
+        let ended = try await eventually(within: .seconds(180)) { try await setup.job(id).status.isTerminal }
+        d.signal(SIGTERM)
+        #expect(try await d.waitForExit(timeout: .seconds(30))?.status == 0, "\(d.log)")
+        try #require(ended, "D did not finish the job: \(d.log)")
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.code.rawValue ?? "") \(job.error?.message ?? "")")
+        #expect(job.worker == "D")
+
+        // Nothing encoded twice: every child completed once; only the one killed ran twice.
+        let children = try await Self.children(setup, of: id)
+        #expect(children.allSatisfy { $0.status == .completed })
+        let attempts = children.map(\.attempt)
+        #expect(attempts.filter { $0 == 2 }.count == 1 && attempts.allSatisfy { $0 <= 2 }, "\(attempts)")
+        let segments = try #require(job.result?["segments"]?.arrayValue)
+        #expect(segments.allSatisfy { $0["reencoded"] == nil }, "the join did not encode again")
+
+        // The output is the one-process export's, and its webhook came once.
+        let (frames, samples) = try await Self.oneProcess(
+            input,
+            preset: "highest",
+            range: nil,
+            to: setup.directory.file("whole.mp4")
+        )
+        #expect(try await FFProbe.videoFrameTimes(output).count == frames.count)
+        #expect(try await FFProbe.audioSampleCount(output) == samples)
+        try await Task.sleep(for: .milliseconds(500))
+        let records = receiver.records()
+        #expect(records.count == 1 && records.first?["jobId"] as? String == id.rawValue, "\(records.count) webhooks")
+    }
+}
