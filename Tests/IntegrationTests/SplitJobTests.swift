@@ -23,19 +23,26 @@ struct SplitJobTests {
     ) throws -> JobctlProcess {
         try JobctlProcess(
             [
-                "worker", "--db", setup.db, "--name", name, "--lease", "2s", "--scratch", setup.directory.file("scratch"),
+                "worker", "--db", setup.db, "--name", name, "--lease", "2s", "--scratch",
+                setup.directory.file("scratch"),
                 "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks", "--webhook-retry-scale",
                 "0.01",
             ] + (once ? ["--once"] : []),
             log: setup.directory.file("\(name).log"),
-            environment: ["JOBCTL_WEBHOOK_SECRET": secret].merging(failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:]) {
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret].merging(failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:])
+            {
                 $1
             }
         )
     }
 
     /// The frame times and audio samples of the one-process export of the same job.
-    static func oneProcess(_ input: String, preset: String, range: String?, to path: String) async throws -> (
+    static func oneProcess(
+        _ input: String,
+        preset: String,
+        range: String?,
+        to path: String
+    ) async throws -> (
         [Double], Int
     ) {
         let export = try await Jobctl.run(
@@ -46,7 +53,9 @@ struct SplitJobTests {
     }
 
     static func children(_ setup: Setup, of id: JobID) async throws -> [Job] {
-        try await setup.store.jobs(JobQuery(parent: id, limit: 100)).sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
+        try await setup.store.jobs(JobQuery(parent: id, limit: 100)).sorted {
+            ($0.childIndex ?? 0) < ($1.childIndex ?? 0)
+        }
     }
 
     @Test func twoWorkersMakeTheOneProcessExport() async throws {

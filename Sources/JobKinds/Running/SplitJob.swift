@@ -49,7 +49,8 @@ enum SplitJob {
     ) async throws -> FanOutJob? {
         let range = try job.timeRange()
         let format = try job.containerFormat(preset: preset)
-        guard SplitExport.canSplit(preset, format: format) else { return nil }
+        // One level of graph: a child (a row written around `submit`'s checks) runs whole.
+        guard job.parent == nil, SplitExport.canSplit(preset, format: format) else { return nil }
         let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
         let asset = try await onDedicatedThread("jobctl.plan") { () throws -> Asset in
             if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }

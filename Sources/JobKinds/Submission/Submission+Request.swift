@@ -147,6 +147,14 @@ extension Submission {
         rules: SubmissionRules
     ) throws(SubmissionError) {
         guard also.count <= maximumAlso else { throw rules.invalid("also", "names at most \(maximumAlso) outputs") }
+        // One level of graph: a split export's parent is not also the parent of other outputs
+        // (decision 109).
+        guard request.presetSettings[SplitJob.key] == nil else {
+            throw rules.invalid(
+                "also",
+                "cannot go with split yet: submit the split export and the other outputs as jobs of their own"
+            )
+        }
         guard case .object(var settings) = request.presetSettings, settings[AlsoOutput.key] == nil else {
             throw rules.invalid("also", "cannot go with this kind's options")
         }
@@ -162,6 +170,7 @@ extension Submission {
             var child = draft
             (child.kind, child.output, child.format, child.also) = (extra.kind, extra.output, extra.format, [])
             child.kindFields = [:]
+            child.split = nil
             child.webhook = nil
             child.idempotencyKey = nil
             if let definition = JobKinds.named(JobKind(rawValue: extra.kind)), let field = extra.field {

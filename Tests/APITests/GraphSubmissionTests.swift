@@ -61,3 +61,48 @@ struct AlsoSubmissionTests {
         #expect(Rules.refusal(remote, try Rules.rules(.json, tenant: true))?.field == "also[0].output")
     }
 }
+
+/// `split` (issue 27): checked at submit, kept with the export for its first attempt.
+@Suite("Submissions of split exports")
+struct SplitSubmissionTests {
+    typealias Rules = SubmissionTests
+
+    static func draft(_ split: String, kind: String? = nil, preset: String = "low") -> SubmissionDraft {
+        var draft = SubmissionDraft(
+            kind: kind,
+            input: "https://media.example/in.mov",
+            output: "/srv/out/talk.mp4",
+            kindFields: kind == nil ? ["preset": .string(preset)] : [:]
+        )
+        draft.split = split
+        return draft
+    }
+
+    @Test("a segment length or auto is stored with the export; off stores nothing")
+    func stored() throws {
+        let request = try Submission.request(Self.draft("30s"), rules: try Rules.rules(.json))
+        #expect(request.presetSettings["split"]?.stringValue == "30s")
+        let auto = try Submission.request(Self.draft("AUTO"), rules: try Rules.rules(.flags))
+        #expect(auto.presetSettings["split"]?.stringValue == "auto")
+        let off = try Submission.request(Self.draft("off"), rules: try Rules.rules(.json))
+        #expect(off.presetSettings["split"] == nil)
+        // The stored preset still reads as the preset.
+        #expect(try request.presetSettings.decoded(as: Preset.self).name == "low")
+    }
+
+    @Test("refused: a length under 1 s, a word, another kind, a preset that copies the video")
+    func refusals() throws {
+        for text in ["500ms", "soon", "-3s"] {
+            let error = Rules.refusal(Self.draft(text), try Rules.rules(.json))
+            #expect(error?.field == "split" && error?.code == .invalidRequest, "\(text): \(String(describing: error))")
+        }
+        #expect(Rules.refusal(Self.draft("30s", kind: "thumbnails"), try Rules.rules(.json))?.field == "split")
+        let copy = Rules.refusal(Self.draft("30s", preset: "passthrough"), try Rules.rules(.json))
+        #expect(
+            copy?.field == "split" && copy?.message.contains("encodes video") == true,
+            "\(String(describing: copy))"
+        )
+        let cli = Rules.refusal(Self.draft("soon"), try Rules.rules(.flags))
+        #expect(cli?.message.hasPrefix("--split ") == true, "\(String(describing: cli))")
+    }
+}
