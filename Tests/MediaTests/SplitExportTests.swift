@@ -115,9 +115,13 @@ struct SplitExportTests {
                 for index in [segment.firstFrame - 1, segment.firstFrame] {
                     #expect(
                         splitPSNR[index] >= mean - 1,
-                        "frame \(index) at a seam: \(splitPSNR[index]) dB, mean \(mean)"
+                        "frame \(index) at a seam: \(splitPSNR[index]) dB, mean \(mean); around it \(splitPSNR[max(0, index - 5)...min(splitPSNR.count - 1, index + 5)]), one process \(wholePSNR[max(0, index - 5)...min(wholePSNR.count - 1, index + 5)])"
                     )
                 }
+                // The result's own seam scores are ffmpeg's.
+                let measured = try #require(segment.seamPSNR, "segment \(segment.index) has no seam score")
+                let oracle = [splitPSNR[segment.firstFrame - 1], splitPSNR[segment.firstFrame]]
+                #expect(zip(measured, oracle).allSatisfy { abs($0 - $1) < 0.05 }, "\(measured) vs ffmpeg's \(oracle)")
             }
 
             // No digital silence at a seam: the tone runs through every cut.
@@ -128,6 +132,7 @@ struct SplitExportTests {
             let silentAt = silence.stderr.split(separator: "\n").filter { $0.contains("silence_start") }.compactMap {
                 Double($0.split(separator: " ").last ?? "")
             }
+            #expect(segments.first?.seamPSNR == nil, "no cut before the first segment")
             for segment in segments.dropFirst() {
                 #expect(!silentAt.contains { abs($0 - segment.start) < 0.05 }, "silence at the seam \(segment.start)")
             }

@@ -130,6 +130,16 @@ final class SplitJoinJob: PreparedJob {
                     reports[index].fps = Self.fps(of: child)
                     if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
                 }
+                if let input = try? JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil).input {
+                    SplitExport.measureSeams(
+                        &reports,
+                        output: held.temporaryPath,
+                        source: input,
+                        rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
+                        joined: joined,
+                        limits: context.limits
+                    )
+                }
                 let result = try SplitExport.result(
                     of: held.temporaryPath,
                     shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,

@@ -17,6 +17,9 @@ public struct SegmentReport: Sendable, Codable, Hashable {
     public var fps: Double?
     /// Times it was encoded again because the join's proof refused it.
     public var reencoded: Int?
+    /// The cut before it (all but the first segment): the PSNR (luma, dB) of the frame before
+    /// the cut and of the frame at it, against the source (`SeamQuality`).
+    public var seamPSNR: [Double]?
 
     public init(
         index: Int,
@@ -143,6 +146,31 @@ public enum SplitExport {
         )
         result.segments = reports
         return result
+    }
+
+    /// Adds each cut's seam quality to `reports` (left out where it cannot be measured: a
+    /// seam's score is information, never a reason to fail the export).
+    public static func measureSeams(
+        _ reports: inout [SegmentReport],
+        output: String,
+        source: String,
+        rangeStart: Int64,
+        joined: SegmentJoin.Joined,
+        limits: ResourceLimits
+    ) {
+        let cuts = Array(joined.segmentStarts.dropFirst())
+        guard
+            let scores = try? SeamQuality.measure(
+                output: output,
+                source: source,
+                rangeStart: rangeStart,
+                cuts: cuts,
+                limits: limits
+            )
+        else { return }
+        for (index, score) in zip(reports.indices.dropFirst(), scores) {
+            if let before = score.before, let after = score.after { reports[index].seamPSNR = [before, after] }
+        }
     }
 
     /// The segment table of a join.
@@ -289,6 +317,15 @@ public final class SplitExportSession: Sendable {
                 try finished.takeOutput().commit()
                 var reports = SplitExport.reports(plan, joined: joined)
                 for index in reports.indices where reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
+                let start = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).start
+                SplitExport.measureSeams(
+                    &reports,
+                    output: outputPath,
+                    source: asset.location,
+                    rangeStart: start,
+                    joined: joined,
+                    limits: asset.limits
+                )
                 return try result(joined, reports: reports)
             } catch let mismatch as SegmentJoin.Mismatch {
                 reencodes[mismatch.segment] += 1
