@@ -92,6 +92,8 @@ public enum JobStoreConformance {
         /// A waiting parent's progress is its children's, weighted by their ranges; a listing
         /// by parent returns exactly its children; children are claimed in index order.
         case graphProgress
+        /// Every (parent state, child event) pair against `JobGraphStateMachine.next`.
+        case graphChildEvents
         /// Every state a job can be in × every event, through the store's API, against
         /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
         /// cancel-requested paths included.
@@ -131,6 +133,7 @@ public enum JobStoreConformance {
             case .graphLifecycle: try await Checks.graphLifecycle(harness)
             case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
             case .graphProgress: try await Checks.graphProgress(harness)
+            case .graphChildEvents: try await Checks.graphChildEvents(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }
         }
