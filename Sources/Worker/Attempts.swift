@@ -54,6 +54,7 @@ struct Attempts: Sendable {
             var finished: FinishedRun?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
+                if claimed.job.graphPhase == .join { Failpoints.hit("before-join", logger: logger) }
                 let prepared = try await Self.prepare(claimed, store: store, options: options, sender: sender)
                 execution.attach(prepared)
                 // Stopped while it was being prepared: `attach` cancelled it; do not start it.

@@ -7,8 +7,9 @@ import Synchronization
 /// (SIGSTOP) the first time it reaches each, until a SIGCONT. That is how the tests reproduce
 /// "a worker frozen just before its PUT, whose lease expires meanwhile" deterministically. A
 /// process nobody sets this for never stops. The names: `before-upload`, `before-rename`,
-/// `before-fan-out` (a graph's parent about to create its children), `before-join-commit` (a
-/// graph's join about to show its output).
+/// `before-fan-out` (a graph's parent about to create its children), `before-join` (a graph's
+/// join claimed, about to read its children), `before-join-commit` (a join about to show its
+/// output).
 enum Failpoints {
     private static let enabled: Set<Substring> = Set(
         (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map {

@@ -240,4 +240,41 @@ struct SplitJobTests {
         #expect(after.values.allSatisfy { $0.status == .completed })
         #expect(try await FFProbe.decodeErrors(output) == "")
     }
+
+    @Test func aDamagedSegmentIsEncodedAgainByTheJoin() async throws {
+        let setup = try await Setup("split-reencode")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.splitCFR)
+        let output = setup.directory.file("split.mp4")
+        let id = try await setup.submit(input, ["--split", "4s", "--range", "0s+16s", "-o", output])
+        let worker = try Self.worker(setup, "A", failpoints: "before-join", secret: secret)
+        try #require(
+            try await eventually(within: .seconds(120)) { FencingTests.isStopped(worker.pid) },
+            "\(worker.log)"
+        )
+        // Every segment is in scratch; one is damaged before the join reads it.
+        let directory = setup.directory.file("scratch/\(id).split")
+        let damaged = directory + "/segment-00002.mp4"
+        let size = (try FileManager.default.attributesOfItem(atPath: damaged)[.size] as? NSNumber)?.intValue ?? 0
+        try Data(repeating: 0x47, count: max(1, size / 2)).write(to: URL(fileURLWithPath: damaged))
+        kill(worker.pid, SIGCONT)
+        #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
+
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        let segments = try #require(job.result?["segments"]?.arrayValue)
+        #expect(segments[2]["reencoded"]?.doubleValue == 1, "\(segments[2])")
+        #expect(segments.enumerated().allSatisfy { $0.offset == 2 || $0.element["reencoded"] == nil })
+        let (frames, _) = try await Self.oneProcess(
+            input,
+            preset: "low",
+            range: "0s+16s",
+            to: setup.directory.file("whole.mp4")
+        )
+        #expect(try await FFProbe.videoFrameTimes(output).count == frames.count)
+        #expect(try await FFProbe.decodeErrors(output) == "")
+    }
 }
