@@ -82,6 +82,14 @@ struct JobRoutes: Sendable {
         let key = try Self.require(.read, context)
         let parameters = request.uri.queryParameters
         var query = JobQuery(owner: key.scope == .admin ? nil : key.id, limit: 25)
+        // A graph's children are listed under their parent (`?parent=ID`), not among the jobs.
+        query.topLevelOnly = true
+        if let parent = parameters.get("parent") {
+            let id = JobID(parent)
+            guard id.isWellFormed else { throw APIError.invalid("parent", "parent is a job id") }
+            query.parent = id
+            query.topLevelOnly = false
+        }
         if let status = parameters.get("status") {
             guard let value = JobStatus(rawValue: status) else {
                 throw APIError.invalid("status", "status is one of unknown, reading, completed, failed, cancelled")

@@ -76,6 +76,9 @@ public struct JobQuery: Sendable, Hashable {
     public var ids: [JobID]?
     /// Only this job's children (a job graph's, issue 27); `nil`: any job.
     public var parent: JobID?
+    /// Only jobs submitted by themselves, not a graph's children (what listings show unless
+    /// asked for a parent's children).
+    public var topLevelOnly = false
     public var limit: Int
 
     /// A position in the listing order: a job's creation time and id.

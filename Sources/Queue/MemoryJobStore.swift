@@ -302,6 +302,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 (ids?.contains(job.id) ?? true) && (query.status == nil || job.status == query.status)
                     && (query.owner == nil || job.owner == query.owner)
                     && (query.parent == nil || job.parent == query.parent)
+                    && (!query.topLevelOnly || job.parent == nil)
                     && query.after.map {
                         (job.createdAt.milliseconds, job.id.rawValue) < ($0.createdAt, $0.id.rawValue)
                     }

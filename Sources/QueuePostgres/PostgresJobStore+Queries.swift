@@ -84,6 +84,7 @@ extension PostgresJobStore {
             let (status, owner) = (query.status?.rawValue, query.owner)
             let (afterTime, afterID) = (query.after?.createdAt, query.after?.id.rawValue)
             let parent = query.parent?.rawValue
+            let topLevel = query.topLevelOnly
             // Watched ids drive the lookup through the primary key; a listing walks the time index.
             let rows: PostgresRowSequence
             if let ids = query.ids?.map(\.rawValue) {
@@ -94,6 +95,7 @@ extension PostgresJobStore {
                         AND (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
                         AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
                         AND (\(parent)::text IS NULL OR parent_id = \(parent))
+                        AND (NOT \(topLevel) OR parent_id IS NULL)
                     ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
                     """,
                     logger: self.logger
@@ -105,6 +107,7 @@ extension PostgresJobStore {
                     WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
                         AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
                         AND (\(parent)::text IS NULL OR parent_id = \(parent))
+                        AND (NOT \(topLevel) OR parent_id IS NULL)
                     ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
                     """,
                     logger: self.logger

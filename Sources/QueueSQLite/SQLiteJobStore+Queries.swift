@@ -79,13 +79,14 @@ extension SQLiteJobStore {
                         SELECT \(StoredColumns.job) FROM jobs
                         WHERE \(watched) (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
                             AND (?3 IS NULL OR (created_at, id) < (?3, ?4)) AND (?7 IS NULL OR parent_id = ?7)
+                            AND (?8 = 0 OR parent_id IS NULL)
                         ORDER BY created_at DESC, id DESC LIMIT ?5
                         """
                 ),
                 arguments: StatementArguments(
                     [
                         query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue,
-                        query.limit, ids, query.parent?.rawValue,
+                        query.limit, ids, query.parent?.rawValue, query.topLevelOnly,
                     ]
                 )
             )

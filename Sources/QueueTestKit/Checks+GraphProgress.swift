@@ -20,6 +20,10 @@ extension Checks {
         let listed = try await h.handle(2).jobs(JobQuery(parent: parent.id, limit: 10))
         #expect(Set(listed.map(\.id)) == Set(ids) && listed.count == 2, "the parent's children, nothing else")
         #expect(try await h.handle(2).jobs(JobQuery(parent: unrelated.id, limit: 10)).isEmpty)
+        var topLevel = JobQuery(limit: 10)
+        topLevel.topLevelOnly = true
+        let shown = try await h.handle(3).jobs(topLevel).map(\.id)
+        #expect(Set(shown) == [parent.id, unrelated.id], "a listing without the children: \(shown)")
         let long = try #require(segments.first { $0.job.id == ids[1] })
         let short = try #require(segments.first { $0.job.id == ids[0] })
         _ = try await h.handle(0).heartbeat(long.lease, progress: 0.5, tracks: [], extendBy: .seconds(30))

@@ -12,6 +12,12 @@ struct ListCommand: AsyncParsableCommand {
     @Option(help: "At most this many jobs.")
     var limit = 50
 
+    @Option(
+        help:
+            "Only this job's children (a split export's segments, the outputs of --also); by default a graph's children are not listed."
+    )
+    var parent: String?
+
     @Flag(help: "Print a JSON list of jobs.")
     var json = false
 
@@ -21,7 +27,10 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let jobs = try await database.withStore { try await $0.jobs(status: status, limit: max(1, limit)) }
+            var query = JobQuery(status: status, limit: max(1, limit))
+            query.topLevelOnly = parent == nil
+            query.parent = try parent.map { try jobID($0) }
+            let jobs = try await database.withStore { try await $0.jobs(query) }
             if json { return try JobFormatting.printJSON(jobs) }
             if jobs.isEmpty { Terminal.printError("no jobs" + (status.map { " \($0)" } ?? "")) }
             for job in jobs { print(JobFormatting.line(job)) }

@@ -66,6 +66,12 @@ struct GraphJobTests {
         let result = try #require((payload["data"] as? [String: Any])?["result"] as? [String: Any])
         #expect((result["outputs"] as? [Any])?.count == 3)
 
+        // `list` shows the job, not its children; `list --parent` shows them.
+        let list = try await Jobctl.run(["list", "--db", setup.db])
+        #expect(list.stdoutText.split(separator: "\n").count == 1, "\(list.stdoutText)")
+        let listed = try await Jobctl.run(["list", "--db", setup.db, "--parent", id.rawValue])
+        #expect(listed.stdoutText.split(separator: "\n").count == 3, "\(listed.stdoutText)")
+
         // `show` lists the children.
         let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db])
         #expect(show.stdoutText.contains("children") && show.stdoutText.contains("thumbnails"), "\(show.stdoutText)")
