@@ -237,4 +237,32 @@ struct SplitExportTests {
             #expect(!FileManager.default.fileExists(atPath: directory.file("joined.mp4")), "nothing at the output")
         }
     }
+
+    @Test("every audio track of the source is kept, as the one-process export keeps them")
+    func severalAudioTracks() async throws {
+        try await withTemporaryDirectory("split-audio") { directory in
+            let source = try await Fixtures.shared.path(.multiAudio)
+            let whole = directory.file("whole.mp4")
+            let split = directory.file("split.mp4")
+            _ = try await ExportChecks.export(source, preset: "medium", range: nil, to: whole)
+            let result = try await SplitExportSession(
+                asset: try Asset(location: source),
+                preset: try PresetCatalog.builtIn.preset(named: "medium"),
+                outputPath: split,
+                segmentLength: 1_000_000,
+                parallel: 2,
+                scratch: directory.file("scratch")
+            ).export()
+            #expect((result.segments?.count ?? 0) >= 2)
+            let (wholeProbe, splitProbe) = (try await FFProbe.probe(whole), try await FFProbe.probe(split))
+            #expect(splitProbe.audio.count == 2 && splitProbe.audio.count == wholeProbe.audio.count)
+            for index in 0..<2 {
+                #expect(
+                    try await FFProbe.audioSampleCount(split, audioStream: index)
+                        == (try await FFProbe.audioSampleCount(whole, audioStream: index))
+                )
+            }
+            #expect(try await FFProbe.videoFrameTimes(split) == (try await FFProbe.videoFrameTimes(whole)))
+        }
+    }
 }

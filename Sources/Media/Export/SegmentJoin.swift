@@ -216,6 +216,7 @@ public enum SegmentJoin {
         }
 
         let first = try Asset(location: segments[0].path, limits: limits)
+        let audioPath = audio
         let audioAsset = try audio.map { try Asset(location: $0, limits: limits) }
         let writer = try AssetWriter(
             destination: destination,
@@ -228,13 +229,15 @@ public enum SegmentJoin {
         }
         let video = AssetWriterInput(settings: .passthrough(track: videoTrack))
         try writer.add(video, copyingFrom: first)
-        var audioInput: AssetWriterInput?
-        var audioSource: PacketSource?
-        if let audioAsset, let track = audioAsset.audioTracks.first {
-            let input = AssetWriterInput(settings: .passthrough(track: track))
-            try writer.add(input, copyingFrom: audioAsset)
-            audioInput = input
-            audioSource = PacketSource(audioAsset, stream: track.index)
+        // Every audio track of the audio part (a source with several keeps them all, as the
+        // one-process export does), each read by a demuxer of its own.
+        var tracks: [(input: AssetWriterInput, source: PacketSource)] = []
+        if let audioAsset, let path = audioPath {
+            for track in audioAsset.audioTracks {
+                let input = AssetWriterInput(settings: .passthrough(track: track))
+                try writer.add(input, copyingFrom: audioAsset)
+                tracks.append((input, PacketSource(try Asset(location: path, limits: limits), stream: track.index)))
+            }
         }
         var audioSamples: Int64 = 0
         try writer.startWriting()
@@ -250,17 +253,33 @@ public enum SegmentJoin {
                 limits: limits
             )
             var nextVideo = try videoSource.next()
-            var nextAudio = try audioSource?.next()
-            while nextVideo != nil || nextAudio != nil {
-                let takeVideo: Bool
-                if let packet = nextVideo, let audio = nextAudio, let audioSource {
-                    takeVideo =
-                        av_compare_ts(packet.decodeTimestamp, timeBase, audio.decodeTimestamp, audioSource.timeBase)
-                        <= 0
-                } else {
-                    takeVideo = nextVideo != nil
+            var nextAudio = try tracks.map { try $0.source.next() }
+            while true {
+                // The track whose next packet decodes first (video on a tie).
+                var earliest: Int? = nil  // nil: video
+                var time: (Int64, AVRational)? = nextVideo.map { ($0.decodeTimestamp, timeBase) }
+                for (index, packet) in nextAudio.enumerated() {
+                    guard let packet else { continue }
+                    let candidate = (packet.decodeTimestamp, tracks[index].source.timeBase)
+                    if let current = time, av_compare_ts(candidate.0, candidate.1, current.0, current.1) >= 0 {
+                        continue
+                    }
+                    time = candidate
+                    earliest = index
                 }
-                if takeVideo, let packet = nextVideo {
+                guard time != nil else { break }
+                if let index = earliest, let packet = nextAudio[index] {
+                    if index == 0 { audioSamples += packet.duration }
+                    try tracks[index].input.append(
+                        SampleBuffer(
+                            payload: .packet(packet),
+                            pts: packet.pts != noPTS ? packet.pts : packet.dts,
+                            duration: max(0, packet.duration),
+                            timeBase: tracks[index].source.timeBase
+                        )
+                    )
+                    nextAudio[index] = try tracks[index].source.next()
+                } else if let packet = nextVideo {
                     try video.append(
                         SampleBuffer(
                             payload: .packet(packet),
@@ -270,21 +289,10 @@ public enum SegmentJoin {
                         )
                     )
                     nextVideo = try videoSource.next()
-                } else if let packet = nextAudio, let audioInput, let audioSource {
-                    audioSamples += packet.duration
-                    try audioInput.append(
-                        SampleBuffer(
-                            payload: .packet(packet),
-                            pts: packet.pts != noPTS ? packet.pts : packet.dts,
-                            duration: max(0, packet.duration),
-                            timeBase: audioSource.timeBase
-                        )
-                    )
-                    nextAudio = try audioSource.next()
                 }
             }
             try video.markAsFinished()
-            try audioInput?.markAsFinished()
+            for track in tracks { try track.input.markAsFinished() }
             _ = try writer.finishWritingWithoutCommit()
         } catch {
             writer.cancelWriting()
@@ -296,7 +304,7 @@ public enum SegmentJoin {
             bytesPerSegment: read.map(\.bytes),
             segmentStarts: offsets.map { av_rescale_q($0, read[0].timeBase, microsecondBase) },
             duration: av_rescale_q(duration, read[0].timeBase, microsecondBase),
-            audioSamples: audioInput == nil ? nil : audioSamples
+            audioSamples: tracks.isEmpty ? nil : audioSamples
         )
         return FinishedJoin(joined: joined, output: PendingOutput(writer: writer))
     }
