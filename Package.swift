@@ -239,7 +239,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit", "JobKinds"]
+            dependencies: [
+                "Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit", "JobKinds", "Media",
+                "SafeHTTP",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -92,7 +92,7 @@ struct SplitSubmissionTests {
 
     @Test("refused: a length under 1 s, a word, another kind, a preset that copies the video")
     func refusals() throws {
-        for text in ["500ms", "soon", "-3s"] {
+        for text in ["500ms", "3s", "soon", "-3s"] {
             let error = Rules.refusal(Self.draft(text), try Rules.rules(.json))
             #expect(error?.field == "split" && error?.code == .invalidRequest, "\(text): \(String(describing: error))")
         }

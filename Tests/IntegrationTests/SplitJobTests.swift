@@ -1,7 +1,10 @@
 import Foundation
+import JobKinds
+import Media
 import MediaTestKit
 import Queue
 import QueueSQLite
+import SafeHTTP
 import Testing
 
 /// Split exports on a queue (issue 27): real worker processes sharing a scratch directory
@@ -276,5 +279,56 @@ struct SplitJobTests {
         )
         #expect(try await FFProbe.videoFrameTimes(output).count == frames.count)
         #expect(try await FFProbe.decodeErrors(output) == "")
+    }
+
+    /// An API key's split export: its paths relative to its directories under the roots, its
+    /// segments in the operator's scratch, its output in its own directory.
+    @Test func anAPIKeysSplitExportStaysInItsDirectories() async throws {
+        let setup = try await Setup("split-tenant")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let owner = "k7tenant01"
+        let (inputs, outputs) = (setup.directory.file("in"), setup.directory.file("out"))
+        for root in [inputs, outputs] {
+            try FileManager.default.createDirectory(atPath: root + "/" + owner, withIntermediateDirectories: true)
+        }
+        try FileManager.default.copyItem(
+            atPath: try await Fixtures.shared.path(.splitCFR),
+            toPath: inputs + "/\(owner)/talk.mp4"
+        )
+        var draft = SubmissionDraft(
+            input: "talk.mp4",
+            output: "talk.low.mp4",
+            range: .text("0s+12s"),
+            kindFields: ["preset": .string("low")]
+        )
+        draft.split = "4s"
+        let request = try Submission.request(
+            draft,
+            rules: SubmissionRules(
+                place: .tenant(owner: owner, roots: PathConfinement(inputRoot: inputs, outputRoot: outputs)),
+                catalog: try PresetCatalog(customFile: nil),
+                addressPolicy: AddressPolicy(),
+                naming: .json
+            )
+        )
+        let id = try await setup.store.submit(request).job.id
+        let worker = try JobctlProcess(
+            [
+                "worker", "--db", setup.db, "--once", "--input-root", inputs, "--output-root", outputs, "--scratch",
+                setup.directory.file("scratch"), "--staging-dir", setup.staging,
+            ],
+            log: setup.directory.file("worker.log")
+        )
+        #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        #expect(job.result?["output"]?.stringValue == "talk.low.mp4", "the key sees its own relative path")
+        let children = try await Self.children(setup, of: id)
+        #expect(children.count >= 3 && children.allSatisfy { $0.owner == owner && $0.status == .completed })
+        #expect(try await FFProbe.decodeErrors(outputs + "/\(owner)/talk.low.mp4") == "")
+        #expect(setup.directoryContents(outputs + "/\(owner)") == ["talk.low.mp4"], "nothing else in its directory")
     }
 }

@@ -86,8 +86,8 @@ struct ExportJob: PreparedJob {
         }
         let output = (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: name))
         removeLeftovers(of: job, writingTo: output)
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
-        let asset = try await openInput(job, path: paths.input, context: context)
+        let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
+        let asset = try await openInput(job, path: input, context: context)
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
         let range = try job.timeRange()
         let (encoded, cut) =

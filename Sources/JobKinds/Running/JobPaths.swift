@@ -17,6 +17,14 @@ package struct JobPaths: Sendable {
     package let output: String
     package let confinement: PathConfinement
 
+    /// The job's input alone, resolved and confined as `resolve` does: for a job whose output
+    /// is not one of these paths (a split export's part, written into the scratch directory).
+    package static func input(of job: Job, inputRoot: String?) throws(JobError) -> String {
+        var inputOnly = job
+        inputOnly.output = MediaLocation.isRemote(job.input) ? job.input : "https://output.invalid/"
+        return try resolve(inputOnly, inputRoot: inputRoot, outputRoot: nil).input
+    }
+
     package static func resolve(_ job: Job, inputRoot: String?, outputRoot: String?) throws(JobError) -> JobPaths {
         guard let owner = job.owner else {
             let confinement = PathConfinement(inputRoot: inputRoot, outputRoot: outputRoot)

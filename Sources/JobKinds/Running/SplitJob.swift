@@ -58,9 +58,15 @@ enum SplitJob {
         }
         let resolved = try range.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         guard
-            let length = split.segmentLength(
+            let asked = split.segmentLength(
                 duration: resolved.expectedDuration ?? 0,
                 aliveWorkers: context.aliveWorkers
+            ),
+            // A graph holds at most `maximumChildren` (the audio is one): a very long input gets
+            // longer segments than asked.
+            case let length = max(
+                asked,
+                (resolved.expectedDuration ?? 0) / Int64(JobGraphStateMachine.maximumChildren - 2) + 1
             ),
             let (plan, ranges) = try await onDedicatedThread(
                 "jobctl.plan",

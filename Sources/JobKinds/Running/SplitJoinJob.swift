@@ -130,7 +130,7 @@ final class SplitJoinJob: PreparedJob {
                     reports[index].fps = Self.fps(of: child)
                     if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
                 }
-                if let input = try? JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil).input {
+                if let input = try? JobPaths.input(of: job, inputRoot: context.inputRoot) {
                     SplitExport.measureSeams(
                         &reports,
                         output: held.temporaryPath,
@@ -194,8 +194,8 @@ final class SplitJoinJob: PreparedJob {
     /// A segment encoded again, here, as its child would have.
     private func reencode(_ child: Job, to path: String) async throws {
         try? FileManager.default.removeItem(atPath: path)
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: nil)
-        let asset = try await ExportJob.openInput(job, path: paths.input, context: context)
+        let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
+        let asset = try await ExportJob.openInput(job, path: input, context: context)
         let segment = try child.splitSegment()
         let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0)
         let session = ExportSession(

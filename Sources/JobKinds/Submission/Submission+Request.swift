@@ -113,7 +113,7 @@ extension Submission {
         } catch {
             throw rules.invalid(
                 "split",
-                "is auto, off or a segment length of at least 1 s (60s, 1:00), not '\(text.prefix(40))'"
+                "is auto, off or a segment length of at least 4 s (60s, 1:00), not '\(text.prefix(40))'"
             )
         }
         guard request.kind == .export else { throw rules.invalid("split", "is for exports, not \(request.kind)") }

@@ -12,9 +12,10 @@ public enum SplitRequest: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// The segment length `auto` uses: 60 s.
     public static let defaultSegmentLength: Int64 = 60_000_000
-    /// The shortest segment asked for: 1 s (each segment starts with a keyframe and costs a
-    /// claim, a start and its scratch file).
-    public static let shortestSegment: Int64 = 1_000_000
+    /// The shortest segment asked for: 4 s. Each segment costs a claim, a start, its scratch
+    /// file and 3.5 s of pre- and post-roll encoded then dropped (`SplitExport.encode`): a
+    /// 1 s segment would cost its submitter 4.5 times the CPU of the export.
+    public static let shortestSegment: Int64 = 4_000_000
 
     /// `auto`, `off`, or a duration in `--range`'s grammar (`4s`, `1:00`, `90`).
     public init(parsing text: String) throws(MediaError) {
@@ -29,7 +30,7 @@ public enum SplitRequest: Sendable, Hashable, Codable, CustomStringConvertible {
                 throw .invalidOption("split", "is auto, off or a segment length such as 60s, not '\(text.prefix(40))'")
             }
             guard (Self.shortestSegment...TimeRange.longest).contains(length) else {
-                throw .invalidOption("split", "is a segment length of at least 1 s")
+                throw .invalidOption("split", "is a segment length of at least 4 s")
             }
             self = .segments(length)
         }
