@@ -87,6 +87,7 @@ final class SplitJoinJob: PreparedJob {
     var progress: Double { state.withLock { $0.progress } }
     var tracks: [JobTrack] { [] }
     func cancel() { state.withLock { $0.cancelled = true } }
+    private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     func run() async throws -> FinishedRun {
         let directory = SplitJob.directory(of: job.id, scratch: context.scratchDirectory)
@@ -118,7 +119,8 @@ final class SplitJoinJob: PreparedJob {
                         destination: destination,
                         format: format,
                         temporaryTag: context.lease.temporaryTag,
-                        limits: context.limits
+                        limits: context.limits,
+                        isCancelled: { self.isCancelled }
                     )
                     let joined = finished.joined
                     return (joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType))

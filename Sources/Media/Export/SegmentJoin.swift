@@ -167,7 +167,8 @@ public enum SegmentJoin {
         destination: String,
         format: ContainerFormat,
         temporaryTag: String?,
-        limits: ResourceLimits
+        limits: ResourceLimits,
+        isCancelled: @Sendable () -> Bool = { false }
     ) throws -> FinishedJoin {
         precondition(!segments.isEmpty)
         var read: [ReadSegment] = []
@@ -254,7 +255,10 @@ public enum SegmentJoin {
             )
             var nextVideo = try videoSource.next()
             var nextAudio = try tracks.map { try $0.source.next() }
+            var written = 0
             while true {
+                written += 1
+                if written % 64 == 0, isCancelled() { throw MediaError.cancelled() }
                 // The track whose next packet decodes first (video on a tie).
                 var earliest: Int? = nil  // nil: video
                 var time: (Int64, AVRational)? = nextVideo.map { ($0.decodeTimestamp, timeBase) }

@@ -311,7 +311,8 @@ public final class SplitExportSession: Sendable {
                     destination: outputPath,
                     format: format,
                     temporaryTag: temporaryTag,
-                    limits: asset.limits
+                    limits: asset.limits,
+                    isCancelled: { self.cancelled.load(ordering: .acquiring) }
                 )
                 let joined = finished.joined
                 try finished.takeOutput().commit()
