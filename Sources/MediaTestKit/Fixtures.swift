@@ -45,6 +45,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     // 15 fps (8 s each, variable frame rate).
     case splitCFR
     case splitVFR
+    // 12 s at 25 fps with a scene cut at 4.6 s (test bars after the test pattern).
+    case splitScenes
     // Bad inputs.
     case notMedia
     case empty
@@ -315,6 +317,15 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
                 Self.video() + Self.tone(frequency: 330) + ["-t", "24"] + Self.x264 + [
                     "-x264-params", "keyint=60:bframes=3", "-c:a", "aac", "-ac", "2", "OUT",
                 ]
+            )
+        case .splitScenes:
+            return .ffmpeg(
+                [
+                    "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=4.6", "-f", "lavfi", "-i",
+                    "smptebars=size=320x240:rate=25:duration=7.4",
+                ] + Self.tone(frequency: 330) + [
+                    "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0[v]", "-map", "[v]", "-map", "2:a", "-t", "12",
+                ] + Self.x264 + ["-c:a", "aac", "OUT"]
             )
         case .splitVFR:
             return .ffmpeg(

@@ -14,12 +14,15 @@ struct SplitExportTests {
         var segment: String
         /// The range starts on a source frame (the PSNR reference can then be cut by ffmpeg).
         var aligned: Bool
-        var description: String { "\(fixture) \(range) in \(segment) segments" }
+        var preset = "low"
+        var description: String { "\(fixture) \(range) in \(segment) segments, \(preset)" }
     }
 
     static let cases = [
         Case(fixture: .splitCFR, range: "0.52s+22s", segment: "6s", aligned: true),
         Case(fixture: .splitVFR, range: "1s+21s", segment: "4s", aligned: true),
+        // A constant-quality preset (CRF: no pre-roll).
+        Case(fixture: .splitCFR, range: "0.52s+22s", segment: "6s", aligned: true, preset: "640x480"),
         // Between two frames: the frame on screen at the start comes first, in both.
         Case(fixture: .splitCFR, range: "0.51s+19.5s", segment: "4s", aligned: false),
     ]
@@ -34,13 +37,13 @@ struct SplitExportTests {
         let source = try await Fixtures.shared.path(test.fixture)
         let whole = directory.file("whole.mp4")
         let split = directory.file("split.mp4")
-        _ = try await ExportChecks.export(source, preset: "low", range: test.range, to: whole)
+        _ = try await ExportChecks.export(source, preset: test.preset, range: test.range, to: whole)
         guard case .segments(let length) = try SplitRequest(parsing: test.segment) else {
             throw MediaError(.invalidRequest, "not a segment length")
         }
         let session = SplitExportSession(
             asset: try Asset(location: source),
-            preset: try PresetCatalog.builtIn.preset(named: "low"),
+            preset: try PresetCatalog.builtIn.preset(named: test.preset),
             outputPath: split,
             timeRange: try TimeRange(parsing: test.range),
             segmentLength: length,
@@ -166,11 +169,12 @@ struct SplitExportTests {
             let source = try await Fixtures.shared.path(.splitCFR)
             let asset = try Asset(location: source)
             let range = try TimeRange(parsing: "0s+12s")
+            let preset = try PresetCatalog.builtIn.preset(named: "low")
             let (plan, ranges) = try #require(try SplitExport.plan(asset, range: range, segmentLength: 4_000_000))
             var parts: [SegmentJoin.Segment] = []
             for (segment, range) in zip(plan.segments, ranges) {
                 let path = directory.file("segment-\(segment.index).mp4")
-                let (encoded, cut) = SplitExport.encode(range, first: segment.index == 0)
+                let (encoded, cut) = SplitExport.encode(range, first: segment.index == 0, preset: preset)
                 _ = try await ExportSession(
                     asset: try Asset(location: source),
                     preset: try PresetCatalog.builtIn.preset(named: "low"),
@@ -214,7 +218,8 @@ struct SplitExportTests {
             #expect(join(counted)?.segment == 1)
             // Another preset's segment: other stream headers.
             let other = directory.file("other.mp4")
-            let (encoded, cut) = SplitExport.encode(ranges[2], first: false)
+            let medium = try PresetCatalog.builtIn.preset(named: "medium")
+            let (encoded, cut) = SplitExport.encode(ranges[2], first: false, preset: medium)
             _ = try await ExportSession(
                 asset: try Asset(location: source),
                 preset: try PresetCatalog.builtIn.preset(named: "medium"),
@@ -262,6 +267,30 @@ struct SplitExportTests {
                         == (try await FFProbe.audioSampleCount(whole, audioStream: index))
                 )
             }
+            #expect(try await FFProbe.videoFrameTimes(split) == (try await FFProbe.videoFrameTimes(whole)))
+        }
+    }
+
+    @Test("a boundary moves to a scene cut within a second of it; the output is still the one-process export's")
+    func boundariesSnapToSceneCuts() async throws {
+        try await withTemporaryDirectory("split-scenes") { directory in
+            let source = try await Fixtures.shared.path(.splitScenes)
+            let asset = try Asset(location: source)
+            let (plan, _) = try #require(try SplitExport.plan(asset, range: .all, segmentLength: 4_000_000))
+            // Grid boundaries at 4 s and 8 s; the cut at 4.6 s is within a second of the first.
+            #expect(plan.segments.map(\.start) == [0, 4_600_000, 8_000_000], "\(plan.segments.map(\.start))")
+            let whole = directory.file("whole.mp4")
+            let split = directory.file("split.mp4")
+            _ = try await ExportChecks.export(source, preset: "low", range: nil, to: whole)
+            let result = try await SplitExportSession(
+                asset: asset,
+                preset: try PresetCatalog.builtIn.preset(named: "low"),
+                outputPath: split,
+                segmentLength: 4_000_000,
+                parallel: 2,
+                scratch: directory.file("scratch")
+            ).export()
+            #expect(result.segments?.map(\.firstFrame) == [0, 115, 200])
             #expect(try await FFProbe.videoFrameTimes(split) == (try await FFProbe.videoFrameTimes(whole)))
         }
     }

@@ -91,7 +91,7 @@ struct ExportJob: PreparedJob {
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
         let range = try job.timeRange()
         let (encoded, cut) =
-            segment.part == .video ? SplitExport.encode(range, first: segment.index == 0) : (range, nil)
+            segment.part == .video ? SplitExport.encode(range, first: segment.index == 0, preset: preset) : (range, nil)
         let session = ExportSession(
             asset: asset,
             preset: preset,

@@ -98,7 +98,7 @@ final class SplitJoinJob: PreparedJob {
                 frames: segment.frames,
                 start: segment.start,
                 end: segment.end,
-                from: SplitExport.encode(try child.timeRange(), first: segment.index == 0).cut.start
+                from: SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut.start
             )
         }
         let audioPath = audio.flatMap { child in
@@ -199,7 +199,7 @@ final class SplitJoinJob: PreparedJob {
         let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
         let asset = try await ExportJob.openInput(job, path: input, context: context)
         let segment = try child.splitSegment()
-        let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0)
+        let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0, preset: preset)
         let session = ExportSession(
             asset: asset,
             preset: preset,
