@@ -116,8 +116,13 @@ struct SplitExportTests {
             let segments = try #require(result.segments)
             for segment in segments.dropFirst() {
                 for index in [segment.firstFrame - 1, segment.firstFrame] {
+                    // At least the file's mean less 1 dB — or, where the picture is harder than
+                    // the file's average (the 15 fps part of the VFR clip, whose frames score
+                    // under the mean in the one-process export too), that export's own frame
+                    // less 1 dB: the seam, not the content, is what is measured.
+                    let floor = min(mean, wholePSNR[index]) - 1
                     #expect(
-                        splitPSNR[index] >= mean - 1,
+                        splitPSNR[index] >= floor,
                         "frame \(index) at a seam: \(splitPSNR[index]) dB, mean \(mean); around it \(splitPSNR[max(0, index - 5)...min(splitPSNR.count - 1, index + 5)]), one process \(wholePSNR[max(0, index - 5)...min(wholePSNR.count - 1, index + 5)])"
                     )
                 }
