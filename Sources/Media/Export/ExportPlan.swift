@@ -21,7 +21,8 @@ public struct ExportPlan: Sendable {
         preset: Preset,
         format: ContainerFormat,
         part: ExportPart = .whole,
-        cut: SegmentCut? = nil
+        cut: SegmentCut? = nil,
+        videoThreads: Int? = nil
     ) throws(MediaError) {
         self.format = format
         let name = asset.displayName
@@ -34,6 +35,10 @@ public struct ExportPlan: Sendable {
 
         if let settings = preset.video, format.holdsVideo, let video, part != .audio {
             var track = try ExportPlan.videoTrack(video, settings: settings, asset: asset, format: format)
+            if let videoThreads, case .video(var encoding) = track.writerSettings {
+                encoding.threads = videoThreads
+                track.writerSettings = .video(encoding)
+            }
             if part == .video, case .video(var encoding) = track.writerSettings {
                 encoding.stitchable = true
                 encoding.cut = cut

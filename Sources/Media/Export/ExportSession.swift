@@ -26,6 +26,8 @@ public final class ExportSession: @unchecked Sendable {
     public let part: ExportPart
     /// A video segment's place in its encode (pre- and post-roll around it).
     public let cut: SegmentCut?
+    /// The video encoder's threads (`nil`: as many as the CPUs call for).
+    public let videoThreads: Int?
 
     private let state = Mutex(State())
 
@@ -50,8 +52,10 @@ public final class ExportSession: @unchecked Sendable {
         timeRange: TimeRange = .all,
         temporaryTag: String? = nil,
         part: ExportPart = .whole,
-        cut: SegmentCut? = nil
+        cut: SegmentCut? = nil,
+        videoThreads: Int? = nil
     ) {
+        self.videoThreads = videoThreads
         self.temporaryTag = temporaryTag
         self.part = part
         self.cut = cut
@@ -238,7 +242,14 @@ public final class ExportSession: @unchecked Sendable {
     private func run() throws(MediaError) -> (ExportResult, AssetWriter) {
         try OutputDestination.check(outputPath, input: asset.location)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
-        let plan = try ExportPlan(asset: asset, preset: preset, format: format, part: part, cut: cut)
+        let plan = try ExportPlan(
+            asset: asset,
+            preset: preset,
+            format: format,
+            part: part,
+            cut: cut,
+            videoThreads: videoThreads
+        )
         try checkLimits(plan, range: range)
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         let writer = try AssetWriter(

@@ -35,6 +35,9 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// last a P-frame (no frame of it refers past its end), the rest only there to give the
         /// encoder's rate control and lookahead what a whole encode would have.
         public var cut: SegmentCut?
+        /// The encoder's threads; `nil`: as many as the CPUs call for (x264's own count). Set
+        /// when several encodes share the CPUs (`export --split-parallel`).
+        public var threads: Int?
 
         public init(
             codec: VideoCodec,

@@ -176,7 +176,7 @@ final class VideoEngine: EncodingEngine {
                 context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
             }
             // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (docs/ffmpeg.md #16).
-            context.pointee.thread_count = 0
+            context.pointee.thread_count = Int32(encoding.threads ?? 0)
             if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         }
         try super.init(encoder: encoder, file: file)
