@@ -48,7 +48,7 @@ if [ -z "$base" ]; then
     exit 1
 fi
 status=0
-"$venv/bin/schemathesis" run "$base/openapi.json" \
+"$venv/bin/schemathesis" --config-file "$(dirname "$0")/schemathesis.toml" run "$base/openapi.json" \
     --header "Authorization: Bearer $key" \
     --checks all --exclude-checks positive_data_acceptance \
     --max-examples "${FUZZ_EXAMPLES:-25}" --workers 1 --no-color \
