@@ -298,3 +298,14 @@ extension Job {
         )
     }
 }
+
+extension Job {
+    /// Video frames written per second of the job's run so far (to its end, or to `now` while
+    /// it runs); `nil` before it starts or without a video track. A graph's children show it
+    /// (`show`, a split export's segment table).
+    public func videoFramesPerSecond(now: Date = Date()) -> Double? {
+        guard let frames = tracks.first(where: { $0.mediaType == "video" })?.written, let startedAt else { return nil }
+        let seconds = (finishedAt ?? now).timeIntervalSince(startedAt)
+        return seconds > 0 ? Double(frames) / seconds : nil
+    }
+}

@@ -151,10 +151,6 @@ struct ChildSummary: Encodable {
         progress = job.progress
         range = job.range
         worker = job.worker
-        let frames = job.tracks.first { $0.mediaType == "video" }?.written
-        if let frames, let started = job.startedAt {
-            let seconds = (job.finishedAt ?? Date()).timeIntervalSince(started)
-            fps = seconds > 0 ? Double(frames) / seconds : nil
-        }
+        fps = job.videoFramesPerSecond()
     }
 }

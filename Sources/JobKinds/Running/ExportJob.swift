@@ -25,25 +25,13 @@ struct ExportJob: PreparedJob {
             return format
         }
         let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
-        let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
-        if uploadURL == nil {
-            do throws(MediaError) {
-                try OutputDestination.check(paths.output, input: paths.input)
-            } catch {
-                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
-            }
-        }
-        var outputPath = paths.output
-        if uploadURL != nil {
-            try RemoteMedia.createStagingDirectory(context.stagingDirectory)
-            outputPath = RemoteMedia.stagingPath(
-                for: job.output,
-                jobID: job.id,
-                format: format,
-                preset: preset,
-                directory: context.stagingDirectory
-            )
-        }
+        let (outputPath, uploadURL) = try destination(
+            of: job,
+            paths: paths,
+            format: format,
+            preset: preset,
+            context: context
+        )
         removeLeftovers(of: job, writingTo: outputPath)
         let asset = try await openInput(job, path: paths.input, context: context)
         let session = ExportSession(
@@ -55,6 +43,34 @@ struct ExportJob: PreparedJob {
             temporaryTag: context.lease.temporaryTag
         )
         return ExportJob(session: session, uploadURL: uploadURL, shownOutput: job.owner == nil ? nil : job.output)
+    }
+
+    /// Where an export's file is written: its checked local output (never a device, a link or
+    /// the input), or a staging file of the worker's for an `http(s)` output, with its URL.
+    static func destination(
+        of job: Job,
+        paths: JobPaths,
+        format: ContainerFormat?,
+        preset: Preset,
+        context: RunContext
+    ) throws -> (path: String, uploadURL: String?) {
+        guard MediaLocation.isRemote(job.output) else {
+            do throws(MediaError) {
+                try OutputDestination.check(paths.output, input: paths.input)
+            } catch {
+                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
+            }
+            return (paths.output, nil)
+        }
+        try RemoteMedia.createStagingDirectory(context.stagingDirectory)
+        let staging = RemoteMedia.stagingPath(
+            for: job.output,
+            jobID: job.id,
+            format: format,
+            preset: preset,
+            directory: context.stagingDirectory
+        )
+        return (staging, job.output)
     }
 
     /// A child of a split export: its part (one segment's video, or the audio) of the parent's

@@ -32,25 +32,14 @@ final class SplitJoinJob: PreparedJob {
             throw JobError(code: .internalError, message: "the join of job \(job.id) did not find its segments")
         }
         let format = try job.containerFormat(preset: preset)
-        let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
-        var destination: String
-        if uploadURL != nil {
-            try RemoteMedia.createStagingDirectory(context.stagingDirectory)
-            destination = RemoteMedia.stagingPath(
-                for: job.output,
-                jobID: job.id,
-                format: format,
-                preset: preset,
-                directory: context.stagingDirectory
-            )
-        } else {
-            destination = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot).output
-            do throws(MediaError) {
-                try OutputDestination.check(destination, input: nil)
-            } catch {
-                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
-            }
-        }
+        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let (destination, uploadURL) = try ExportJob.destination(
+            of: job,
+            paths: paths,
+            format: format,
+            preset: preset,
+            context: context
+        )
         ExportJob.removeLeftovers(of: job, writingTo: destination)
         return SplitJoinJob(
             job,
@@ -213,13 +202,10 @@ final class SplitJoinJob: PreparedJob {
         _ = try await session.export()
     }
 
-    /// A child's encode speed: video frames written per second of its run.
+    /// A child's encode speed (frames per second of its run, to a tenth).
     static func fps(of child: Job) -> Double? {
-        guard let frames = child.tracks.first(where: { $0.mediaType == "video" })?.written,
-            let started = child.startedAt, let finished = child.finishedAt
-        else { return nil }
-        let seconds = finished.timeIntervalSince(started)
-        return seconds > 0 ? (Double(frames) / seconds * 10).rounded() / 10 : nil
+        guard child.finishedAt != nil else { return nil }
+        return child.videoFramesPerSecond().map { ($0 * 10).rounded() / 10 }
     }
 }
 

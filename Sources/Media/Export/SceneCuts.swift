@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import JobctlCore
 
@@ -33,28 +32,11 @@ public enum SceneCuts {
         else { return [] }
         generator.requireExactFrames()
         let size = PictureSize(width: 64, height: 36)
-        var luma: [Int: [UInt8]] = [:]
-        do {
-            try generator.generatePictures(
-                at: indices.map { frames.starts[$0] },
-                pixelFormat: AV_PIX_FMT_YUV420P,
-                size: size
-            ) { request, _, picture in
-                let frame = picture.pointer.pointee
-                guard let data = frame.data.0 else { return }
-                var plane = [UInt8]()
-                plane.reserveCapacity(size.width * size.height)
-                for row in 0..<size.height {
-                    plane.append(
-                        contentsOf: UnsafeBufferPointer(start: data + row * Int(frame.linesize.0), count: size.width)
-                    )
-                }
-                luma[indices[request.index]] = plane
-            } failed: { _, _ in
-            }
-        } catch {
+        guard let planes = try? generator.lumaPlanes(at: indices.map { frames.starts[$0] }, size: size) else {
             return []
         }
+        var luma: [Int: [UInt8]] = [:]
+        for (index, plane) in zip(indices, planes) { luma[index] = plane }
         var cuts: [Int64] = []
         for target in targets {
             var changes: [(index: Int, amount: Double)] = []

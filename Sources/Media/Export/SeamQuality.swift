@@ -22,11 +22,11 @@ public enum SeamQuality {
         produced.toleranceBefore = 0
         produced.toleranceAfter = 0
         let size = produced.imageSize
-        let outputLuma = try luma(produced, at: times, size: size)
+        let outputLuma = try produced.lumaPlanes(at: times, size: size)
         let original = try ImageGenerator(asset: try Asset(location: source, limits: limits))
         original.toleranceBefore = 0
         original.toleranceAfter = 0
-        let sourceLuma = try luma(original, at: times.map { $0 + rangeStart }, size: size)
+        let sourceLuma = try original.lumaPlanes(at: times.map { $0 + rangeStart }, size: size)
         let scores = times.indices.map { index -> Double? in
             guard let a = outputLuma[index], let b = sourceLuma[index], a.count == b.count, !a.isEmpty else {
                 return nil
@@ -41,17 +41,14 @@ public enum SeamQuality {
         }
         return stride(from: 0, to: scores.count, by: 2).map { (scores[$0], scores[$0 + 1]) }
     }
+}
 
-    /// The luma plane of the frame shown at each time, `size` wide and high.
-    private static func luma(
-        _ generator: ImageGenerator,
-        at times: [Int64],
-        size: PictureSize
-    ) throws(MediaError)
-        -> [[UInt8]?]
-    {
+extension ImageGenerator {
+    /// The luma plane of the frame shown at each time (`nil` where none was decoded), `size`
+    /// wide and high: what the split's seam scores and scene cuts compare.
+    func lumaPlanes(at times: [Int64], size: PictureSize) throws(MediaError) -> [[UInt8]?] {
         var planes = [[UInt8]?](repeating: nil, count: times.count)
-        try generator.generatePictures(at: times, pixelFormat: AV_PIX_FMT_YUV420P, size: size) { request, _, picture in
+        try generatePictures(at: times, pixelFormat: AV_PIX_FMT_YUV420P, size: size) { request, _, picture in
             let frame = picture.pointer.pointee
             guard let data = frame.data.0 else { return }
             var plane = [UInt8]()
