@@ -3,6 +3,7 @@
 #   a. on one single-CPU worker (taskset -c 0), not split;
 #   b. on two single-CPU workers (taskset -c 0, taskset -c 1) sharing one SQLite queue and one
 #      --scratch directory, submitted with --split 20s;
+#   f. the same with --split 60s, the default segment length (two segments of a minute);
 #   c. by the ffmpeg CLI on both CPUs (the preset's ffmpeg command, -threads 2);
 #   d. by `jobctl export --split 20s --split-parallel 2` on both CPUs, in one process;
 #   e. (control) on one single-CPU worker, submitted with --split 20s: the split's own cost with
@@ -25,6 +26,7 @@ RUNS=${1:-3}
 JOBCTL=${JOBCTL:-.build-release/release/jobctl}
 PRESET=${PRESET:-1280x720}
 SPLIT=20s
+LONG_SPLIT=60s
 OUT=bench/out
 RAW=$OUT/split-runs
 INPUT=$OUT/split-input-1920x1080-30fps-120s.mp4
@@ -151,12 +153,14 @@ scaling_case() { # RUN
 rm -rf "$RAW"
 mkdir -p "$RAW"
 cat "$INPUT" >/dev/null # into the page cache before the first timed run
-echo "input $INPUT, preset $PRESET, $RUNS round(s) of a b c d e x" >&2
+echo "input $INPUT, preset $PRESET, $RUNS round(s) of a b f c d e x" >&2
 for run in $(seq 1 "$RUNS"); do
     echo "round $run/$RUNS: a (1 worker)" >&2
     queue_case a "$run" "" 0
     echo "round $run/$RUNS: b (2 workers, --split $SPLIT)" >&2
     queue_case b "$run" "$SPLIT" 0 1
+    echo "round $run/$RUNS: f (2 workers, --split $LONG_SPLIT)" >&2
+    queue_case f "$run" "$LONG_SPLIT" 0 1
     echo "round $run/$RUNS: c (ffmpeg CLI, -threads 2)" >&2
     command_case c "$run" "$OUT/split-c.mp4" taskset -c 0,1 "${FFMPEG[@]}"
     echo "round $run/$RUNS: d (jobctl export --split $SPLIT --split-parallel 2)" >&2
@@ -169,14 +173,14 @@ for run in $(seq 1 "$RUNS"); do
 done
 
 # The analysis: medians, ratios, and the parts of b and e from their job JSON and logs.
-python3 - "$RAW" "$INPUT" "$PRESET" "$SPLIT" "$RUNS" "$OUT/split-results.json" "${FFMPEG[*]}" <<'PY'
+python3 - "$RAW" "$INPUT" "$PRESET" "$SPLIT" "$RUNS" "$OUT/split-results.json" "${FFMPEG[*]}" "$LONG_SPLIT" <<'PY'
 import glob, json, os, re, statistics, subprocess, sys
 from datetime import datetime, timezone
 
-raw, input_path, preset, split, runs, results_path, ffmpeg_line = sys.argv[1:]
+raw, input_path, preset, split, runs, results_path, ffmpeg_line, long_split = sys.argv[1:]
 runs = int(runs)
 median = statistics.median
-CASES = "abcdex"
+CASES = "abcdefx"
 
 
 def ts(text):
@@ -253,7 +257,7 @@ def graph(case, run):
     }
 
 
-parts = {case: [graph(case, run) for run in range(1, runs + 1)] for case in "be"}
+parts = {case: [graph(case, run) for run in range(1, runs + 1)] for case in "bef"}
 
 # The steady single-CPU video speed: case a's export less the audio it also encodes (case e's
 # audio child: same CPU, nothing else running). A segment's fixed overhead is its wall less its
@@ -262,7 +266,7 @@ parts = {case: [graph(case, run) for run in range(1, runs + 1)] for case in "be"
 # this speed their "overhead" also holds the slowdown that sharing causes (case x).
 steady_fps = expected / (med["a"] - median(p["audio"] for p in parts["e"]))
 summary = {}
-for case in "be":
+for case in "bef":
     for p in parts[case]:
         for s in p["segments"]:
             s["fixedOverhead"] = s["wall"] - s["encodedFrames"] / steady_fps
@@ -300,10 +304,11 @@ results = {
     "preset": preset, "split": split, "runs": runs,
     "ffmpegCommand": ffmpeg_line,
     "walls": {case: [walls[case][r] for r in sorted(walls[case])] for case in walls},
-    "outputFrames": {case: [frames[case][r] for r in sorted(frames[case])] for case in "abcde"},
-    "x264Threads": {case: sorted({t for t in threads[case].values() if t is not None}) for case in "abcde"},
+    "outputFrames": {case: [frames[case][r] for r in sorted(frames[case])] for case in "abcdef"},
+    "x264Threads": {case: sorted({t for t in threads[case].values() if t is not None}) for case in "abcdef"},
     "medians": med,
     "ratios": {"a/b": med["a"] / med["b"], "c/b": med["c"] / med["b"], "c/d": med["c"] / med["d"],
+               "a/f": med["a"] / med["f"], "c/f": med["c"] / med["f"],
                "a/c": med["a"] / med["c"], "e/a": med["e"] / med["a"], "x264TwoCpuScaling": x_scaling},
     "steadyFps": steady_fps,
     "parts": summary,
@@ -320,12 +325,13 @@ results = {
 json.dump(results, open(results_path, "w"), indent=2)
 
 names = {"a": "a  1 worker (CPU 0)", "b": f"b  2 workers (CPU 0, 1), --split {split}",
+         "f": f"f  2 workers (CPU 0, 1), --split {long_split}",
          "c": "c  ffmpeg CLI -threads 2 (CPUs 0,1)", "d": f"d  export --split {split} --split-parallel 2 (0,1)",
          "e": f"e  1 worker (CPU 0), --split {split}", "x1": "x1 x264 -threads 1, 4 s, alone (CPU 0)",
          "x2": "x2 the same, one on each CPU at once"}
 print(f"\n{expected} frames ({media_seconds:g} s), preset {preset}, {runs} round(s), medians")
 print(f"{'case':<50} {'median (s)':>10}   {'runs (s)':<24} frames out, x264 threads")
-for case in ("a", "b", "c", "d", "e", "x1", "x2"):
+for case in ("a", "b", "f", "c", "d", "e", "x1", "x2"):
     runs_text = ", ".join(f"{walls[case][r]:.1f}" for r in sorted(walls[case]))
     extra = ""
     if case in frames and any(frames[case].values()):
@@ -334,8 +340,9 @@ for case in ("a", "b", "c", "d", "e", "x1", "x2"):
 r = results["ratios"]
 print(f"\na/b {r['a/b']:.2f}x (goal >= 1.8)   c/b {r['c/b']:.2f} (goal >= 1.0, b not slower)   "
       f"c/d {r['c/d']:.2f}   a/c {r['a/c']:.2f}   e/a {r['e/a']:.2f}")
+print(f"a/f {r['a/f']:.2f}x   c/f {r['c/f']:.2f}   (f: --split {long_split})")
 print(f"x264 throughput on 2 CPUs against 1 (case x): {x_scaling:.2f}x (2.0 would be linear)")
-for case in "be":
+for case in "bef":
     s = summary[case]
     print(f"\ncase {case}'s parts (medians, s): pickup {s['pickup']:.2f}, plan {s['plan']:.2f}, audio {s['audio']:.2f}, "
           f"join pickup {s['joinPickup']:.2f}, join {s['join']:.2f}, after the join {s['afterJoin']:.2f}")
@@ -346,7 +353,7 @@ for case in "be":
           f"pre/post-roll encode {ps['roll']:.2f} s; work added in all: {s['addedWork']:.1f} s "
           f"({100 * s['addedWorkShareOfA']:.1f} % of a)")
 print(f"  (steady video speed on one CPU: {steady_fps:.1f} fps)")
-bad = [f"{c}: {sorted(set(frames[c].values()), key=str)}" for c in "abcde" if set(frames[c].values()) != {expected}]
+bad = [f"{c}: {sorted(set(frames[c].values()), key=str)}" for c in "abcdef" if set(frames[c].values()) != {expected}]
 if bad:
     print(f"\nWARNING: output frame counts differ from the input's {expected}: {'; '.join(bad)}")
 print(f"\nwrote {results_path}")

@@ -100,6 +100,15 @@ struct SplitJobTests {
         let segments = try #require(job.result?["segments"]?.arrayValue)
         #expect(segments.count == children.count - 1)
         #expect(segments.allSatisfy { ["A", "B"].contains($0["worker"]?.stringValue ?? "") && $0["fps"] != nil })
+        // The seam scores: measured by each segment's own worker (its first and last frames,
+        // in its result), not by the join; one score pair per cut.
+        for (position, child) in children.dropFirst().enumerated() {
+            let edges = try #require(child.result?["seamEdges"], "segment \(position) measured no edges")
+            #expect((edges["first"] == nil) == (position == 0), "\(edges)")
+            #expect((edges["last"] == nil) == (position == segments.count - 1), "\(edges)")
+        }
+        #expect(segments.first?["seamPSNR"] == nil)
+        #expect(segments.dropFirst().allSatisfy { $0["seamPSNR"]?.arrayValue?.count == 2 }, "\(segments)")
         // Exactly one webhook, the parent's; the scratch directory is empty again.
         try await Task.sleep(for: .milliseconds(500))
         #expect(receiver.records().map { $0["jobId"] as? String } == [id.rawValue])
@@ -271,6 +280,9 @@ struct SplitJobTests {
         let segments = try #require(job.result?["segments"]?.arrayValue)
         #expect(segments[2]["reencoded"]?.doubleValue == 1, "\(segments[2])")
         #expect(segments.enumerated().allSatisfy { $0.offset == 2 || $0.element["reencoded"] == nil })
+        // The segment encoded again has no scores from its first worker: its cuts are measured
+        // in the join, and every cut still has its pair.
+        #expect(segments.dropFirst().allSatisfy { $0["seamPSNR"]?.arrayValue?.count == 2 }, "\(segments)")
         let (frames, _) = try await Self.oneProcess(
             input,
             preset: "low",

@@ -299,4 +299,33 @@ struct SplitExportTests {
             #expect(try await FFProbe.videoFrameTimes(split) == (try await FFProbe.videoFrameTimes(whole)))
         }
     }
+
+    @Test(
+        "a segment's post-roll feeds the encoder's lookahead but is never encoded: its file holds its own frames",
+        arguments: ["640x480", "low"]
+    )
+    func postRollIsNotEncoded(preset name: String) async throws {
+        try await withTemporaryDirectory("split-post-roll") { directory in
+            let source = try await Fixtures.shared.path(.splitCFR)  // 25 fps, B-frames
+            let preset = try PresetCatalog.builtIn.preset(named: name)
+            let segment = TimeRange(start: 6_000_000, duration: 4_000_000)  // frames 150..<250
+            let (encoded, cut) = SplitExport.encode(segment, first: false, preset: preset)
+            #expect(encoded.start + (encoded.duration ?? 0) == 12_500_000, "2.5 s of post-roll")
+            let path = directory.file("segment.mp4")
+            _ = try await ExportSession(
+                asset: try Asset(location: source),
+                preset: preset,
+                outputPath: path,
+                timeRange: encoded,
+                part: .video,
+                cut: cut
+            ).export()
+            // The pre-roll (a bitrate preset's 2 s: 50 frames) is encoded; the post-roll's 62 are
+            // not, and nothing of the segment is missing.
+            let preRoll = Int((segment.start - encoded.start) / 40_000)
+            let times = try await FFProbe.videoFrameTimes(path)
+            #expect(times.count == preRoll + 100, "\(times.count) frames")
+            #expect(times.allSatisfy { $0 < Double(cut.end + 5) / 1e6 })
+        }
+    }
 }

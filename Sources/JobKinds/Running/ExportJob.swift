@@ -13,6 +13,17 @@ struct ExportJob: PreparedJob {
     /// The output as the result names it when that is not the path written (an API key's job:
     /// its relative path).
     let shownOutput: String?
+    /// A segment of a split export: what to score its first and last frames against (the
+    /// result's `seamEdges`, which the join reads instead of decoding every cut itself).
+    var seam: SegmentSeam?
+
+    struct SegmentSeam: Sendable {
+        var source: String
+        var encoded: TimeRange
+        var cut: SegmentCut
+        var first: Bool
+        var last: Bool
+    }
 
     /// Opens the input and builds the session from the job's stored preset, range and format.
     /// Errors are the job's (`input_not_found`, `preset_incompatible`…).
@@ -107,7 +118,13 @@ struct ExportJob: PreparedJob {
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
         let range = try job.timeRange()
         let (encoded, cut) =
-            segment.part == .video ? SplitExport.encode(range, first: segment.index == 0, preset: preset) : (range, nil)
+            segment.part == .video
+            ? SplitExport.encode(
+                range,
+                first: segment.index == 0,
+                preset: preset,
+                postRoll: SplitExport.postRoll(for: asset, threads: nil)
+            ) : (range, nil)
         let session = ExportSession(
             asset: asset,
             preset: preset,
@@ -118,7 +135,10 @@ struct ExportJob: PreparedJob {
             part: segment.part,
             cut: cut
         )
-        return ExportJob(session: session, uploadURL: nil, shownOutput: nil)
+        let seam = cut.map {
+            SegmentSeam(source: input, encoded: encoded, cut: $0, first: segment.index == 0, last: segment.last == true)
+        }
+        return ExportJob(session: session, uploadURL: nil, shownOutput: nil, seam: seam)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
@@ -161,8 +181,26 @@ struct ExportJob: PreparedJob {
             uploadURL: uploadURL,
             contentType: RemoteMedia.contentType(of: session.format)
         )
+        var measuredEdges: JSONValue?
+        if let seam {
+            let (path, limits) = (held.temporaryPath, session.asset.limits)
+            let measured = try await onDedicatedThread("jobctl.seam") {
+                SeamQuality.edges(
+                    ofSegment: path,
+                    source: seam.source,
+                    encoded: seam.encoded,
+                    cut: seam.cut,
+                    first: seam.first,
+                    last: seam.last,
+                    limits: limits
+                )
+            }
+            measuredEdges = try? JSONValue(encoding: measured)
+        }
+        let edges = measuredEdges
         return FinishedRun(held: held, mediaSeconds: duration) { uploaded in
             var result = result
+            if let edges { result.set(SplitJob.edgesKey, edges) }
             if let shownOutput { result.set("output", .string(shownOutput)) }
             if let uploaded, let url = uploadURL {
                 result.set("bytes", .number(Double(uploaded.values.reduce(0, +))))

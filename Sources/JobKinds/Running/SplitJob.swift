@@ -13,6 +13,8 @@ enum SplitJob {
     static let key = "split"
     /// The key of a child's part.
     static let segmentKey = "segment"
+    /// In a segment child's result: the scores of its first and last frames (`SegmentEdges`).
+    static let edgesKey = "seamEdges"
 
     /// What a child of a split export writes.
     struct Segment: Codable, Sendable, Hashable {
@@ -24,6 +26,8 @@ enum SplitJob {
         /// Its range in the asset's own clock (absolute µs), for the join's arithmetic.
         var start: Int64
         var end: Int64
+        /// The range's last segment (no cut after it). `nil` in rows written before it was kept.
+        var last: Bool? = nil
     }
 
     /// The scratch directory of one parent's parts.
@@ -109,7 +113,8 @@ enum SplitJob {
                 index: segment.index,
                 frames: segment.frameCount,
                 start: origin + range.start,
-                end: origin + range.start + (range.duration ?? 0)
+                end: origin + range.start + (range.duration ?? 0),
+                last: segment.index == plan.segments.count - 1
             )
             children.append(try child(video, range: range))
         }

@@ -122,13 +122,19 @@ final class SplitJoinJob: PreparedJob {
                     if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
                 }
                 if let input = try? JobPaths.input(of: job, inputRoot: context.inputRoot) {
+                    // A segment encoded again here has no scores of its own: its cuts are measured here.
+                    let edges = segments.indices.map { index -> SegmentEdges? in
+                        reencodes[index] > 0
+                            ? nil : try? segments[index].job.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
+                    }
                     SplitExport.measureSeams(
                         &reports,
                         output: held.temporaryPath,
                         source: input,
                         rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
                         joined: joined,
-                        limits: context.limits
+                        limits: context.limits,
+                        edges: edges
                     )
                 }
                 let result = try SplitExport.result(

@@ -51,14 +51,34 @@ public enum SplitExport {
     public static let keyframeGrid: Int64 = 2_000_000
     /// How many times the join encodes a refused segment again before the job fails.
     public static let maximumReencodes = 3
-    /// Media encoded before a segment (all but the first, for a bitrate preset) and after it,
-    /// then dropped by the join: a bitrate preset's rate control settles before the segment
-    /// starts (it would otherwise start each segment at a guessed quality; a constant-quality
-    /// preset has nothing to settle), and the segment's last frames are encoded with the future
-    /// a whole encode would give them (its lookahead and mbtree; without it the frame before each
-    /// cut came out about 2 dB worse).
+    /// Media given to the encoder before a segment (all but the first, for a bitrate preset)
+    /// and after it, then dropped by the join. The pre-roll is encoded: a bitrate preset's rate
+    /// control settles before the segment starts (it would otherwise start each segment at a
+    /// guessed quality; a constant-quality preset has nothing to settle). The post-roll fills
+    /// the encoder's lookahead, so that the segment's last frames are encoded with the future a
+    /// whole encode would give them (its lookahead and mbtree; without it the frame before each
+    /// cut came out about 2 dB worse); it is decoded but not encoded: once every frame of the
+    /// segment is out of the encoder, the rest is left in it (`VideoEngine`).
     public static let preRoll: Int64 = 2_000_000
-    public static let postRoll: Int64 = 1_500_000
+    /// The post-roll when the frame rate is not known.
+    public static let postRoll: Int64 = 2_500_000
+
+    /// The post-roll that holds the encoder's delay, and a few frames more: x264's 40 frames
+    /// of lookahead, 3 B-frames and a frame per encoder thread (`encoderThreads`; x264 starts
+    /// 1.5 per CPU it may use). Longer is only decoded for nothing; shorter and the encoder is
+    /// flushed, encoding the post-roll too.
+    public static func postRoll(frameRate: Double?, encoderThreads: Int) -> Int64 {
+        guard let frameRate, frameRate.isFinite, frameRate > 0 else { return postRoll }
+        let frames = Double(45 + max(1, encoderThreads))
+        return min(4_000_000, max(500_000, Int64((frames / frameRate * 1e6).rounded(.up))))
+    }
+
+    /// The post-roll for a segment of `asset` whose encoder runs `threads` threads (`nil`: x264's
+    /// own count for the CPUs this process may use).
+    public static func postRoll(for asset: Asset, threads: Int?) -> Int64 {
+        let cpus = ProcessInfo.processInfo.activeProcessorCount
+        return postRoll(frameRate: asset.primaryVideoTrack?.frameRate, encoderThreads: threads ?? max(1, cpus * 3 / 2))
+    }
 
     /// What a video segment's encode covers, and where the segment lies in it. `first`: the
     /// range's first segment, whose first frame may be the one on screen at the start (before
@@ -66,7 +86,8 @@ public enum SplitExport {
     public static func encode(
         _ range: TimeRange,
         first: Bool,
-        preset: Preset
+        preset: Preset,
+        postRoll: Int64 = postRoll
     ) -> (range: TimeRange, cut: SegmentCut) {
         let rated = preset.video?.bitrate != nil && preset.video?.crf == nil
         let start = first || !rated ? range.start : max(0, range.start - preRoll)
@@ -174,19 +195,31 @@ public enum SplitExport {
         source: String,
         rangeStart: Int64,
         joined: SegmentJoin.Joined,
-        limits: ResourceLimits
+        limits: ResourceLimits,
+        edges: [SegmentEdges?] = []
     ) {
-        let cuts = Array(joined.segmentStarts.dropFirst())
-        guard
+        // Each cut from the scores the segments' encoders measured (`SeamQuality.edges`);
+        // those missing measured here, in the joined file.
+        var missing: [Int] = []
+        for index in reports.indices.dropFirst() {
+            let before = index - 1 < edges.count ? edges[index - 1]?.last : nil
+            let after = index < edges.count ? edges[index]?.first : nil
+            if let before, let after {
+                reports[index].seamPSNR = [before, after]
+            } else {
+                missing.append(index)
+            }
+        }
+        guard !missing.isEmpty,
             let scores = try? SeamQuality.measure(
                 output: output,
                 source: source,
                 rangeStart: rangeStart,
-                cuts: cuts,
+                cuts: missing.map { joined.segmentStarts[$0] },
                 limits: limits
             )
         else { return }
-        for (index, score) in zip(reports.indices.dropFirst(), scores) {
+        for (index, score) in zip(missing, scores) {
             if let before = score.before, let after = score.after { reports[index].seamPSNR = [before, after] }
         }
     }

@@ -18,6 +18,8 @@ public final class SplitExportSession: Sendable {
     private let running = Mutex<[ObjectIdentifier: ExportSession]>([:])
     private let done = Mutex<(finished: Double, total: Double)>((0, 1))
     private let cancelled = Atomic<Bool>(false)
+    /// The seam scores each segment's encode measured, by segment index.
+    private let edges = Mutex<[Int: SegmentEdges]>([:])
 
     public init(
         asset: Asset,
@@ -91,17 +93,22 @@ public final class SplitExportSession: Sendable {
         let total = ranges.reduce(0) { $0 + Double($1.duration ?? 0) }
         done.withLock { $0 = (0, total * (hasAudio ? 1.1 : 1)) }
         // The audio first (it is the longest single piece), then the segments, `parallel` at once.
-        var work: [(ExportPart, TimeRange, String)] = hasAudio ? [(.audio, timeRange, audioPath)] : []
-        work += zip(ranges, segmentPaths).map { (.video, $0, $1) }
+        var work: [(ExportPart, TimeRange, String, Int?)] = hasAudio ? [(.audio, timeRange, audioPath, nil)] : []
+        work += ranges.indices.map { (.video, ranges[$0], segmentPaths[$0], $0) }
+        let count = ranges.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = work.makeIterator()
             for _ in 0..<parallel {
-                guard let (part, range, path) = next.next() else { break }
-                group.addTask { try await self.encode(part, range: range, to: path) }
+                guard let (part, range, path, index) = next.next() else { break }
+                group.addTask {
+                    try await self.encode(part, range: range, to: path, segment: index.map { ($0, count) })
+                }
             }
             while try await group.next() != nil {
-                if let (part, range, path) = next.next() {
-                    group.addTask { try await self.encode(part, range: range, to: path) }
+                if let (part, range, path, index) = next.next() {
+                    group.addTask {
+                        try await self.encode(part, range: range, to: path, segment: index.map { ($0, count) })
+                    }
                 }
             }
         }
@@ -131,13 +138,15 @@ public final class SplitExportSession: Sendable {
                 var reports = SplitExport.reports(plan, joined: joined)
                 for index in reports.indices where reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
                 let start = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).start
+                let measured = edges.withLock { $0 }
                 SplitExport.measureSeams(
                     &reports,
                     output: outputPath,
                     source: asset.location,
                     rangeStart: start,
                     joined: joined,
-                    limits: asset.limits
+                    limits: asset.limits,
+                    edges: plan.segments.indices.map { measured[$0] }
                 )
                 return try result(joined, reports: reports)
             } catch let mismatch as SegmentJoin.Mismatch {
@@ -149,16 +158,35 @@ public final class SplitExportSession: Sendable {
                     )
                 }
                 try? FileManager.default.removeItem(atPath: segmentPaths[mismatch.segment])
-                try await encode(.video, range: ranges[mismatch.segment], to: segmentPaths[mismatch.segment])
+                try await encode(
+                    .video,
+                    range: ranges[mismatch.segment],
+                    to: segmentPaths[mismatch.segment],
+                    segment: (mismatch.segment, ranges.count)
+                )
             }
         }
     }
 
-    /// One part into the scratch directory.
-    private func encode(_ part: ExportPart, range: TimeRange, to path: String) async throws {
+    /// One part into the scratch directory; for a video segment (`segment`: its index and the
+    /// number of segments), the scores of its first and last frames too.
+    private func encode(
+        _ part: ExportPart,
+        range: TimeRange,
+        to path: String,
+        segment: (index: Int, count: Int)?
+    ) async throws {
         if cancelled.load(ordering: .acquiring) { throw MediaError.cancelled() }
         let first = range.start == (try? timeRange.resolved(assetDuration: asset.duration, assetName: "")).map(\.start)
-        let (encoded, cut) = part == .video ? SplitExport.encode(range, first: first, preset: preset) : (range, nil)
+        let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / parallel)
+        let (encoded, cut) =
+            part == .video
+            ? SplitExport.encode(
+                range,
+                first: first,
+                preset: preset,
+                postRoll: SplitExport.postRoll(for: asset, threads: threads)
+            ) : (range, nil)
         // Each session reads with an asset of its own (an asset's demuxer is one position).
         let session = ExportSession(
             asset: try Asset(location: asset.location, limits: asset.limits),
@@ -170,9 +198,21 @@ public final class SplitExportSession: Sendable {
             cut: cut,
             // The CPUs shared among the sessions running at once (each x264 would otherwise
             // start threads for every CPU: 18 % slower on 2 CPUs, docs/benchmarks.md).
-            videoThreads: max(1, ProcessInfo.processInfo.activeProcessorCount / parallel)
+            videoThreads: threads
         )
         _ = try await run(session)
+        if let segment, let cut {
+            let scores = SeamQuality.edges(
+                ofSegment: path,
+                source: asset.location,
+                encoded: encoded,
+                cut: cut,
+                first: segment.index == 0,
+                last: segment.index == segment.count - 1,
+                limits: asset.limits
+            )
+            edges.withLock { $0[segment.index] = scores }
+        }
         done.withLock { $0.finished += Double(range.duration ?? 0) * (part == .audio ? 0.1 : 1) }
     }
 

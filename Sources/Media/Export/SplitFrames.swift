@@ -26,6 +26,10 @@ public struct SplitFrames: Sendable, Hashable {
     public var ends: [Int64]
     /// Where the range ends (µs): its end, or the end of the last frame.
     public var rangeEnd: Int64
+    /// Whether each frame's packet is a keyframe in the source, and its size in bytes: what
+    /// `SceneCuts` looks at before it decodes anything (empty when not known).
+    public var keyframes: [Bool] = []
+    public var sizes: [Int] = []
 
     public var count: Int { starts.count }
 
@@ -44,6 +48,7 @@ public struct SplitFrames: Sendable, Hashable {
         let start = origin + resolved.start
         let end = resolved.end.map { origin + $0 }
         var times: [Int64] = []
+        var packets: [Int64: (keyframe: Bool, size: Int)] = [:]
         var lastEnd: Int64 = 0
         let packet = Packet()
         while true {
@@ -59,6 +64,9 @@ public struct SplitFrames: Sendable, Hashable {
             guard packet.streamIndex == video.index, packet.pts != noPTS else { continue }
             if packet.pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 { continue }
             times.append(packet.pts)
+            packets[packet.pts] = (
+                packet.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0, Int(packet.pointer.pointee.size)
+            )
             lastEnd = max(lastEnd, packet.pts + max(packet.duration, 1))
         }
         times = Array(Set(times)).sorted()
@@ -72,7 +80,7 @@ public struct SplitFrames: Sendable, Hashable {
             throw MediaError(.rangeOutOfBounds, "\(asset.displayName) has no video frame in the range to split")
         }
         // Without a frame at or before the start, the first one after it is shown there.
-        if !shownAtStart { after.removeFirst() }
+        let shown = shownAtStart ? inRange.last { compare($0, start) <= 0 }! : after.removeFirst()
         let up = after.map { av_rescale_q_rnd($0, timeBase, microsecondBase, AV_ROUND_UP) - origin }
         let down = after.map { av_rescale_q_rnd($0, timeBase, microsecondBase, AV_ROUND_DOWN) - origin }
         let rangeEnd =
@@ -81,7 +89,14 @@ public struct SplitFrames: Sendable, Hashable {
                 av_rescale_q_rnd(lastEnd, timeBase, microsecondBase, AV_ROUND_UP) - origin,
                 (up.last ?? resolved.start) + 1
             )
-        return SplitFrames(starts: [resolved.start] + up, ends: [resolved.start] + down, rangeEnd: rangeEnd)
+        let described = ([shown] + after).map { packets[$0] ?? (false, 0) }
+        return SplitFrames(
+            starts: [resolved.start] + up,
+            ends: [resolved.start] + down,
+            rangeEnd: rangeEnd,
+            keyframes: described.map(\.keyframe),
+            sizes: described.map(\.size)
+        )
     }
 
     /// Each segment's range: from its first frame's `starts` to the next segment's first

@@ -13,8 +13,9 @@ public enum SplitRequest: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The segment length `auto` uses: 60 s.
     public static let defaultSegmentLength: Int64 = 60_000_000
     /// The shortest segment asked for: 4 s. Each segment costs a claim, a start, its scratch
-    /// file and up to 3.5 s of pre- and post-roll encoded then dropped (`SplitExport.encode`):
-    /// a 1 s segment would cost its submitter up to 4.5 times the CPU of the export.
+    /// file, up to 2 s of pre-roll encoded and 2.5 s of post-roll decoded, then dropped
+    /// (`SplitExport.encode`): a 1 s segment would cost its submitter up to 3 times the CPU of
+    /// the export.
     public static let shortestSegment: Int64 = 4_000_000
 
     /// `auto`, `off`, or a duration in `--range`'s grammar (`4s`, `1:00`, `90`).

@@ -136,6 +136,12 @@ final class VideoEngine: EncodingEngine {
     private let cut: SegmentCut?
     private var held: SampleBuffer?
     private var forcedIDR = false
+    /// Frames before the cut's end sent and not yet out of the encoder; whether one at or after
+    /// it was sent; whether every frame of the segment is out (the rest is post-roll, there only
+    /// for the encoder's lookahead: once the segment is out it need not be encoded).
+    private var pendingBeforeEnd = 0
+    private var sentPastEnd = false
+    private var segmentOut = false
 
     init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
         cut = encoding.cut
@@ -211,7 +217,14 @@ final class VideoEngine: EncodingEngine {
     }
 
     private func send(_ sample: SampleBuffer, type: AVPictureType) throws(MediaError) {
-        guard case .video(let frame) = sample.payload else { return }
+        guard case .video(let frame) = sample.payload, !segmentOut else { return }
+        if let cut {
+            if av_rescale_q(sample.pts, sample.timeBase, microsecondBase) < cut.end {
+                pendingBeforeEnd += 1
+            } else {
+                sentPastEnd = true
+            }
+        }
         frame.pts = sample.pts
         frame.pointer.pointee.pict_type = type
         durations[sample.pts] = sample.duration
@@ -223,12 +236,17 @@ final class VideoEngine: EncodingEngine {
             self.held = nil
             try send(held, type: AV_PICTURE_TYPE_NONE)
         }
-        try encode(nil)
+        // A segment already out leaves its post-roll in the encoder, never encoded.
+        if !segmentOut { try encode(nil) }
     }
 
     override func prepare(_ packet: UnsafeMutablePointer<AVPacket>) {
         let duration = durations.removeValue(forKey: packet.pointee.pts)
         if packet.pointee.duration <= 0 { packet.pointee.duration = duration ?? 1 }
+        guard let cut else { return }
+        if av_rescale_q(packet.pointee.pts, encoder.timeBase, microsecondBase) < cut.end { pendingBeforeEnd -= 1 }
+        // Every frame before the end comes out before any after it (the last is a P-frame).
+        if sentPastEnd && pendingBeforeEnd == 0 { segmentOut = true }
     }
 }
 
