@@ -6,7 +6,9 @@ PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-d
 # The tests also use the ffmpeg/ffprobe CLI as an independent oracle, PostgreSQL, openssl (a
 # self-signed certificate), python3-yaml and systemd-analyze to check deploy/, the sqlite3 CLI (damaging a database on purpose),
 # and python3-venv for openapi-spec-validator (scripts/check-openapi.sh).
-TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv
+# curl signs its own requests (--aws-sigv4) to check what jobctl wrote to the object store
+# (SeaweedFS, from PyPI into .build-venv, scripts/test-s3.sh).
+TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv curl
 # The benchmarks also make a virtualenv for PgQueuer (bench/queue.sh).
 BENCH_PACKAGES := python3-venv wrk
 
@@ -65,14 +67,14 @@ demo: build
 # HTTP client against local listeners, the HTTP API's routes on SQLite files), test-media (the export pipeline on generated clips,
 # minutes), then test-integration (IntegrationTests: worker processes, PostgreSQL, webhooks to
 # real receivers; JobctlTests: the CLI as a user runs it) with a throwaway PostgreSQL cluster on
-# loopback started for the run and stopped afterwards. The fixtures are generated first, so no
+# loopback and a SeaweedFS object store (ObjectStorageTests) started for the run and stopped afterwards. The fixtures are generated first, so no
 # test's time limit pays for encoding them. Swift Testing would start every test at once; on 2
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
 UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|SafeHTTPTests|APITests)\.
 MEDIA = ^MediaTests\.
-INTEGRATION = ^(IntegrationTests|JobctlTests)\.
+INTEGRATION = ^(IntegrationTests|JobctlTests|ObjectStorageTests)\.
 test: test-deps lint
 	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests
@@ -86,7 +88,7 @@ test-media:
 	$(SWIFT) test --skip-build --filter '$(MEDIA)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 test-integration:
-	scripts/test-postgres.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+	scripts/test-postgres.sh run scripts/test-s3.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 # schemathesis against a running `jobctl serve`, on SQLite and on PostgreSQL (scripts/fuzz-api.sh).
 test-fuzz:

@@ -78,6 +78,12 @@ let package = Package(
         // private, loopback or metadata addresses unless allowed), libcurl with typed shims, and
         // the bridge that runs a blocking request on a thread of its own.
         .target(name: "SafeHTTP", dependencies: ["CCurl", "JobctlCore"]),
+        // Object storage (s3://): the SigV4 signer, the AWS configuration and credential chain,
+        // and the S3 operations jobctl uses, over SafeHTTP's libcurl sender.
+        .target(
+            name: "ObjectStorage",
+            dependencies: ["SafeHTTP", "JobctlCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Webhooks: Standard Webhooks signing, the delivery schedule, the dispatcher.
         .target(
             name: "Webhooks",
@@ -215,6 +221,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SafeHTTPTests", dependencies: ["SafeHTTP", "JobctlCore", "MediaTestKit"]),
+        // The signer against AWS's vectors, configuration and credentials (pure, and with a
+        // local metadata endpoint), and the S3 operations against a real SeaweedFS server.
+        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "SafeHTTP", "MediaTestKit"]),
         .testTarget(
             name: "WebhookUnitTests",
             dependencies: ["Webhooks", "SafeHTTP", "Queue", "JobctlCore", "QueueTestKit", "MediaTestKit"]

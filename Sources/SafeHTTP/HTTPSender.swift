@@ -3,107 +3,6 @@ import Foundation
 import JobctlCore
 import Synchronization
 
-/// A request to send: a POST of exact body bytes (webhooks), a ranged GET (probing a remote
-/// input), or a PUT of a file (uploading an output).
-public struct HTTPRequest: Sendable {
-    public enum Method: Sendable {
-        case post(Data)
-        /// Only the first `limit` bytes of the body are kept (`HTTPSender.responseLimit`).
-        case get(range: ClosedRange<Int64>?)
-        case put(file: String, contentType: String)
-    }
-
-    public var url: String
-    public var method: Method
-    public var headers: [(name: String, value: String)]
-
-    public init(url: String, method: Method, headers: [(name: String, value: String)] = []) {
-        self.url = url
-        self.method = method
-        self.headers = headers
-    }
-
-    /// A JSON POST (a webhook delivery).
-    public init(url: String, body: Data, headers: [(name: String, value: String)]) {
-        self.init(url: url, method: .post(body), headers: headers + [("Content-Type", "application/json")])
-    }
-}
-
-/// Why a request failed, in the one error shape: the message is what the delivery log shows.
-public struct HTTPError: CodedError, Sendable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case refused
-            case aborted = "stopped"
-            case certificateRejected = "certificate_rejected"
-            case transport
-            case status = "http_status"
-            case notSent = "not_sent"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-        public var description: String { base.rawValue }
-
-        /// The address guard refused the address the host resolved to.
-        public static let refused = Code(.refused)
-        /// `shouldAbort` said stop (a cancelled job, a lost lease).
-        public static let aborted = Code(.aborted)
-        /// The server's TLS certificate was not trusted: trying again will not help.
-        public static let certificateRejected = Code(.certificateRejected)
-        /// No final HTTP response: refused, unreachable, reset, timed out.
-        public static let transport = Code(.transport)
-        /// A final response that is not 2xx (a redirect included: they are not followed).
-        public static let status = Code(.status)
-        /// The request never reached the network (its body unreadable, no thread to run it).
-        public static let notSent = Code(.notSent)
-    }
-
-    public var code: Code
-    public var message: String
-    public var cause: (any Error)?
-    public var location: ErrorLocation
-
-    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.cause = cause
-        self.location = ErrorLocation(file: file, line: line)
-    }
-}
-
-/// What came back (or why nothing did).
-public struct HTTPResponse: Sendable {
-    /// `nil` when no HTTP response arrived (refused, unreachable, timed out).
-    public var statusCode: Int?
-    /// The server's `Retry-After`, if it sent one.
-    public var retryAfter: Duration?
-    public var latency: Duration
-    /// Why the request failed; `nil` when it succeeded.
-    public var failure: HTTPError?
-    /// The start of the response body (capped).
-    public var body: String = ""
-    /// Bytes sent in the request body (PUT).
-    public var uploaded: Int64 = 0
-
-    public init(statusCode: Int? = nil, retryAfter: Duration? = nil, latency: Duration, failure: HTTPError? = nil) {
-        self.statusCode = statusCode
-        self.retryAfter = retryAfter
-        self.latency = latency
-        self.failure = failure
-    }
-
-    public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
-
-    /// Whether the request failed with `code`.
-    public func failed(with code: HTTPError.Code) -> Bool { failure?.code == code }
-
-    /// A request that never reached the network (its thread could not be started).
-    public static func notSent(_ reason: String) -> HTTPResponse {
-        HTTPResponse(latency: .zero, failure: HTTPError(.notSent, reason))
-    }
-}
-
 /// HTTP over libcurl for webhooks, remote inputs and uploads: http/https only, redirects never
 /// followed (a 3xx is a failure), proxies from the environment ignored, bounded time and
 /// response size, and every address checked on connect by `AddressPolicy`. Blocking: call it
@@ -184,16 +83,24 @@ public final class HTTPSender: Sendable {
             ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
             ccurl_setopt_long(curl, CURLOPT_HTTPGET, 1)
             if let range { ccurl_setopt_string(curl, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound)") }
-        case .put(let path, let contentType):
+        case .put(let path, let contentType, let range):
             guard let file = FileHandle(forReadingAtPath: path),
-                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+                let fileSize = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?
+                    .int64Value
             else {
                 return HTTPResponse(latency: .zero, failure: HTTPError(.notSent, "\(path) cannot be read"))
             }
+            let part = range ?? 0..<fileSize
+            guard part.lowerBound >= 0, part.upperBound <= fileSize else {
+                try? file.close()
+                return HTTPResponse(latency: .zero, failure: HTTPError(.notSent, "\(path) is shorter than \(part)"))
+            }
+            if part.lowerBound > 0 { _ = lseek(file.fileDescriptor, off_t(part.lowerBound), SEEK_SET) }
             context.upload = file
-            headers = curl_slist_append(headers, "Content-Type: \(contentType)")
+            context.uploadLimit = Int64(part.count)
+            if let contentType { headers = curl_slist_append(headers, "Content-Type: \(contentType)") }
             ccurl_setopt_long(curl, CURLOPT_UPLOAD, 1)
-            ccurl_setopt_off(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(size))
+            ccurl_setopt_off(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(part.count))
             ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_LIMIT, stallLimit.bytes)
             ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_TIME, Int(stallLimit.time.milliseconds / 1000))
             ccurl_setopt_data_function(curl, CURLOPT_READFUNCTION) { data, size, count, opaque in
@@ -201,6 +108,26 @@ public final class HTTPSender: Sendable {
                 return context.read(into: data, size * count)
             }
             ccurl_setopt_pointer(curl, CURLOPT_READDATA, opaque)
+        case .head:
+            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+            ccurl_setopt_long(curl, CURLOPT_NOBODY, 1)
+        case .delete:
+            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+            ccurl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, "DELETE")
+        case .send(let method, let body, let contentType):
+            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+            headers = curl_slist_append(headers, "Expect:")
+            if let contentType { headers = curl_slist_append(headers, "Content-Type: \(contentType)") }
+            ccurl_setopt_long(curl, CURLOPT_POST, 1)
+            ccurl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, method)
+            ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
+            _ = body.withUnsafeBytes { bytes in
+                ccurl_setopt_pointer(
+                    curl,
+                    CURLOPT_COPYPOSTFIELDS,
+                    UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+                )
+            }
         }
         defer { try? context.upload?.close() }
         if shouldAbort != nil {
@@ -245,6 +172,7 @@ public final class HTTPSender: Sendable {
         let body = String(decoding: context.body, as: UTF8.self)
         var response = HTTPResponse(latency: latency)
         response.uploaded = context.uploaded
+        response.headers = context.headers
         // Refused only if nothing got through: curl may skip a forbidden address of a host and
         // connect to an allowed one.
         if code != CURLE_OK, let refusal = context.refusal {
@@ -256,6 +184,7 @@ public final class HTTPSender: Sendable {
             return response
         }
         response.body = body
+        response.data = context.body
         guard code == CURLE_OK else {
             // Only a final status counts: `100 Continue` and then silence is a network failure.
             response.statusCode = status >= 200 ? status : nil
@@ -304,7 +233,10 @@ public final class HTTPSender: Sendable {
         var retryAfter: Duration?
         var refusal: String?
         var upload: FileHandle?
+        /// How many bytes of `upload` to send.
+        var uploadLimit: Int64 = .max
         var uploaded: Int64 = 0
+        var headers: [String: String] = [:]
 
         init(policy: AddressPolicy, limit: Int, shouldAbort: (@Sendable () -> Bool)?) {
             self.policy = policy
@@ -318,7 +250,9 @@ public final class HTTPSender: Sendable {
         func read(into buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
             guard let buffer, let upload else { return ccurl_readfunc_abort() }
             if abortRequested() { return ccurl_readfunc_abort() }
-            let count = Glibc.read(upload.fileDescriptor, buffer, capacity)
+            let wanted = Int(min(Int64(capacity), uploadLimit - uploaded))
+            guard wanted > 0 else { return 0 }
+            let count = Glibc.read(upload.fileDescriptor, buffer, wanted)
             guard count >= 0 else { return ccurl_readfunc_abort() }
             uploaded += Int64(count)
             return count
@@ -335,6 +269,12 @@ public final class HTTPSender: Sendable {
         func header(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {
             guard let data else { return }
             let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
+            // A new response (after `100 Continue`) starts with its status line.
+            if line.hasPrefix("HTTP/") { headers = [:] }
+            if let colon = line.firstIndex(of: ":"), headers.count < 100 {
+                let name = line[..<colon].lowercased()
+                headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            }
             guard line.lowercased().hasPrefix("retry-after:") else { return }
             let value = line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespacesAndNewlines)
             if let seconds = Int(value) {

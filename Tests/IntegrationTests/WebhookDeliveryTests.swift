@@ -5,61 +5,6 @@ import QueueSQLite
 import Synchronization
 import Testing
 
-/// A helper server from scripts/ (a Python process): started on a free port, its requests
-/// logged as JSON lines, stopped with SIGKILL.
-final class HelperServer: Sendable {
-    let port: Int
-    let log: String
-    private let child: ChildProcess
-
-    init(
-        script: String,
-        _ directory: TemporaryDirectory,
-        name: String,
-        port: Int = 0,
-        _ arguments: [String]
-    ) async throws {
-        log = directory.file("\(name).jsonl")
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent("scripts/\(script)").path
-        let output = try ChildPipe()
-        child = try ChildProcess(
-            "python3",
-            [path, "--port", "\(port)", "--log", log] + arguments,
-            output: output.write
-        )
-        close(output.write)
-        let reader = FileHandle(fileDescriptor: output.read, closeOnDealloc: true)
-        let line = try await onThread { String(decoding: reader.availableLine(), as: UTF8.self) }
-        guard
-            let port = Int(
-                line.replacingOccurrences(of: "listening ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-            )
-        else {
-            child.signal(SIGKILL)
-            throw HelperServerError(script: script, line: line)
-        }
-        self.port = port
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
-
-    /// Every request received, in order.
-    func records() -> [[String: Any]] {
-        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
-
-    func stop() {
-        child.signal(SIGKILL)
-    }
-
-    deinit { child.signal(SIGKILL) }
-}
-
 /// A webhook receiver (scripts/webhook-receiver.py): verifies signatures with Python's hmac,
 /// independently of jobctl's signing code, and logs every request.
 typealias Receiver = HelperServer
@@ -82,30 +27,6 @@ extension HelperServer {
     }
 
     func url() -> String { url("/hooks/export") }
-}
-
-struct HelperServerError: Error, CustomStringConvertible {
-    var script: String
-    var line: String
-    var description: String { "\(script) did not start: '\(line)'" }
-}
-
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
-extension FileHandle {
-    /// Reads until a newline (blocking).
-    func availableLine() -> Data {
-        var line = Data()
-        while true {
-            let byte = readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { return line }
-            line.append(byte)
-        }
-    }
 }
 
 @Suite("Webhooks end to end", .serialized, .timeLimit(.minutes(5)))
