@@ -316,7 +316,9 @@ results = {
     "model": {  # what bench/split_model.py reads: contention-free figures (cases a and e)
         "speed": media_seconds / med["a"],              # media s per s, one CPU, the whole export
         "videoSpeed": steady_fps / rate,                 # media s per s, one CPU, video only
-        "segmentOverhead": e["perSegment"]["fixedOverhead"] + e["perSegment"]["idleBefore"],
+        # Everything a segment adds to its own frames: its fixed overhead, the frames given to
+        # the encoder beyond its own (a CRF preset's post-roll: decoded, not encoded) and idling.
+        "segmentOverhead": e["perSegment"]["fixedOverhead"] + e["perSegment"]["roll"] + e["perSegment"]["idleBefore"],
         "planPerMinute": (e["pickup"] + e["plan"]) / minutes,
         "audioPerMinute": e["audio"] / minutes,
         "joinPerMinute": (e["joinPickup"] + e["join"]) / minutes,
@@ -350,7 +352,7 @@ for case in "bef":
           f"{100 * s['serialShareOfA']:.1f} % of a's wall (goal <= 10 %); without the audio {100 * s['strictSerialShareOfA']:.1f} %")
     ps = s["perSegment"]
     print(f"  per segment: fixed overhead {ps['fixedOverhead']:.2f} s, idle before {ps['idleBefore']:.2f} s, "
-          f"pre/post-roll encode {ps['roll']:.2f} s; work added in all: {s['addedWork']:.1f} s "
+          f"frames beyond its own at the steady speed (pre-roll, post-roll) {ps['roll']:.2f} s; work added in all: {s['addedWork']:.1f} s "
           f"({100 * s['addedWorkShareOfA']:.1f} % of a)")
 print(f"  (steady video speed on one CPU: {steady_fps:.1f} fps)")
 bad = [f"{c}: {sorted(set(frames[c].values()), key=str)}" for c in "abcdef" if set(frames[c].values()) != {expected}]

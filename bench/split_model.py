@@ -6,9 +6,10 @@ A split export of an input of M media minutes on W single-CPU workers, segments 
 - the plan (the parent's first attempt, a demux pass): planPerMinute x M, alone;
 - then the children, queued in order (the audio first, then segment 0, 1, ...); each worker
   takes the next one when it is free. The audio child takes audioPerMinute x M; a segment takes
-  segmentOverhead + (L + pre-roll + post-roll) / videoSpeed, with a 2 s pre-roll on every
-  segment but the first and a 1.5 s post-roll on every segment but the last (there is nothing
-  after the input's end to encode); a negative measured overhead (noise) counts as 0;
+  segmentOverhead + L / videoSpeed, the overhead being everything a segment adds to its own
+  frames, as measured (bench/split.sh, case e: its claim, start, post-roll decoded but not
+  encoded, seam scores and scratch I/O; the preset, CRF, has no pre-roll, decision 109); a
+  negative measured overhead (noise) counts as 0;
 - the join starts when the last child ends: joinPerMinute x M (its pickup included).
 
 The speed-up is against one single-CPU worker exporting the whole input unsplit (M x 60 / speed,
@@ -29,8 +30,6 @@ import math
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRE_ROLL = 2.0
-POST_ROLL = 1.5
 
 
 def simulate(model: dict, minutes: float, workers: int, segment: float) -> dict:
@@ -41,9 +40,8 @@ def simulate(model: dict, minutes: float, workers: int, segment: float) -> dict:
     plan = model["planPerMinute"] * minutes
     join = model["joinPerMinute"] * minutes
     jobs = [model["audioPerMinute"] * minutes]
-    for index, length in enumerate(lengths):
-        encoded = length + (PRE_ROLL if index > 0 else 0) + (POST_ROLL if index < count - 1 else 0)
-        jobs.append(model["segmentOverhead"] + encoded / model["videoSpeed"])
+    for length in lengths:
+        jobs.append(max(0.0, model["segmentOverhead"]) + length / model["videoSpeed"])
     free = [plan] * workers  # when each worker is next free
     heapq.heapify(free)
     last = plan
