@@ -100,7 +100,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
-                "Media", "Queue", "SafeHTTP", "JobctlCore", "JobKinds",
+                "Media", "Queue", "SafeHTTP", "JobctlCore", "JobKinds", "ObjectStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -111,7 +111,7 @@ let package = Package(
         // draft into a `JobRequest`, and how a worker prepares and runs each (Running/).
         .target(
             name: "JobKinds",
-            dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP"]
+            dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP", "ObjectStorage"]
         ),
         // Prometheus metrics and /healthz: the worker's --metrics-port server and the routes
         // `jobctl serve` adds (one HealthAndMetrics type), JSON logs, queue gauges.
@@ -199,7 +199,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI", "JobAPIServer", "JobKinds", "CommandLineSupport",
+                "JobAPI", "JobAPIServer", "JobKinds", "CommandLineSupport", "ObjectStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -250,7 +250,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Queue", "QueueSQLite", "QueuePostgres", "QueueTestKit", "MediaTestKit", "JobKinds", "Media",
-                "SafeHTTP",
+                "SafeHTTP", "ObjectStorage",
             ]
         ),
     ],

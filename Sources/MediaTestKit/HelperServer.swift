@@ -58,6 +58,12 @@ public final class HelperServer: Sendable {
 public struct HelperServerError: Error, CustomStringConvertible {
     public var script: String
     public var line: String
+
+    public init(script: String, line: String) {
+        self.script = script
+        self.line = line
+    }
+
     public var description: String { "\(script) did not start: '\(line)'" }
 }
 

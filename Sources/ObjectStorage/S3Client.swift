@@ -123,22 +123,35 @@ public final class S3Client: Sendable {
     public struct ObjectInfo: Sendable, Hashable {
         public var size: Int64
         public var etag: String
+        /// The object's user metadata (`x-amz-meta-NAME`), names in lowercase without the prefix.
+        public var metadata: [String: String]
 
-        public init(size: Int64, etag: String) {
+        public init(size: Int64, etag: String, metadata: [String: String] = [:]) {
             self.size = size
             self.etag = etag
+            self.metadata = metadata
         }
     }
 
     public func head(_ location: S3Location) throws(S3Error) -> ObjectInfo? {
-        do {
+        do throws(S3Error) {
             let response = try perform(Call(method: "HEAD", location: location, body: .head))
+            var metadata: [String: String] = [:]
+            for (name, value) in response.headers where name.hasPrefix("x-amz-meta-") {
+                metadata[String(name.dropFirst("x-amz-meta-".count))] = value
+            }
             return ObjectInfo(
                 size: Int64(response.headers["content-length"] ?? "") ?? 0,
-                etag: Self.unquoted(response.headers["etag"] ?? "")
+                etag: Self.unquoted(response.headers["etag"] ?? ""),
+                metadata: metadata
             )
         } catch  where error.code == .notFound {
             return nil
+        } catch  where error.storeCode == nil && error.code == .denied {
+            // A HEAD's answer has no body: a GET of its first byte says which refusal it is
+            // (SignatureDoesNotMatch, AccessDenied…).
+            _ = try get(location, range: 0...0)
+            throw error
         }
     }
 
@@ -174,6 +187,7 @@ public final class S3Client: Sendable {
         to location: S3Location,
         contentType: String?,
         condition: WriteCondition = .none,
+        metadata: [String: String] = [:],
         shouldAbort: (@Sendable () -> Bool)? = nil
     ) throws(S3Error) -> String {
         let digest = try FileDigest.of(file, range: range)
@@ -181,7 +195,7 @@ public final class S3Client: Sendable {
             Call(
                 method: "PUT",
                 location: location,
-                headers: condition.headers,
+                headers: condition.headers + Self.metadataHeaders(metadata),
                 payloadHash: digest.sha256,
                 body: .put(file: file, contentType: contentType, range: range)
             ),
@@ -248,6 +262,11 @@ public final class S3Client: Sendable {
             expires: min(lifetime, 604_800)
         )
         return "\(scheme)://\(host)\(SigV4.encode(path, keepingSlashes: true))?\(SigV4.canonicalQuery(query))"
+    }
+
+    /// `x-amz-meta-NAME` headers (names in lowercase: S3 keeps them so).
+    static func metadataHeaders(_ metadata: [String: String]) -> [(name: String, value: String)] {
+        metadata.sorted { $0.key < $1.key }.map { ("x-amz-meta-\($0.key.lowercased())", $0.value) }
     }
 
     static func unquoted(_ etag: String) -> String {

@@ -54,8 +54,12 @@ public struct MultipartUploadInfo: Sendable, Hashable {
 
 extension S3Client {
     /// Starts a multipart upload; its upload id.
-    public func createMultipartUpload(_ location: S3Location, contentType: String?) throws(S3Error) -> String {
-        var headers: [(name: String, value: String)] = []
+    public func createMultipartUpload(
+        _ location: S3Location,
+        contentType: String?,
+        metadata: [String: String] = [:]
+    ) throws(S3Error) -> String {
+        var headers = Self.metadataHeaders(metadata)
         if let contentType { headers.append(("Content-Type", contentType)) }
         let response = try perform(
             Call(
@@ -188,7 +192,7 @@ extension S3Client {
         }
     }
 
-    static func isMD5(_ etag: String) -> Bool {
+    public static func isMD5(_ etag: String) -> Bool {
         etag.count == 32 && etag.allSatisfy(\.isHexDigit)
     }
 }

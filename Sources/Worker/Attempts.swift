@@ -3,6 +3,7 @@ import JobKinds
 import JobctlCore
 import Logging
 import Media
+import ObjectStorage
 import Queue
 import SafeHTTP
 
@@ -138,7 +139,7 @@ struct Attempts: Sendable {
     // MARK: Carrying out the state machine's actions
 
     /// What one attempt carries from action to action.
-    private struct Attempt: ~Copyable {
+    struct Attempt: ~Copyable {
         let execution: Execution
         /// Taken exactly once: committed, uploaded then discarded, or discarded.
         var held: (any HeldOutput)?
@@ -237,7 +238,7 @@ struct Attempts: Sendable {
     /// that this worker still holds the attempt, and renews the lease. The state machine decides
     /// what the answer means; an answer that came after the lease's local deadline is `late`
     /// (nothing may be shown on its strength).
-    private func fence(_ execution: Execution, logger: Logger) async -> AttemptStateMachine.FenceAnswer {
+    func fence(_ execution: Execution, logger: Logger) async -> AttemptStateMachine.FenceAnswer {
         let sent = ContinuousClock.now
         do {
             let tracks = execution.prepared?.tracks ?? []
@@ -265,67 +266,6 @@ struct Attempts: Sendable {
             }
             return .unanswered(deadlinePassed: deadlinePassed)
         }
-    }
-
-    /// PUTs the finished outputs (one file, or each file of a set in turn), each on a thread of
-    /// its own that stops sending within a second of the attempt being stopped — cancelled, the
-    /// lease found lost, or the lease's local deadline passed without a renewal (a worker frozen
-    /// mid-upload). A retry resumes with the first file not uploaded yet; each file has the
-    /// whole retry budget.
-    private func upload(_ attempt: inout Attempt, tries: Int) async -> AttemptStateMachine.UploadOutcome {
-        let execution = attempt.execution
-        guard let uploads = attempt.held?.uploads, !uploads.isEmpty, let url = execution.prepared?.uploadURL else {
-            return .failed(JobError(code: .internalError, message: "an upload without an output"))
-        }
-        if tries == 0 {
-            attempt.logger.info("Uploading the output", metadata: ["job.output": "\(MediaLocation.displayed(url))"])
-        }
-        let (sender, lease) = (sender, execution.claimed.lease)
-        var tries = tries  // retries of the file being sent: each file has the whole budget
-        for file in uploads where attempt.uploaded[file.name] == nil {
-            if execution.shouldStopTransfer { return .stopped }
-            let response: HTTPResponse
-            do {
-                response = try await onDedicatedThread("jobctl.upload") {
-                    RemoteMedia.put(
-                        file.path,
-                        to: file.url,
-                        contentType: file.contentType,
-                        attempt: lease,
-                        sender: sender
-                    ) {
-                        execution.shouldStopTransfer
-                    }
-                }
-            } catch {
-                return .failed(JobError(code: .internalError, message: "could not start the upload: \(error)"))
-            }
-            switch RemoteMedia.outcome(
-                of: response,
-                url: file.url,
-                tries: tries,
-                retryDelays: options.uploadRetryDelays
-            ) {
-            case .uploaded(let bytes):
-                attempt.uploaded[file.name] = bytes
-                attempt.uploadTries = 0
-                tries = 0
-            case .failed(let failure):
-                return .failed(failure)
-            case .stopped:
-                if execution.stopReason == .leaseLost {
-                    attempt.logger.warning("Lease lost during the upload: transfer stopped")
-                }
-                return .stopped
-            case .retry(let delay, let what):
-                attempt.logger.warning(
-                    "Upload failed; retrying",
-                    metadata: ["error": "\(what)", "retry.in": "\(delay)"]
-                )
-                return .retry(after: delay)
-            }
-        }
-        return .uploaded(bytes: attempt.uploaded.values.reduce(0, +))
     }
 
     /// Makes the one store call that ends the attempt; `nil` when the store could not be reached

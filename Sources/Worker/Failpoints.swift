@@ -9,7 +9,8 @@ import Synchronization
 /// process nobody sets this for never stops. The names: `before-upload`, `before-rename`,
 /// `before-fan-out` (a graph's parent about to create its children), `before-join` (a graph's
 /// join claimed, about to read its children), `before-join-commit` (a join about to show its
-/// output).
+/// output), `before-publish` (an `s3://` upload whose lease was just confirmed, about to make
+/// its object visible).
 enum Failpoints {
     private static let enabled: Set<Substring> = Set(
         (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map {

@@ -28,7 +28,7 @@ struct ExportCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: a media file, or an http(s) URL.")
+    @Argument(help: "The input: a media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Option(help: "The preset (see `jobctl presets`).")
@@ -87,7 +87,7 @@ struct ExportCommand: AsyncParsableCommand {
             let preset = try presets.catalog().preset(named: preset)
             // Before anything is read: never a device, a FIFO, a link or the input itself.
             try OutputDestination.check(output, input: input)
-            let asset = try Asset(location: input, limits: limits.limits())
+            let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
             // The temporary file names this process, so a later export to the same place can
             // tell a dead export's leftover (SIGKILL, a power cut) from a live one's.
             let pid = ProcessInfo.processInfo.processIdentifier

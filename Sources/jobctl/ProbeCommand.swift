@@ -13,7 +13,7 @@ struct ProbeCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "A media file, or an http(s) URL.")
+    @Argument(help: "A media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Flag(
@@ -53,7 +53,7 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
-            let asset = try Asset(location: input, limits: limits.limits())
+            let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
             var report = Report(
                 input: input,
                 container: asset.container,

@@ -51,7 +51,7 @@ struct StoryboardCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: a media file, or an http(s) URL.")
+    @Argument(help: "The input: a media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Option(help: "The sprite's image format: jpg, png or webp.")
@@ -83,7 +83,7 @@ struct StoryboardCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
-            let asset = try Asset(location: input, limits: limits.limits())
+            let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
             let session = try StoryboardSession(
                 asset: asset,
                 options: storyboard.options(format: format),

@@ -45,7 +45,7 @@ struct SubmitCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: a media file, or an http(s) URL.")
+    @Argument(help: "The input: a media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Option(help: ArgumentHelp("What to make: \(JobKinds.names) (default export).", valueName: "kind"))
@@ -68,7 +68,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(
         name: [.short, .customLong("output")],
         help: ArgumentHelp(
-            "Where to write the result: a path, or an http(s) URL to PUT it to (default: beside the input).",
+            "Where to write the result: a path, an http(s) URL to PUT it to, or s3://BUCKET/KEY (the workers' AWS_* settings; a file set's with {name}) (default: beside the input).",
             valueName: "path|url"
         )
     )

@@ -93,7 +93,7 @@ struct ThumbnailsCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: a media file, or an http(s) URL.")
+    @Argument(help: "The input: a media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Option(help: "The image format: jpg, png or webp.")
@@ -130,7 +130,7 @@ struct ThumbnailsCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
-            let asset = try Asset(location: input, limits: limits.limits())
+            let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
             let session = try ThumbnailSession(
                 asset: asset,
                 options: images.options(format: format),

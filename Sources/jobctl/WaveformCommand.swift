@@ -94,7 +94,7 @@ struct WaveformCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The input: a media file, or an http(s) URL.")
+    @Argument(help: "The input: a media file, an http(s) URL, or s3://BUCKET/KEY (AWS_* settings).")
     var input: String
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The JSON peaks file.", valueName: "file"))
@@ -130,7 +130,7 @@ struct WaveformCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             for path in [output, dat, png].compactMap({ $0 }) { try OutputDestination.check(path, input: input) }
-            let asset = try Asset(location: input, limits: limits.limits())
+            let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
             let reader = try WaveformReader(asset: asset, options: peaks.options, timeRange: timeRange)
             var outputs = WaveformOutputs(json: output, dat: dat, png: png)
             outputs.picture = peaks.picture

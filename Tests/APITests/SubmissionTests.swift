@@ -179,6 +179,32 @@ struct SubmissionTests {
         #expect(Self.refusal(draft, try Self.rules(.json))?.field == "waveform.bits")
     }
 
+    @Test("s3:// locations: the host's jobs may use them, an API key's may not; a malformed one says why")
+    func objectStoreLocations() throws {
+        var draft = SubmissionDraft(
+            kind: "export",
+            input: "s3://media-in/talks/talk one.mov",
+            output: "s3://media-out/talks/talk one.mp4",
+            kindFields: ["preset": .string("low")]
+        )
+        let request = try Submission.request(draft, rules: try Self.rules(.flags))
+        #expect(
+            request.input == "s3://media-in/talks/talk one.mov" && request.output == "s3://media-out/talks/talk one.mp4"
+        )
+        let tenant = Self.refusal(draft, try Self.rules(.json, tenant: true))
+        #expect(tenant?.field == "input" && tenant?.message.contains("s3://") == true, "\(tenant as Any)")
+        draft.output = "s3://Media/out.mp4"
+        let malformed = Self.refusal(draft, try Self.rules(.flags))
+        #expect(malformed?.field == "output" && malformed?.message.contains("lowercase") == true, "\(malformed as Any)")
+        draft.output = "s3://media-out/thumbs/"
+        draft.kind = "thumbnails"
+        draft.kindFields = ["thumbnails": .object(["at": .string("1s")])]
+        let fileSet = Self.refusal(draft, try Self.rules(.flags))
+        #expect(fileSet?.field == "output" && fileSet?.message.contains("{name}") == true, "\(fileSet as Any)")
+        draft.output = "s3://media-out/thumbs/{name}"
+        #expect(try Submission.request(draft, rules: try Self.rules(.flags)).output == "s3://media-out/thumbs/{name}")
+    }
+
     @Test("the command line's draft and the API's give the same job row for the same request")
     func sameRowBothFrontEnds() throws {
         let draft = SubmissionDraft(

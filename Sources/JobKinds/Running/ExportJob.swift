@@ -136,7 +136,13 @@ struct ExportJob: PreparedJob {
             cut: cut
         )
         let seam = cut.map {
-            SegmentSeam(source: input, encoded: encoded, cut: $0, first: segment.index == 0, last: segment.last == true)
+            SegmentSeam(
+                source: asset.location,
+                encoded: encoded,
+                cut: $0,
+                first: segment.index == 0,
+                last: segment.last == true
+            )
         }
         return ExportJob(session: session, uploadURL: nil, shownOutput: nil, seam: seam)
     }
@@ -144,8 +150,7 @@ struct ExportJob: PreparedJob {
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
     static func openInput(_ job: Job, path: String, context: RunContext) async throws -> Asset {
         try await onDedicatedThread("jobctl.open") { () throws -> Asset in
-            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
-            return try Asset(location: path, limits: context.limits)
+            try Asset(location: try ObjectStoreMedia.openable(path, context: context), limits: context.limits)
         }
     }
 

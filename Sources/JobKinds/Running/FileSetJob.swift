@@ -92,10 +92,10 @@ struct FileSetJob: PreparedJob {
             directory = paths.output
         }
         StagedFiles.removeLeftovers(in: directory, tagPrefix: "\(job.id)-")
-        let (sender, limits) = (context.sender, context.limits)
+        let limits = context.limits
         let work = try await onDedicatedThread("jobctl.open") { () throws -> any FileSetWork in
-            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: sender) }
-            return try makeWork(try Asset(location: paths.input, limits: limits), range)
+            let input = try ObjectStoreMedia.openable(paths.input, context: context)
+            return try makeWork(try Asset(location: input, limits: limits), range)
         }
         return FileSetJob(
             job: job,

@@ -40,10 +40,12 @@ package struct JobPaths: Sendable {
         ) throws(JobError) -> (
             path: String, directory: String?
         ) {
-            guard !MediaLocation.isRemote(location) else { return (location, nil) }
             func refuse(_ why: String) -> JobError {
                 JobError(code: code, message: "\(location): \(why)", retryable: false)
             }
+            // A row written around the API's checks: the workers' credentials are not the key's.
+            if MediaLocation.isObjectStore(location) { throw refuse("s3:// locations are for this host's own jobs") }
+            guard !MediaLocation.isRemote(location) else { return (location, nil) }
             if let problem = TenantPath.problem(location) { throw refuse(problem) }
             guard TenantPath.isDirectoryName(owner) else { throw refuse("the job's owner '\(owner)' is not a key id") }
             guard let root else {

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import ObjectStorage
 import Queue
 import SafeHTTP
 
@@ -24,6 +25,8 @@ public struct RunContext: Sendable {
     public var scratchDirectory: String
     /// Workers alive now (a split of `auto` needs more than one); 1 when not counted.
     public var aliveWorkers: Int
+    /// The object store client for `s3://` locations, made on first use.
+    public var objectStore: S3ClientProvider
 
     public init(
         lease: Lease,
@@ -34,7 +37,8 @@ public struct RunContext: Sendable {
         sender: HTTPSender,
         children: [Job] = [],
         scratchDirectory: String? = nil,
-        aliveWorkers: Int = 1
+        aliveWorkers: Int = 1,
+        objectStore: S3ClientProvider = .environment
     ) {
         self.lease = lease
         self.inputRoot = inputRoot
@@ -45,5 +49,6 @@ public struct RunContext: Sendable {
         self.children = children
         self.scratchDirectory = scratchDirectory ?? stagingDirectory
         self.aliveWorkers = aliveWorkers
+        self.objectStore = objectStore
     }
 }

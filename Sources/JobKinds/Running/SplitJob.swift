@@ -57,8 +57,7 @@ enum SplitJob {
         guard job.parent == nil, SplitExport.canSplit(preset, format: format) else { return nil }
         let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
         let asset = try await onDedicatedThread("jobctl.plan") { () throws -> Asset in
-            if MediaLocation.isRemote(job.input) { try RemoteMedia.checkInput(job.input, sender: context.sender) }
-            return try Asset(location: paths.input, limits: context.limits)
+            try Asset(location: try ObjectStoreMedia.openable(paths.input, context: context), limits: context.limits)
         }
         let resolved = try range.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         guard

@@ -127,10 +127,15 @@ final class SplitJoinJob: PreparedJob {
                         reencodes[index] > 0
                             ? nil : try? segments[index].job.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
                     }
+                    // Only cuts without both scores open the source (for s3://, a pre-signed URL).
+                    let complete = edges.indices.dropFirst().allSatisfy {
+                        edges[$0 - 1]?.last != nil && edges[$0]?.first != nil
+                    }
+                    let source = complete ? input : ((try? ObjectStoreMedia.openable(input, context: context)) ?? input)
                     SplitExport.measureSeams(
                         &reports,
                         output: held.temporaryPath,
-                        source: input,
+                        source: source,
                         rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
                         joined: joined,
                         limits: context.limits,

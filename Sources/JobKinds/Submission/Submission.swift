@@ -1,6 +1,7 @@
 import Foundation
 import JobctlCore
 import Media
+import ObjectStorage
 import Queue
 import SafeHTTP
 
@@ -34,7 +35,19 @@ public enum Submission {
     /// submitter calls the output (`--output`, `output`).
     public static func outputProblem(_ output: String, kind: JobKind, name: String = "output") -> String? {
         let writesFileSet = JobKinds.writesFileSet(kind)
-        let remote = MediaLocation.isRemote(output)
+        if MediaLocation.isObjectStore(output) {
+            if writesFileSet && !output.contains("{name}") {
+                return
+                    "a \(kind) job writes several files: an s3:// \(name) is a key template with {name}, e.g. 's3://bucket/thumbs/{name}'"
+            }
+            if !writesFileSet && output.contains("{name}") {
+                return "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
+            }
+            return S3Location.problem(with: output.replacingOccurrences(of: "{name}", with: "name")).map {
+                "\(name): \($0)"
+            }
+        }
+        let remote = MediaLocation.isHTTP(output)
         // Parsed with {name} as a word valid in every part, to find which parts it is in.
         let placeholder = "jobctl-name-placeholder"
         let shape =

@@ -93,7 +93,7 @@ final class InputFile {
         av_dict_set(&options, "format_whitelist", memory == nil ? Self.demuxerWhitelist : Self.dashWhitelist, 0)
         // A file declaring thousands of streams fails here, before each costs memory.
         av_dict_set(&options, "max_streams", "\(limits.maxTracks)", 0)
-        if MediaLocation.isRemote(url) {
+        if MediaLocation.isHTTP(url) {
             for (key, value) in Self.httpOptions { av_dict_set(&options, key, value, 0) }
         }
         // HLS reuses a connection for the next segment without asking `io_open`: never. And

@@ -62,7 +62,7 @@ final class InputGuard: @unchecked Sendable {
     init(url: String, shown: String, interrupt: AtomicFlag) {
         self.shown = shown
         self.interrupt = interrupt
-        if MediaLocation.isRemote(url) {
+        if MediaLocation.isHTTP(url) {
             scope = Self.origin(of: url) ?? .origin(scheme: "", host: "", port: 0)
         } else {
             let path = url.hasPrefix("file:") ? String(url.dropFirst(5)) : url

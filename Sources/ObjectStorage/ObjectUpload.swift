@@ -1,0 +1,215 @@
+import Foundation
+import JobctlCore
+
+/// One finished file written to an `s3://` location (issue 28): a single PUT below the
+/// multipart threshold, else a multipart upload with several parts in flight, each retried.
+/// The write that makes the object visible (the PUT, or CompleteMultipartUpload) comes right
+/// after `confirm` (the lease checked against the store) and is conditional on what the
+/// destination held when the upload began (`If-None-Match: *`, or `If-Match` its ETag), so a
+/// stale worker that wakes up late cannot replace the new owner's object: its condition fails,
+/// and its next `confirm` finds the lease lost. A failed or stopped multipart upload is aborted,
+/// so no parts stay behind.
+public struct ObjectUpload: Sendable {
+    public let client: S3Client
+    public let file: String
+    public let location: S3Location
+    public let contentType: String
+    /// Stored with the object (`x-amz-meta-…`): which job and attempt wrote it.
+    public let metadata: [String: String]
+    /// Asked between parts and by the transfer itself: stop (cancelled, lease lost).
+    public let shouldStop: @Sendable () -> Bool
+    /// The fence: whether this worker still holds the attempt, asked just before publishing.
+    public let confirm: @Sendable () async -> Bool
+    /// Called after a confirmation, just before the publishing write (the worker's failpoint).
+    public let beforePublish: @Sendable () -> Void
+    /// Files of this size and more go up in parts, of `partSize` (`nil`: `MultipartPlan`'s).
+    public let threshold: Int64
+    public let partSize: Int64?
+
+    public init(
+        client: S3Client,
+        file: String,
+        location: S3Location,
+        contentType: String,
+        metadata: [String: String] = [:],
+        shouldStop: @escaping @Sendable () -> Bool = { false },
+        confirm: @escaping @Sendable () async -> Bool = { true },
+        beforePublish: @escaping @Sendable () -> Void = {},
+        threshold: Int64 = ObjectUpload.threshold,
+        partSize: Int64? = ObjectUpload.partSize
+    ) {
+        self.client = client
+        self.file = file
+        self.location = location
+        self.contentType = contentType
+        self.metadata = metadata
+        self.shouldStop = shouldStop
+        self.confirm = confirm
+        self.beforePublish = beforePublish
+        self.threshold = threshold
+        self.partSize = partSize
+    }
+
+    /// Files below this are one PUT (`JOBCTL_S3_MULTIPART_THRESHOLD` bytes, default 64 MiB).
+    public static let threshold: Int64 = environmentBytes("JOBCTL_S3_MULTIPART_THRESHOLD") ?? 64 << 20
+    /// The part size (`JOBCTL_S3_PART_SIZE` bytes, at least 5 MiB, S3's smallest part; by default
+    /// `MultipartPlan`'s: 8 MiB or more).
+    public static let partSize: Int64? = environmentBytes("JOBCTL_S3_PART_SIZE").map { max($0, 5 << 20) }
+    static let partsInFlight = 4
+    /// Tries of one part before the upload fails (transient errors only), and the waits between.
+    static let partRetryDelays: [Duration] = [.milliseconds(500), .seconds(2), .seconds(5)]
+
+    public enum Outcome: Sendable {
+        case uploaded(bytes: Int64)
+        case stopped
+        case failed(S3Error)
+    }
+
+    public func run() async -> Outcome {
+        do {
+            let size = try fileSize()
+            var condition = try await publishingCondition()
+            if size < threshold {
+                for _ in 0..<3 {
+                    guard await confirm() else { return .stopped }
+                    beforePublish()
+                    do throws(S3Error) {
+                        _ = try await blocking { [self, condition] in
+                            try client.putObject(
+                                file: file,
+                                to: location,
+                                contentType: contentType,
+                                condition: condition,
+                                metadata: metadata,
+                                shouldAbort: shouldStop
+                            )
+                        }
+                        return .uploaded(bytes: size)
+                    } catch  where error.code == .preconditionFailed {
+                        // The object changed since the upload began: under a lease just
+                        // confirmed, this attempt's output is the one to publish.
+                        condition = try await publishingCondition()
+                    }
+                }
+                return .failed(S3Error(.transient, "\(location) kept changing while it was written"))
+            }
+            try await multipart(size: size, condition: condition)
+            return .uploaded(bytes: size)
+        } catch  where error.code == .stopped {
+            return .stopped
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    private func multipart(size: Int64, condition initial: S3Client.WriteCondition) async throws(S3Error) {
+        let plan = MultipartPlan(size: size, partSize: partSize)
+        let id = try await blocking { [self] in
+            try client.createMultipartUpload(location, contentType: contentType, metadata: metadata)
+        }
+        do throws(S3Error) {
+            let parts = try await uploadParts(plan, uploadID: id)
+            var condition = initial
+            for _ in 0..<3 {
+                guard await confirm() else {
+                    throw S3Error(.stopped, "\(location): the lease was lost before publishing")
+                }
+                beforePublish()
+                do throws(S3Error) {
+                    let etag = try await blocking { [self, condition] in
+                        try client.completeMultipartUpload(location, uploadID: id, parts: parts, condition: condition)
+                    }
+                    let expected = MultipartPlan.etag(partMD5s: parts.map(\.etag))
+                    if parts.allSatisfy({ S3Client.isMD5($0.etag) }), !etag.isEmpty, etag != expected {
+                        throw S3Error(
+                            .transient,
+                            "\(location): the assembled object's ETag is \(etag), not \(expected)"
+                        )
+                    }
+                    return
+                } catch  where error.code == .preconditionFailed {
+                    condition = try await publishingCondition()
+                }
+            }
+            throw S3Error(.transient, "\(location) kept changing while it was written")
+        } catch {
+            // Never leave parts behind (they are billed, and invisible in a listing).
+            _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
+            throw error
+        }
+    }
+
+    /// Every part, at most `partsInFlight` at once, each tried again after a transient failure.
+    private func uploadParts(_ plan: MultipartPlan, uploadID: String) async throws(S3Error) -> [UploadedPart] {
+        do {
+            return try await withThrowingTaskGroup(of: UploadedPart.self) { group in
+                var next = 1
+                var done: [UploadedPart] = []
+                func add() {
+                    let number = next
+                    next += 1
+                    group.addTask { try await self.part(number, of: plan, uploadID: uploadID) }
+                }
+                while next <= min(plan.partCount, Self.partsInFlight) { add() }
+                while let part = try await group.next() {
+                    done.append(part)
+                    if next <= plan.partCount { add() }
+                }
+                return done.sorted { $0.number < $1.number }
+            }
+        } catch let error as S3Error {
+            throw error
+        } catch {
+            throw S3Error(.failed, "\(location): \(error)")
+        }
+    }
+
+    private func part(_ number: Int, of plan: MultipartPlan, uploadID: String) async throws(S3Error) -> UploadedPart {
+        var tries = 0
+        while true {
+            if shouldStop() { throw S3Error(.stopped, "\(location): stopped") }
+            do {
+                return try await blocking { [self] in
+                    try client.uploadPart(
+                        file: file,
+                        range: plan.range(ofPart: number),
+                        to: location,
+                        uploadID: uploadID,
+                        number: number,
+                        shouldAbort: shouldStop
+                    )
+                }
+            } catch  where error.isTransient && tries < Self.partRetryDelays.count {
+                try? await Task.sleep(for: Self.partRetryDelays[tries])
+                tries += 1
+            }
+        }
+    }
+
+    /// The condition for publishing: no object yet, or the one there now unchanged.
+    private func publishingCondition() async throws(S3Error) -> S3Client.WriteCondition {
+        let existing = try await blocking { [self] in try client.head(location) }
+        return existing.map { .unchanged(etag: $0.etag) } ?? .absent
+    }
+
+    private func fileSize() throws(S3Error) -> Int64 {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+        else { throw S3Error(.failed, "\(file) cannot be read") }
+        return size
+    }
+
+    /// Runs blocking object store work on a thread of its own.
+    private func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws(S3Error) -> T {
+        do {
+            return try await onDedicatedThread("jobctl.s3", work)
+        } catch let error as S3Error {
+            throw error
+        } catch {
+            throw S3Error(.failed, "could not start a thread for the upload: \(error)")
+        }
+    }
+
+    private static func environmentBytes(_ name: String) -> Int64? {
+        ProcessInfo.processInfo.environment[name].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+    }
+}
