@@ -67,7 +67,7 @@ struct JobErrorTests {
         .invalidRequest: "Sources/JobAPI/JobRoutes.swift",
         .leaseLost: "Sources/Queue/JobStoreError.swift",
         .workerCrashed: "Sources/Queue/JobStoreError.swift",
-        .webhookForbidden: "Sources/JobKinds/Submission/Submission+Request.swift",
+        .webhookForbidden: "Sources/JobKinds/Submission/Submission+Locations.swift",
         .databaseCorrupt: "Sources/JobKinds/Running/PreparedJob.swift",
         .internalError: "Sources/Worker/Attempts.swift",
         .cancelled: "Sources/Media/Export/ExportSession.swift",
