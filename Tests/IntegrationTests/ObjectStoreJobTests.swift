@@ -1,4 +1,6 @@
 import Foundation
+import JobKinds
+import JobctlCore
 import MediaTestKit
 import ObjectStorage
 import Queue
@@ -261,5 +263,24 @@ struct ObjectStoreJobTests {
         #expect(probe.stdoutText.contains("\"duration\"") && !probe.stdoutText.contains("X-Amz-Signature"))
         let missing = try await Jobctl.run(["probe", "\(setup.location("missing.mp4"))"])
         #expect(missing.status != 0 && missing.stderr.contains("input_not_found"), "\(missing.stderr)")
+    }
+
+    @Test("which object store failures are worth another attempt, and which codes they become")
+    func errorsAsJobErrors() {
+        let cases: [(S3Error.Code, Bool, ErrorCode, Bool)] = [
+            (.notFound, true, .inputNotFound, false),
+            (.denied, true, .inputUnreadable, false),
+            (.transient, true, .inputUnreadable, true),
+            (.credentials, true, .inputUnreadable, true),
+            (.denied, false, .outputUnwritable, false),
+            (.notFound, false, .outputUnwritable, false),
+            (.transient, false, .outputUnwritable, true),
+            (.preconditionFailed, false, .outputUnwritable, true),
+            (.credentials, false, .outputUnwritable, true),
+        ]
+        for (code, reading, expected, retryable) in cases {
+            let error = ObjectStoreMedia.jobError(S3Error(code, "s3://b/k: \(code)"), reading: reading)
+            #expect(error.code == expected && error.retryable == retryable, "\(code), reading \(reading): \(error)")
+        }
     }
 }

@@ -32,11 +32,12 @@ package enum ObjectStoreMedia {
     }
 
     /// An object store failure as the job's error: reading an input, or writing an output.
-    /// Another try is worth it for a transient failure (5xx, SlowDown, the network) and for
-    /// credentials from a metadata endpoint; not for a refusal (a wrong secret, a missing
-    /// bucket, a denied request), which would only encode again to be refused again.
+    /// Another try is worth it for a transient failure (5xx, SlowDown, the network), a lost
+    /// conditional write, and missing credentials (a metadata endpoint that did not answer, a
+    /// credentials file not written yet); not for a refusal (a wrong secret, a missing bucket,
+    /// a denied request), which would only encode again to be refused again.
     package static func jobError(_ error: S3Error, reading: Bool) -> JobError {
-        let retryable = error.code == .transient || error.code == .preconditionFailed
+        let retryable = [.transient, .preconditionFailed, .credentials].contains(error.code)
         switch (error.code, reading) {
         case (.notFound, true):
             return JobError(code: .inputNotFound, message: error.message, retryable: false)
