@@ -21,22 +21,13 @@ RUNS=${1:-3}
 JOBCTL=${JOBCTL:-.build-release/release/jobctl}
 OUT=bench/out
 RAW=$OUT/s3-runs
-INPUT=$OUT/split-input-1920x1080-30fps-120s.mp4
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash bench/s3.sh [RUNS]" >&2; exit 64; }
 [ -x "$JOBCTL" ] || { echo "no $JOBCTL: swift build -c release --scratch-path .build-release" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "GNU time is missing: apt-get install time" >&2; exit 1; }
 JOBCTL=$(realpath "$JOBCTL")
 mkdir -p "$OUT"
-if [ ! -f "$INPUT" ]; then
-    echo "generating $INPUT (as bench/split.sh does) ..." >&2
-    ffmpeg -y -nostdin -v error \
-        -f lavfi -i "testsrc2=size=1920x1080:rate=30:duration=120,noise=alls=8:allf=t" \
-        -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=120" \
-        -map 0:v -map 1:a -c:v libx264 -preset ultrafast -crf 18 -pix_fmt yuv420p -g 60 \
-        -c:a aac -b:a 128k -ac 2 -shortest -movflags +faststart "$INPUT.partial.mp4"
-    mv "$INPUT.partial.mp4" "$INPUT"
-fi
-INPUT=$(realpath "$INPUT")
+. bench/split-input.sh
+INPUT=$(split_input)
 
 rm -rf "$RAW"
 mkdir -p "$RAW"

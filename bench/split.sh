@@ -29,7 +29,6 @@ SPLIT=20s
 LONG_SPLIT=60s
 OUT=bench/out
 RAW=$OUT/split-runs
-INPUT=$OUT/split-input-1920x1080-30fps-120s.mp4
 WALLS=$RAW/walls.tsv
 
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash bench/split.sh [RUNS]" >&2; exit 64; }
@@ -38,18 +37,9 @@ WALLS=$RAW/walls.tsv
 JOBCTL=$(realpath "$JOBCTL")
 mkdir -p "$OUT"
 
-# The input: testsrc2 with mild temporal noise (so that it is not trivially compressible) and a
-# sine, 120 s, a keyframe every 2 s; encoded fast, made once and cached (about 2.2 GB).
-if [ ! -f "$INPUT" ]; then
-    echo "generating $INPUT ..." >&2
-    ffmpeg -y -nostdin -v error \
-        -f lavfi -i "testsrc2=size=1920x1080:rate=30:duration=120,noise=alls=8:allf=t" \
-        -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=120" \
-        -map 0:v -map 1:a -c:v libx264 -preset ultrafast -crf 18 -pix_fmt yuv420p -g 60 \
-        -c:a aac -b:a 128k -ac 2 -shortest -movflags +faststart "$INPUT.partial.mp4"
-    mv "$INPUT.partial.mp4" "$INPUT"
-fi
-INPUT=$(realpath "$INPUT")
+# The input (bench/split-input.sh): 120 s of noisy 1080p30 and a sine, made once and cached.
+. bench/split-input.sh
+INPUT=$(split_input)
 
 # The preset's ffmpeg equivalent as `jobctl presets` prints it, with -threads 2 (case c).
 mapfile -d '' FFMPEG < <("$JOBCTL" presets --json | python3 -c '

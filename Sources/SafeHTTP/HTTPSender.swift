@@ -68,17 +68,7 @@ public final class HTTPSender: Sendable {
 
         switch request.method {
         case .post(let body):
-            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
-            headers = curl_slist_append(headers, "Expect:")
-            ccurl_setopt_long(curl, CURLOPT_POST, 1)
-            ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
-            _ = body.withUnsafeBytes { bytes in
-                ccurl_setopt_pointer(
-                    curl,
-                    CURLOPT_COPYPOSTFIELDS,
-                    UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
-                )
-            }
+            setBody(curl, body, method: nil, contentType: nil, headers: &headers)
         case .get(let range):
             ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
             ccurl_setopt_long(curl, CURLOPT_HTTPGET, 1)
@@ -115,19 +105,7 @@ public final class HTTPSender: Sendable {
             ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
             ccurl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, "DELETE")
         case .send(let method, let body, let contentType):
-            ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
-            headers = curl_slist_append(headers, "Expect:")
-            if let contentType { headers = curl_slist_append(headers, "Content-Type: \(contentType)") }
-            ccurl_setopt_long(curl, CURLOPT_POST, 1)
-            ccurl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, method)
-            ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
-            _ = body.withUnsafeBytes { bytes in
-                ccurl_setopt_pointer(
-                    curl,
-                    CURLOPT_COPYPOSTFIELDS,
-                    UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
-                )
-            }
+            setBody(curl, body, method: method, contentType: contentType, headers: &headers)
         }
         defer { try? context.upload?.close() }
         if shouldAbort != nil {
@@ -204,6 +182,30 @@ public final class HTTPSender: Sendable {
             )
         }
         return response
+    }
+
+    /// A body held in memory, sent whole (no `Expect: 100-continue`), with `method` when it is
+    /// not POST.
+    private func setBody(
+        _ curl: UnsafeMutableRawPointer,
+        _ body: Data,
+        method: String?,
+        contentType: String?,
+        headers: inout UnsafeMutablePointer<curl_slist>?
+    ) {
+        ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
+        headers = curl_slist_append(headers, "Expect:")
+        if let contentType { headers = curl_slist_append(headers, "Content-Type: \(contentType)") }
+        ccurl_setopt_long(curl, CURLOPT_POST, 1)
+        if let method { ccurl_setopt_string(curl, CURLOPT_CUSTOMREQUEST, method) }
+        ccurl_setopt_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
+        _ = body.withUnsafeBytes { bytes in
+            ccurl_setopt_pointer(
+                curl,
+                CURLOPT_COPYPOSTFIELDS,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+            )
+        }
     }
 
     /// A handle last used for `host` (its connection may be reused), or a new one.
