@@ -1,3 +1,5 @@
+import Foundation
+
 /// A multipart upload as a job records it (issue 28): enough for the next attempt, on any
 /// worker, to continue it instead of starting over.
 public struct UploadRecord: Codable, Sendable, Hashable {
@@ -60,5 +62,54 @@ public enum MultipartResume {
             }
         }
         return .resume(uploadID: record.uploadID, keep: keep, send: send)
+    }
+}
+
+/// Where a job keeps its multipart uploads between attempts (the worker's adapter over the job
+/// table's fenced `upload_state`): read by the next attempt, written when an upload begins,
+/// cleared when it is published or given up.
+public struct UploadJournal: Sendable {
+    /// The upload the job recorded for `location`, if any.
+    public var recorded: @Sendable (_ location: S3Location) async throws -> UploadRecord?
+    /// Records `record` for `location` (`nil`: clears it). `false`: the lease was lost, nothing
+    /// was written.
+    public var record: @Sendable (_ location: S3Location, _ record: UploadRecord?) async throws -> Bool
+    /// Told when an upload is continued: how many of its parts the store already held whole.
+    public var resumed: @Sendable (_ kept: Int, _ parts: Int) -> Void
+
+    public init(
+        recorded: @escaping @Sendable (_ location: S3Location) async throws -> UploadRecord?,
+        record: @escaping @Sendable (_ location: S3Location, _ record: UploadRecord?) async throws -> Bool,
+        resumed: @escaping @Sendable (_ kept: Int, _ parts: Int) -> Void = { _, _ in }
+    ) {
+        self.recorded = recorded
+        self.record = record
+        self.resumed = resumed
+    }
+
+    /// The records of one job, as its `upload_state` holds them: a JSON array, one per location
+    /// (a file set uploads its files one after another, and a crash may leave one of each).
+    public static func decode(_ state: String?) -> [UploadRecord] {
+        guard let state, let data = state.data(using: .utf8) else { return [] }
+        return (try? JSONDecoder().decode([UploadRecord].self, from: data)) ?? []
+    }
+
+    /// `records` as `upload_state`; `nil` when there are none.
+    public static func encode(_ records: [UploadRecord]) -> String? {
+        guard !records.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(records.sorted { $0.location < $1.location })).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+    }
+
+    /// `records` with `location`'s replaced by `record` (or removed).
+    public static func replacing(
+        _ location: S3Location,
+        with record: UploadRecord?,
+        in records: [UploadRecord]
+    ) -> [UploadRecord] {
+        records.filter { $0.location != "\(location)" } + (record.map { [$0] } ?? [])
     }
 }

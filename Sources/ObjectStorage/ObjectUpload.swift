@@ -8,7 +8,9 @@ import JobctlCore
 /// destination held when the upload began (`If-None-Match: *`, or `If-Match` its ETag), so a
 /// stale worker that wakes up late cannot replace the new owner's object: its condition fails,
 /// and its next `confirm` finds the lease lost. A failed or stopped multipart upload is aborted,
-/// so no parts stay behind.
+/// so no parts stay behind, unless a `journal` records it with the job: then an upload stopped
+/// or failed for a passing reason is kept for the job's next attempt to continue, and the
+/// worker's sweep aborts it if the job ends instead.
 public struct ObjectUpload: Sendable {
     public let client: S3Client
     public let file: String
@@ -22,9 +24,13 @@ public struct ObjectUpload: Sendable {
     public let confirm: @Sendable () async -> Bool
     /// Called after a confirmation, just before the publishing write (the worker's failpoint).
     public let beforePublish: @Sendable () -> Void
+    /// Called when a part is in the store, with its number (the worker's failpoint).
+    public let partSent: @Sendable (Int) -> Void
     /// Files of this size and more go up in parts, of `partSize` (`nil`: `MultipartPlan`'s).
     public let threshold: Int64
     public let partSize: Int64?
+    /// Where the job records its multipart upload between attempts (`nil`: not resumable).
+    public let journal: UploadJournal?
 
     public init(
         client: S3Client,
@@ -35,8 +41,10 @@ public struct ObjectUpload: Sendable {
         shouldStop: @escaping @Sendable () -> Bool = { false },
         confirm: @escaping @Sendable () async -> Bool = { true },
         beforePublish: @escaping @Sendable () -> Void = {},
+        partSent: @escaping @Sendable (Int) -> Void = { _ in },
         threshold: Int64 = ObjectUpload.threshold,
-        partSize: Int64? = ObjectUpload.partSize
+        partSize: Int64? = ObjectUpload.partSize,
+        journal: UploadJournal? = nil
     ) {
         self.client = client
         self.file = file
@@ -46,8 +54,10 @@ public struct ObjectUpload: Sendable {
         self.shouldStop = shouldStop
         self.confirm = confirm
         self.beforePublish = beforePublish
+        self.partSent = partSent
         self.threshold = threshold
         self.partSize = partSize
+        self.journal = journal
     }
 
     /// Files below this are one PUT (`JOBCTL_S3_MULTIPART_THRESHOLD` bytes, default 64 MiB).
@@ -104,11 +114,11 @@ public struct ObjectUpload: Sendable {
 
     private func multipart(size: Int64, condition initial: S3Client.WriteCondition) async throws(S3Error) {
         let plan = MultipartPlan(size: size, partSize: partSize)
-        let id = try await blocking { [self] in
-            try client.createMultipartUpload(location, contentType: contentType, metadata: metadata)
-        }
+        let (id, kept, send) = try await begin(plan)
         do throws(S3Error) {
-            let parts = try await uploadParts(plan, uploadID: id)
+            let parts = (kept + (try await uploadParts(plan, numbers: send, uploadID: id))).sorted {
+                $0.number < $1.number
+            }
             var condition = initial
             for _ in 0..<3 {
                 guard await confirm() else {
@@ -119,6 +129,7 @@ public struct ObjectUpload: Sendable {
                     let etag = try await blocking { [self, condition] in
                         try client.completeMultipartUpload(location, uploadID: id, parts: parts, condition: condition)
                     }
+                    _ = try? await journal?.record(location, nil)
                     let expected = MultipartPlan.etag(partMD5s: parts.map(\.etag))
                     if parts.allSatisfy({ S3Client.isMD5($0.etag) }), !etag.isEmpty, etag != expected {
                         throw S3Error(
@@ -133,29 +144,102 @@ public struct ObjectUpload: Sendable {
             }
             throw S3Error(.transient, "\(location) kept changing while it was written")
         } catch {
-            // Never leave parts behind (they are billed, and invisible in a listing).
-            _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
-            throw error
+            try await giveUp(id, after: error)
         }
     }
 
-    /// Every part, at most `partsInFlight` at once, each tried again after a transient failure.
-    private func uploadParts(_ plan: MultipartPlan, uploadID: String) async throws(S3Error) -> [UploadedPart] {
+    /// The upload to send the parts to, the parts it already holds and those still to send: a
+    /// new upload, or the one the job recorded when the store still holds it (`MultipartResume`).
+    private func begin(_ plan: MultipartPlan) async throws(S3Error) -> (String, [UploadedPart], [Int]) {
+        let every = Array(1...plan.partCount)
+        guard let journal else { return (try await create(), [], every) }
+        let record: UploadRecord?
+        do {
+            record = try await journal.recorded(location)
+        } catch {
+            throw S3Error(.transient, "\(location): the job's recorded upload could not be read: \(error)")
+        }
+        let decision = try await blocking { [self] () throws(S3Error) -> MultipartResume.Decision in
+            var listed: [UploadedPart]?
+            if let record, record.location == "\(location)" {
+                do throws(S3Error) {
+                    listed = try client.listParts(location, uploadID: record.uploadID)
+                } catch  where error.code == .notFound {
+                    listed = nil  // completed, aborted, or expired by a lifecycle rule
+                }
+            }
+            return MultipartResume.decide(record: record, location: location, plan: plan, listed: listed) {
+                (try? FileDigest.of(file, range: plan.range(ofPart: $0)).md5) ?? ""
+            }
+        }
+        switch decision {
+        case .resume(let id, let keep, let send):
+            journal.resumed(keep.count, plan.partCount)
+            return (id, keep, send)
+        case .startOver(let abandon):
+            if let abandon {
+                _ = try? await blocking { [self] in
+                    try client.abortMultipartUpload(location, uploadID: abandon.uploadID)
+                }
+            }
+            let id = try await create()
+            let recorded: Bool
+            do {
+                recorded = try await journal.record(
+                    location,
+                    UploadRecord(location: "\(location)", uploadID: id, size: plan.size, partSize: plan.partSize)
+                )
+            } catch {
+                _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
+                throw S3Error(.transient, "\(location): the upload could not be recorded with the job: \(error)")
+            }
+            guard recorded else {
+                _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
+                throw S3Error(.stopped, "\(location): the lease was lost before the upload began")
+            }
+            return (id, [], every)
+        }
+    }
+
+    private func create() async throws(S3Error) -> String {
+        try await blocking { [self] in
+            try client.createMultipartUpload(location, contentType: contentType, metadata: metadata)
+        }
+    }
+
+    /// After `error`: an upload the job records is kept when the error may pass (stopped, lost
+    /// lease, a transient failure), for the next attempt to continue; otherwise it is aborted
+    /// (they are billed, and invisible in a listing) — by this worker only while it still holds
+    /// the job, so a stale worker never aborts the upload its successor continues.
+    private func giveUp(_ id: String, after error: S3Error) async throws(S3Error) -> Never {
+        if let journal {
+            if error.code == .stopped || error.isTransient { throw error }
+            guard (try? await journal.record(location, nil)) == true else { throw error }
+        }
+        _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
+        throw error
+    }
+
+    /// The parts `numbers`, at most `partsInFlight` at once, each tried again after a transient failure.
+    private func uploadParts(
+        _ plan: MultipartPlan,
+        numbers: [Int],
+        uploadID: String
+    ) async throws(S3Error) -> [UploadedPart] {
         do {
             return try await withThrowingTaskGroup(of: UploadedPart.self) { group in
-                var next = 1
+                var pending = numbers[...]
                 var done: [UploadedPart] = []
                 func add() {
-                    let number = next
-                    next += 1
+                    guard let number = pending.popFirst() else { return }
                     group.addTask { try await self.part(number, of: plan, uploadID: uploadID) }
                 }
-                while next <= min(plan.partCount, Self.partsInFlight) { add() }
+                for _ in 0..<Self.partsInFlight { add() }
                 while let part = try await group.next() {
                     done.append(part)
-                    if next <= plan.partCount { add() }
+                    add()
                 }
-                return done.sorted { $0.number < $1.number }
+                return done
             }
         } catch let error as S3Error {
             throw error
@@ -169,7 +253,7 @@ public struct ObjectUpload: Sendable {
         while true {
             if shouldStop() { throw S3Error(.stopped, "\(location): stopped") }
             do {
-                return try await blocking { [self] in
+                let sent = try await blocking { [self] in
                     try client.uploadPart(
                         file: file,
                         range: plan.range(ofPart: number),
@@ -179,6 +263,8 @@ public struct ObjectUpload: Sendable {
                         shouldAbort: shouldStop
                     )
                 }
+                partSent(number)
+                return sent
             } catch  where error.isTransient && tries < Self.partRetryDelays.count {
                 try? await Task.sleep(for: Self.partRetryDelays[tries])
                 tries += 1

@@ -203,6 +203,23 @@ public protocol JobQueueDriver: Sendable {
     func fanOut(_ lease: Lease, children: [JobRequest]) async throws -> [JobID]?
 
     func job(_ id: JobID) async throws -> Job?
+
+    /// Records what the attempt holding `lease` has in flight at an object store (issue 28: a
+    /// multipart upload, as JSON the worker writes and reads), so that the job's next attempt,
+    /// on any worker, continues it instead of starting over; `nil` clears it. Fenced: `false`
+    /// (nothing written) when the lease was lost. Never shown: not part of `Job`.
+    func recordUpload(_ lease: Lease, _ state: String?) async throws -> Bool
+
+    /// What the job's attempts recorded (`recordUpload`) and did not clear.
+    func recordedUpload(of id: JobID) async throws -> String?
+
+    /// Up to `limit` ended jobs (completed, failed, cancelled) whose record was never cleared:
+    /// uploads their attempts left behind, for the worker's sweep to abort.
+    func abandonedUploads(limit: Int) async throws -> [(id: JobID, state: String)]
+
+    /// Clears the record of an ended job if it is still `state` (the sweep, after aborting).
+    /// A job retried meanwhile, whose new attempt recorded an upload of its own, keeps it.
+    func clearAbandonedUpload(of id: JobID, state: String) async throws
 }
 
 /// What a user does to a job from outside: cancel it, run it again.

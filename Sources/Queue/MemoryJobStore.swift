@@ -35,6 +35,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         var leaseToken: String?
         var leaseExpiresAt: Date?
         var crashes = 0
+        var uploadState: String?
 
         var machineState: JobStateMachine.State {
             JobStateMachine.State(

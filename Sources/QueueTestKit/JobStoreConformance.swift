@@ -94,6 +94,9 @@ public enum JobStoreConformance {
         case graphProgress
         /// Every (parent state, child event) pair against `JobGraphStateMachine.next`.
         case graphChildEvents
+        /// An upload recorded under a lease (issue 28): fenced, read back by the next attempt,
+        /// kept through a retryable failure, listed once the job ends, cleared only if unchanged.
+        case uploadRecords
         /// Every state a job can be in × every event, through the store's API, against
         /// `JobStateMachine.next`: the store's SQL implements exactly the machine's table,
         /// cancel-requested paths included.
@@ -134,6 +137,7 @@ public enum JobStoreConformance {
             case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
             case .graphProgress: try await Checks.graphProgress(harness)
             case .graphChildEvents: try await Checks.graphChildEvents(harness)
+            case .uploadRecords: try await Checks.uploadRecords(harness)
             case .transitionTable: try await TransitionTable.check(harness)
             }
         }

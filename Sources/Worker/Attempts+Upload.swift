@@ -122,8 +122,35 @@ extension Attempts {
                 }
                 return !cancelRequested && !late
             },
-            beforePublish: { Failpoints.hit("before-publish", logger: logger) }
+            beforePublish: { Failpoints.hit("before-publish", logger: logger) },
+            partSent: { _ in Failpoints.hit("after-part", logger: logger) },
+            journal: journal(execution.claimed.lease, logger: logger)
         )
         return await upload.run()
+    }
+
+    /// The job's record of its multipart uploads, in its row, written under the attempt's lease.
+    private func journal(_ lease: Lease, logger: Logger) -> UploadJournal {
+        let store = self.store
+        return UploadJournal(
+            recorded: { location in
+                UploadJournal.decode(try await store.recordedUpload(of: lease.jobID)).first {
+                    $0.location == "\(location)"
+                }
+            },
+            record: { location, record in
+                let records = UploadJournal.decode(try await store.recordedUpload(of: lease.jobID))
+                return try await store.recordUpload(
+                    lease,
+                    UploadJournal.encode(UploadJournal.replacing(location, with: record, in: records))
+                )
+            },
+            resumed: { kept, parts in
+                logger.info(
+                    "Continuing the upload an earlier attempt began",
+                    metadata: ["upload.parts": "\(parts)", "upload.parts.kept": "\(kept)"]
+                )
+            }
+        )
     }
 }

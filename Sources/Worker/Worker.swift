@@ -79,13 +79,16 @@ public final class Worker: Service {
         let sweeps = Set([options.stagingDirectory, options.scratchDirectory]).sorted().map {
             StagingSweep(directory: $0, store: store, logger: logger)
         }
+        let uploads = UploadSweep(store: store, clients: .environment, logger: logger)
         for sweep in sweeps { await sweep.run() }
+        await uploads.run()
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(3600))
                         for sweep in sweeps { await sweep.run() }
+                        await uploads.run()
                     }
                 }
                 await loop.run()

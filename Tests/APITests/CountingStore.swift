@@ -58,6 +58,22 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
         called()
         return try await store.job(id)
     }
+    func recordUpload(_ lease: Lease, _ state: String?) async throws -> Bool {
+        called()
+        return try await store.recordUpload(lease, state)
+    }
+    func recordedUpload(of id: JobID) async throws -> String? {
+        called()
+        return try await store.recordedUpload(of: id)
+    }
+    func abandonedUploads(limit: Int) async throws -> [(id: JobID, state: String)] {
+        called()
+        return try await store.abandonedUploads(limit: limit)
+    }
+    func clearAbandonedUpload(of id: JobID, state: String) async throws {
+        called()
+        try await store.clearAbandonedUpload(of: id, state: state)
+    }
     func cancel(_ id: JobID) async throws -> CancelOutcome {
         called()
         return try await store.cancel(id)

@@ -1,0 +1,91 @@
+import Foundation
+import JobctlCore
+import Logging
+import ObjectStorage
+import Queue
+
+/// Aborts the multipart uploads that ended jobs left recorded (issue 28).
+///
+/// A job's attempt records its multipart upload with the job (`upload_state`) and keeps it when
+/// it is stopped or fails for a passing reason, so that the next attempt continues it. When
+/// there is no next attempt — the job failed for good, was cancelled, or a killed worker's
+/// attempt was its last — the parts would stay in the bucket, billed and invisible. So every
+/// worker, when it starts and every hour with its staging sweep, aborts the uploads of ended
+/// jobs and clears their records. An upload the store no longer has (completed, or expired by
+/// a lifecycle rule) is cleared too; one the store would not abort (no credentials, refused)
+/// stays recorded, for the next sweep, and the bucket's lifecycle rule is the backstop.
+struct UploadSweep {
+    let store: any JobQueueDriver
+    let clients: S3ClientProvider
+    let logger: Logger
+    /// Jobs handled per run.
+    var limit = 100
+
+    /// Aborts what it can; returns the jobs whose records it cleared.
+    @discardableResult
+    func run() async -> [JobID] {
+        let abandoned: [(id: JobID, state: String)]
+        do {
+            abandoned = try await store.abandonedUploads(limit: limit)
+        } catch {
+            logger.warning(
+                "Sweeping abandoned uploads stopped: the job database did not answer",
+                metadata: ["error": "\(error)"]
+            )
+            return []
+        }
+        guard !abandoned.isEmpty else { return [] }
+        let client: S3Client
+        do {
+            client = try clients.client()
+        } catch {
+            logger.warning(
+                "Abandoned uploads left for the next sweep: no object store client",
+                metadata: ["error": "\(error)", "jobs": "\(abandoned.count)"]
+            )
+            return []
+        }
+        var cleared: [JobID] = []
+        for (id, state) in abandoned {
+            var aborted = true
+            for record in UploadJournal.decode(state) {
+                aborted = await abort(record, client: client, job: id) && aborted
+            }
+            guard aborted else { continue }
+            do {
+                try await store.clearAbandonedUpload(of: id, state: state)
+                cleared.append(id)
+            } catch {
+                logger.warning(
+                    "An aborted upload's record was not cleared",
+                    metadata: ["job.id": "\(id)", "error": "\(error)"]
+                )
+            }
+        }
+        return cleared
+    }
+
+    private func abort(_ record: UploadRecord, client: S3Client, job: JobID) async -> Bool {
+        guard case .success(let location) = S3Location.parse(record.location) else { return true }
+        do {
+            try await onDedicatedThread("jobctl.s3") {
+                do throws(S3Error) {
+                    try client.abortMultipartUpload(location, uploadID: record.uploadID)
+                } catch  where error.code == .notFound {
+                    // Completed, aborted already, or expired by a lifecycle rule.
+                }
+            }
+            logger.info(
+                "Aborted an upload its ended job left behind",
+                metadata: ["job.id": "\(job)", "job.output": "\(location)"]
+            )
+            return true
+        } catch {
+            logger.warning(
+                "An abandoned upload could not be aborted; it stays recorded for the next sweep",
+                metadata: ["job.id": "\(job)", "job.output": "\(location)", "error": "\(error)"]
+            )
+            return false
+        }
+    }
+}
