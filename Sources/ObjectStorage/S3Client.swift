@@ -164,6 +164,20 @@ public final class S3Client: Sendable {
         return response.data
     }
 
+    /// The whole object into the file `path` (created or replaced), in bounded memory; its
+    /// size. A failed download may leave a partial file: the caller removes it.
+    @discardableResult
+    public func download(
+        _ location: S3Location,
+        to path: String,
+        shouldAbort: (@Sendable () -> Bool)? = nil
+    ) throws(S3Error) -> Int64 {
+        _ = try perform(Call(method: "GET", location: location, body: .download(to: path)), shouldAbort: shouldAbort)
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        guard let size else { throw S3Error(.failed, "\(location): the download into \(path) vanished") }
+        return size
+    }
+
     /// Who may write: `none` always; `absent` only when there is no such object yet
     /// (`If-None-Match: *`); `unchanged(etag)` only over that version (`If-Match`).
     public enum WriteCondition: Sendable, Hashable {

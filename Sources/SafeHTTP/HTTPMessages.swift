@@ -2,8 +2,8 @@ import Foundation
 import JobctlCore
 
 /// A request to send: a POST of exact body bytes (webhooks), a ranged GET (probing a remote
-/// input), a PUT of a file or of a part of one (uploading an output), or the small requests of
-/// an object store's API (HEAD, DELETE, a method with a body in memory).
+/// input), a PUT of a file or of a part of one (uploading an output), a GET into a file, or the
+/// small requests of an object store's API (HEAD, DELETE, a method with a body in memory).
 public struct HTTPRequest: Sendable {
     public enum Method: Sendable {
         case post(Data)
@@ -13,6 +13,10 @@ public struct HTTPRequest: Sendable {
         case put(file: String, contentType: String?, range: Range<Int64>? = nil)
         case head
         case delete
+        /// A GET whose body (of a 2xx answer) is written to the file `path`, created or
+        /// truncated: an object of any size in bounded memory. Like a PUT, it has no overall
+        /// time limit, only the stall limit. An error answer's body is kept as for `get`.
+        case download(to: String)
         /// Any method with a body held in memory (an object store's XML, an empty PUT).
         case send(method: String, body: Data, contentType: String? = nil)
     }

@@ -98,6 +98,16 @@ public final class HTTPSender: Sendable {
                 return context.read(into: data, size * count)
             }
             ccurl_setopt_pointer(curl, CURLOPT_READDATA, opaque)
+        case .download(let path):
+            guard FileManager.default.createFile(atPath: path, contents: nil),
+                let file = FileHandle(forWritingAtPath: path)
+            else {
+                return HTTPResponse(latency: .zero, failure: HTTPError(.notSent, "\(path) cannot be written"))
+            }
+            context.download = file
+            ccurl_setopt_long(curl, CURLOPT_HTTPGET, 1)
+            ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_LIMIT, stallLimit.bytes)
+            ccurl_setopt_long(curl, CURLOPT_LOW_SPEED_TIME, Int(stallLimit.time.milliseconds / 1000))
         case .head:
             ccurl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
             ccurl_setopt_long(curl, CURLOPT_NOBODY, 1)
@@ -107,7 +117,10 @@ public final class HTTPSender: Sendable {
         case .send(let method, let body, let contentType):
             setBody(curl, body, method: method, contentType: contentType, headers: &headers)
         }
-        defer { try? context.upload?.close() }
+        defer {
+            try? context.upload?.close()
+            try? context.download?.close()
+        }
         if shouldAbort != nil {
             ccurl_setopt_long(curl, CURLOPT_NOPROGRESS, 0)
             ccurl_setopt_xferinfo_function(curl) { opaque, _, _, _, _ in
@@ -119,8 +132,7 @@ public final class HTTPSender: Sendable {
         ccurl_setopt_slist(curl, CURLOPT_HTTPHEADER, headers)
         ccurl_setopt_data_function(curl, CURLOPT_WRITEFUNCTION) { data, size, count, opaque in
             let context = Unmanaged<Context>.fromOpaque(opaque!).takeUnretainedValue()
-            context.receive(data, size * count)
-            return size * count
+            return context.receive(data, size * count) ? size * count : 0
         }
         ccurl_setopt_pointer(curl, CURLOPT_WRITEDATA, opaque)
         ccurl_setopt_data_function(curl, CURLOPT_HEADERFUNCTION) { data, size, count, opaque in
@@ -169,7 +181,7 @@ public final class HTTPSender: Sendable {
             let rejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
             response.failure = HTTPError(
                 rejected ? .certificateRejected : .transport,
-                String(cString: curl_easy_strerror(code))
+                context.writeFailure ?? String(cString: curl_easy_strerror(code))
             )
             return response
         }
@@ -235,6 +247,12 @@ public final class HTTPSender: Sendable {
         var retryAfter: Duration?
         var refusal: String?
         var upload: FileHandle?
+        /// Where a 2xx answer's body goes (`download`).
+        var download: FileHandle?
+        /// The status of the answer being received (from its status line).
+        var status = 0
+        /// Why the download's file could not take the body.
+        var writeFailure: String?
         /// How many bytes of `upload` to send.
         var uploadLimit: Int64 = .max
         var uploaded: Int64 = 0
@@ -260,19 +278,38 @@ public final class HTTPSender: Sendable {
             return count
         }
 
-        func receive(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {
-            guard let data, body.count < limit else { return }
+        /// Keeps `count` bytes of the body; `false` stops the transfer (a download's file could
+        /// not be written: a full disk).
+        func receive(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) -> Bool {
+            guard let data else { return true }
+            if let download, (200..<300).contains(status) {
+                var written = 0
+                while written < count {
+                    let result = Glibc.write(download.fileDescriptor, data + written, count - written)
+                    guard result > 0 else {
+                        writeFailure = "the download could not be written: \(String(cString: strerror(errno)))"
+                        return false
+                    }
+                    written += result
+                }
+                return true
+            }
+            guard body.count < limit else { return true }
             body.append(
                 UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self),
                 count: min(count, limit - body.count)
             )
+            return true
         }
 
         func header(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) {
             guard let data else { return }
             let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
             // A new response (after `100 Continue`) starts with its status line.
-            if line.hasPrefix("HTTP/") { headers = [:] }
+            if line.hasPrefix("HTTP/") {
+                headers = [:]
+                status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            }
             if let colon = line.firstIndex(of: ":"), headers.count < 100 {
                 let name = line[..<colon].lowercased()
                 headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)

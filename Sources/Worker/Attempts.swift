@@ -204,6 +204,9 @@ struct Attempts: Sendable {
             case .upload:
                 let outcome = await upload(&attempt, tries: attempt.uploadTries)
                 if case .retry = outcome { attempt.uploadTries += 1 }
+                if case .uploaded = outcome, let held = attempt.held {
+                    _ = try? await onDedicatedThread("jobctl.published") { held.published() }
+                }
                 action = execution.handle { $0.uploadEnded(outcome) }
             case .waitToRetryUpload(let delay):
                 let deadline = ContinuousClock.now + delay

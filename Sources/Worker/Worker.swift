@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Logging
 import Media
 import Queue
@@ -75,8 +76,11 @@ public final class Worker: Service {
             metadata: ["worker.concurrency": "\(options.concurrency)", "worker.lease": "\(options.lease)"]
         )
         // The staging directory, and the scratch directory of split exports' parts
-        // (`PARENTID.split/`) when it is another one.
-        let sweeps = Set([options.stagingDirectory, options.scratchDirectory]).sorted().map {
+        // (`PARENTID.split/`) when it is another directory (an `s3://` scratch has a lifecycle rule).
+        let directories = [options.stagingDirectory, options.scratchDirectory].filter {
+            !MediaLocation.isObjectStore($0)
+        }
+        let sweeps = Set(directories).sorted().map {
             StagingSweep(directory: $0, store: store, logger: logger)
         }
         let uploads = UploadSweep(store: store, clients: .environment, logger: logger)

@@ -1,9 +1,11 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobctlCore
 import Logging
 import NIOCore
 import NIOPosix
+import ObjectStorage
 import Observability
 import Prometheus
 import Queue
@@ -56,8 +58,8 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Where the parts of split exports are written (submit --split): one directory every worker of the fleet reaches, such as a shared mount (default: the staging directory, enough for workers on one host). Env: JOBCTL_SCRATCH.",
-            valueName: "dir"
+            "Where the parts of split exports are written (submit --split): one directory every worker of the fleet reaches, such as a shared mount, or an object store prefix every worker can write, s3://BUCKET/PREFIX/ (read with the AWS settings, as s3:// outputs are; give the prefix a lifecycle rule, see docs/operations.md). Default: the staging directory, enough for workers on one host. Env: JOBCTL_SCRATCH.",
+            valueName: "dir|s3-prefix"
         )
     )
     var scratch: String?
@@ -120,6 +122,16 @@ struct WorkerCommand: AsyncParsableCommand {
         guard lease.duration >= .seconds(1) else { throw ValidationError("--lease is at least 1s") }
         if let metricsPort, !(0...65535).contains(metricsPort) {
             throw ValidationError("--metrics-port is between 0 and 65535")
+        }
+        if let scratch = scratch ?? ProcessInfo.processInfo.environment["JOBCTL_SCRATCH"],
+            MediaLocation.isObjectStore(scratch)
+        {
+            if case .failure(let problem) = S3Location.parse(scratch) {
+                throw ValidationError("--scratch: \(problem)")
+            }
+            guard !scratch.contains("{name}") else {
+                throw ValidationError("--scratch is a prefix, s3://BUCKET/PREFIX/, not a key template")
+            }
         }
         for (flag, root) in [("--input-root", inputRoot), ("--output-root", outputRoot)] {
             var isDirectory: ObjCBool = false

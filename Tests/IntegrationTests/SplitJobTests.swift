@@ -55,6 +55,26 @@ struct SplitJobTests {
         return (try await FFProbe.videoFrameTimes(path), try await FFProbe.audioSampleCount(path))
     }
 
+    /// `output` has the frame times and audio samples of the one-process export of `input`
+    /// (preset `low`), and decodes without an error.
+    static func expectOneProcessExport(
+        _ output: String,
+        of input: String,
+        range: String,
+        in directory: TemporaryDirectory
+    ) async throws {
+        let (frames, samples) = try await oneProcess(
+            input,
+            preset: "low",
+            range: range,
+            to: directory.file("whole.mp4")
+        )
+        let splitFrames = try await FFProbe.videoFrameTimes(output)
+        #expect(splitFrames.count == frames.count && zip(splitFrames, frames).allSatisfy { abs($0 - $1) < 1e-4 })
+        #expect(try await FFProbe.audioSampleCount(output) == samples)
+        #expect(try await FFProbe.decodeErrors(output) == "")
+    }
+
     static func children(_ setup: Setup, of id: JobID) async throws -> [Job] {
         try await setup.store.jobs(JobQuery(parent: id, limit: 100)).sorted {
             ($0.childIndex ?? 0) < ($1.childIndex ?? 0)
@@ -85,16 +105,7 @@ struct SplitJobTests {
         #expect(children.count >= 5 && children.allSatisfy { $0.status == .completed && $0.attempt == 1 })
         #expect(children.first?.output.hasSuffix("/audio.m4a") == true, "the audio first, once")
 
-        let (frames, samples) = try await Self.oneProcess(
-            input,
-            preset: "low",
-            range: "1s+21s",
-            to: setup.directory.file("whole.mp4")
-        )
-        let splitFrames = try await FFProbe.videoFrameTimes(output)
-        #expect(splitFrames.count == frames.count && zip(splitFrames, frames).allSatisfy { abs($0 - $1) < 1e-4 })
-        #expect(try await FFProbe.audioSampleCount(output) == samples)
-        #expect(try await FFProbe.decodeErrors(output) == "")
+        try await Self.expectOneProcessExport(output, of: input, range: "1s+21s", in: setup.directory)
 
         // The result: the segment table, each with its worker and speed.
         let segments = try #require(job.result?["segments"]?.arrayValue)

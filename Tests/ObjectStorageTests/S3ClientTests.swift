@@ -78,6 +78,19 @@ struct S3ClientTests {
             #expect(fetched.status == 0 && fetched.body == FileManager.default.contents(atPath: path))
             let range = try await onThread { try client.get(location, range: 10...19) }
             #expect(range == FileManager.default.contents(atPath: path)?.subdata(in: 10..<20))
+            // A download streams the object into a file (larger than the client's 4 MiB limit on
+            // bodies held in memory, so none of it is cut); a missing key leaves its error's body out.
+            let large = try Self.file(directory, "large.bin", bytes: 5 << 20, seed: 9)
+            let big = S3Location(bucket: Self.bucket, key: "round trip/large.bin")
+            _ = try await onThread { try client.putObject(file: large, to: big, contentType: nil) }
+            let into = directory.file("downloaded.bin")
+            #expect(try await onThread { try client.download(big, to: into) } == 5 << 20)
+            #expect(try FileDigest.of(into) == (try FileDigest.of(large)))
+            await #expect(throws: S3Error.self) {
+                try await onThread { try client.download(S3Location(bucket: Self.bucket, key: "nothing"), to: into) }
+            }
+            #expect(FileManager.default.contents(atPath: into)?.isEmpty == true, "an error's XML was written")
+            try await onThread { try client.deleteObject(big) }
             let listed = try await onThread { try client.listObjects(bucket: Self.bucket, prefix: "round trip/") }
             #expect(listed.map(\.key) == [key])
             try await onThread { try client.deleteObject(location) }

@@ -101,17 +101,11 @@ struct ExportJob: PreparedJob {
                 retryable: false
             )
         }
-        let directory = SplitJob.directory(of: parent, scratch: context.scratchDirectory)
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw JobError(
-                code: .outputUnwritable,
-                message: "the scratch directory \(directory) cannot be created: \(error.localizedDescription)",
-                retryable: true
-            )
-        }
-        let output = (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: name))
+        let scratch = try SplitScratch(parent: parent, context: context)
+        try scratch.makeDirectory()
+        let output = scratch.path(of: SplitJob.fileName(segment, format: name))
+        // On an object store, the part is uploaded as an output would be.
+        let upload = scratch.object(of: SplitJob.fileName(segment, format: name)).map { "\($0)" }
         removeLeftovers(of: job, writingTo: output)
         let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
         let asset = try await openInput(job, path: input, context: context)
@@ -144,7 +138,7 @@ struct ExportJob: PreparedJob {
                 last: segment.last == true
             )
         }
-        return ExportJob(session: session, uploadURL: nil, shownOutput: nil, seam: seam)
+        return ExportJob(session: session, uploadURL: upload, shownOutput: upload, seam: seam)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.

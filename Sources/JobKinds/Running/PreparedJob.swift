@@ -53,6 +53,13 @@ public protocol HeldOutput: AnyObject, Sendable {
     var uploads: [HeldUpload] { get }
     func commit() throws
     func discard()
+    /// Called once every upload is done, before `discard` (blocking work allowed): what the
+    /// output no longer needs once it is published can go (a split's parts).
+    func published()
+}
+
+extension HeldOutput {
+    public func published() {}
 }
 
 public struct HeldUpload: Sendable, Hashable {

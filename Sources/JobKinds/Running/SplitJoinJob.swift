@@ -79,11 +79,16 @@ final class SplitJoinJob: PreparedJob {
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     func run() async throws -> FinishedRun {
-        let directory = SplitJob.directory(of: job.id, scratch: context.scratchDirectory)
+        let scratch = try SplitScratch(parent: job.id, context: context)
         let (destination, format, context, job) = (self.destination, self.format, self.context, self.job)
+        let names =
+            segments.map { SplitJob.fileName($0.segment, format: format) }
+            + (audio.flatMap { (try? $0.splitSegment()).flatMap { $0 } }.map { [SplitJob.fileName($0, format: format)] }
+                ?? [])
+        try await scratch.download(names, context: context) { self.isCancelled }
         let parts = try segments.map { child, segment in
             SegmentJoin.Segment(
-                path: (directory as NSString).appendingPathComponent(SplitJob.fileName(segment, format: format)),
+                path: scratch.path(of: SplitJob.fileName(segment, format: format)),
                 frames: segment.frames,
                 start: segment.start,
                 end: segment.end,
@@ -91,9 +96,7 @@ final class SplitJoinJob: PreparedJob {
             )
         }
         let audioPath = audio.flatMap { child in
-            (try? child.splitSegment()).flatMap { $0 }.map {
-                (directory as NSString).appendingPathComponent(SplitJob.fileName($0, format: format))
-            }
+            (try? child.splitSegment()).flatMap { $0 }.map { scratch.path(of: SplitJob.fileName($0, format: format)) }
         }
         var reencodes = Array(repeating: 0, count: parts.count)
         while true {
@@ -155,7 +158,7 @@ final class SplitJoinJob: PreparedJob {
                 )
                 state.withLock { $0.progress = 1 }
                 let value = try JSONValue.result(result)
-                let split = HeldSplit(held, scratch: directory)
+                let split = HeldSplit(held, scratch: scratch, parts: names, context: context)
                 return FinishedRun(held: split, mediaSeconds: result.duration) { uploaded in
                     var value = value
                     if let uploaded, let url = uploadURL {
@@ -220,21 +223,31 @@ final class SplitJoinJob: PreparedJob {
     }
 }
 
-/// A join's output: an export's, and once it is renamed into place the parts in scratch are
-/// removed (after an upload, or when the job fails, the staging sweep removes them).
+/// A join's output: an export's, and once it is published (renamed into place, or uploaded)
+/// the parts are removed, local and remote (when the job fails, the staging sweep removes the
+/// local ones and the scratch prefix's lifecycle rule the objects).
 final class HeldSplit: HeldOutput {
     private let export: HeldExport
-    private let scratch: String
+    private let scratch: SplitScratch
+    private let parts: [String]
+    private let context: RunContext
     var uploads: [HeldUpload] { export.uploads }
 
-    init(_ export: HeldExport, scratch: String) {
+    init(_ export: HeldExport, scratch: SplitScratch, parts: [String], context: RunContext) {
         self.export = export
         self.scratch = scratch
+        self.parts = parts
+        self.context = context
     }
 
     func commit() throws {
         try export.commit()
-        try? FileManager.default.removeItem(atPath: scratch)
+        published()
+    }
+
+    func published() {
+        try? FileManager.default.removeItem(atPath: scratch.directory)
+        scratch.removeObjects(parts, context: context)
     }
 
     func discard() { export.discard() }
