@@ -45,7 +45,8 @@ extension Attempts {
             sender: sender,
             children: children,
             scratchDirectory: options.scratchDirectory,
-            aliveWorkers: aliveWorkers
+            aliveWorkers: aliveWorkers,
+            objectRoot: options.objectRoot
         )
         return try await JobKinds.prepare(claimed.job, context: context)
     }

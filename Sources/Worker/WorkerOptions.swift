@@ -36,6 +36,8 @@ public struct WorkerOptions: Sendable {
     public var inputRoot: String?
     /// Local outputs must resolve under this directory, else `output_forbidden`.
     public var outputRoot: String?
+    /// `--s3-root`: an API key's jobs may use `ROOT/KEYID/` of the object store; `nil`: none.
+    public var objectRoot: String?
     /// What one job may cost (`limit_exceeded` beyond).
     public var limits: ResourceLimits
 
@@ -54,6 +56,7 @@ public struct WorkerOptions: Sendable {
         uploadRetryDelays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)],
         inputRoot: String? = nil,
         outputRoot: String? = nil,
+        objectRoot: String? = nil,
         limits: ResourceLimits = .default
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
@@ -71,6 +74,7 @@ public struct WorkerOptions: Sendable {
         self.uploadRetryDelays = uploadRetryDelays
         self.inputRoot = inputRoot
         self.outputRoot = outputRoot
+        self.objectRoot = objectRoot
         self.limits = limits
     }
 

@@ -39,6 +39,8 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var outputRoot: String?
 
+    @OptionGroup var objects: ObjectRootOption
+
     @Option(help: "The longest ?wait= a request may ask for.")
     var maxWait = DurationArgument(.seconds(60))
 
@@ -137,7 +139,11 @@ struct ServeCommand: AsyncParsableCommand {
                 let configuration = APIConfiguration(
                     store: store,
                     catalog: catalog,
-                    paths: PathConfinement(inputRoot: inputRoot, outputRoot: outputRoot),
+                    paths: PathConfinement(
+                        inputRoot: inputRoot,
+                        outputRoot: outputRoot,
+                        objectRoot: objects.root
+                    ),
                     policy: webhooks.policy,
                     maximumWait: maxWait.duration,
                     maximumStream: maxStream.duration,

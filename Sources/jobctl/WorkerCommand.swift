@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobKinds
 import JobctlCore
 import Logging
 import NIOCore
@@ -63,6 +64,8 @@ struct WorkerCommand: AsyncParsableCommand {
         )
     )
     var scratch: String?
+
+    @OptionGroup var objects: ObjectRootOption
 
     @Option(
         help: ArgumentHelp(
@@ -180,6 +183,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 scratchDirectory: scratch ?? ProcessInfo.processInfo.environment["JOBCTL_SCRATCH"],
                 inputRoot: inputRoot,
                 outputRoot: outputRoot,
+                objectRoot: objects.root,
                 limits: try limits.limits()
             ),
             identity: identity,

@@ -10,10 +10,12 @@ import Testing
 /// and `POST /v1/jobs` share.
 @Suite("Job kinds: the registry and the one submission path")
 struct SubmissionTests {
-    static func rules(_ naming: FieldNaming, tenant: Bool = false) throws -> SubmissionRules {
+    static func rules(_ naming: FieldNaming, tenant: Bool = false, objectRoot: String? = nil) throws -> SubmissionRules
+    {
         SubmissionRules(
             place: tenant
-                ? .tenant(owner: "abc123", roots: PathConfinement()) : .host(currentDirectory: "/srv/media"),
+                ? .tenant(owner: "abc123", roots: PathConfinement(objectRoot: objectRoot))
+                : .host(currentDirectory: "/srv/media"),
             catalog: try PresetCatalog(customFile: nil),
             addressPolicy: AddressPolicy(),
             naming: naming
@@ -203,6 +205,37 @@ struct SubmissionTests {
         #expect(fileSet?.field == "output" && fileSet?.message.contains("{name}") == true, "\(fileSet as Any)")
         draft.output = "s3://media-out/thumbs/{name}"
         #expect(try Submission.request(draft, rules: try Self.rules(.flags)).output == "s3://media-out/thumbs/{name}")
+    }
+
+    @Test("an API key's s3:// locations: only under its own prefix of --s3-root, whatever the spelling")
+    func tenantObjectPrefixes() throws {
+        let rules = try Self.rules(.json, tenant: true, objectRoot: "s3://media/tenants/")
+        func draft(_ input: String, _ output: String) -> SubmissionDraft {
+            SubmissionDraft(kind: "export", input: input, output: output, kindFields: ["preset": .string("low")])
+        }
+        let own = "s3://media/tenants/abc123/"
+        let request = try Submission.request(draft(own + "in/talk.mov", own + "out/talk.mp4"), rules: rules)
+        #expect(request.input == own + "in/talk.mov" && request.output == own + "out/talk.mp4")
+        let refused = [
+            "s3://media/tenants/abc1234/in.mov",  // another key whose id starts with this one's
+            "s3://media/tenants/other/in.mov",
+            "s3://media/tenants/abc123",  // the prefix itself, no key under it
+            "s3://media/tenants/abc123/",
+            "s3://media/tenants/abc123/../other/in.mov",
+            "s3://media/tenants/abc123/./in.mov",
+            "s3://other-bucket/tenants/abc123/in.mov",
+            "s3://media/TENANTS/abc123/in.mov",
+            "s3://media/tenants//abc123/in.mov",
+        ]
+        for input in refused {
+            let refusal = Self.refusal(draft(input, own + "out.mp4"), rules)
+            #expect(refusal?.field == "input", "\(input) was accepted")
+        }
+        let outside = Self.refusal(draft(own + "in.mov", "s3://media/tenants/other/out.mp4"), rules)
+        #expect(outside?.field == "output" && outside?.message.contains(own) == true, "\(outside as Any)")
+        // Without a root, none at all.
+        let none = Self.refusal(draft(own + "in.mov", own + "out.mp4"), try Self.rules(.json, tenant: true))
+        #expect(none?.message.contains("--s3-root") == true, "\(none as Any)")
     }
 
     @Test("the command line's draft and the API's give the same job row for the same request")

@@ -35,7 +35,7 @@ struct ExportJob: PreparedJob {
             }
             return format
         }
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let paths = try JobPaths.resolve(job, context: context)
         let (outputPath, uploadURL) = try destination(
             of: job,
             paths: paths,
@@ -107,7 +107,7 @@ struct ExportJob: PreparedJob {
         // On an object store, the part is uploaded as an output would be.
         let upload = scratch.object(of: SplitJob.fileName(segment, format: name)).map { "\($0)" }
         removeLeftovers(of: job, writingTo: output)
-        let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
+        let input = try JobPaths.input(of: job, context: context)
         let asset = try await openInput(job, path: input, context: context)
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
         let range = try job.timeRange()

@@ -76,7 +76,7 @@ struct FileSetJob: PreparedJob {
         makeWork: @escaping @Sendable (Asset, TimeRange) throws -> any FileSetWork
     ) async throws -> FileSetJob {
         let range = try job.timeRange()
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let paths = try JobPaths.resolve(job, context: context)
         let confinement = paths.confinement
         let uploadURL = MediaLocation.isRemote(job.output) ? job.output : nil
         // Submit refuses a template whose files could share a URL ({name} outside the path, a

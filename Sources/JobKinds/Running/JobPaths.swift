@@ -19,13 +19,28 @@ package struct JobPaths: Sendable {
 
     /// The job's input alone, resolved and confined as `resolve` does: for a job whose output
     /// is not one of these paths (a split export's part, written into the scratch directory).
-    package static func input(of job: Job, inputRoot: String?) throws(JobError) -> String {
+    package static func input(of job: Job, inputRoot: String?, objectRoot: String?) throws(JobError) -> String {
         var inputOnly = job
         inputOnly.output = MediaLocation.isRemote(job.input) ? job.input : "https://output.invalid/"
-        return try resolve(inputOnly, inputRoot: inputRoot, outputRoot: nil).input
+        return try resolve(inputOnly, inputRoot: inputRoot, outputRoot: nil, objectRoot: objectRoot).input
     }
 
-    package static func resolve(_ job: Job, inputRoot: String?, outputRoot: String?) throws(JobError) -> JobPaths {
+    /// The job's input alone, with the roots of `context`.
+    package static func input(of job: Job, context: RunContext) throws(JobError) -> String {
+        try input(of: job, inputRoot: context.inputRoot, objectRoot: context.objectRoot)
+    }
+
+    /// The job's locations, with the roots of `context`.
+    package static func resolve(_ job: Job, context: RunContext) throws(JobError) -> JobPaths {
+        try resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot, objectRoot: context.objectRoot)
+    }
+
+    package static func resolve(
+        _ job: Job,
+        inputRoot: String?,
+        outputRoot: String?,
+        objectRoot: String? = nil
+    ) throws(JobError) -> JobPaths {
         guard let owner = job.owner else {
             let confinement = PathConfinement(inputRoot: inputRoot, outputRoot: outputRoot)
             try confinement.checkInput(job.input)
@@ -43,8 +58,14 @@ package struct JobPaths: Sendable {
             func refuse(_ why: String) -> JobError {
                 JobError(code: code, message: "\(location): \(why)", retryable: false)
             }
-            // A row written around the API's checks: the workers' credentials are not the key's.
-            if MediaLocation.isObjectStore(location) { throw refuse("s3:// locations are for this host's own jobs") }
+            // Checked again here (a row written around the API's checks, or a server with
+            // another root): the workers' credentials are not the key's.
+            if MediaLocation.isObjectStore(location) {
+                if let problem = TenantObjects.problem(location, root: objectRoot, owner: owner) {
+                    throw refuse(problem)
+                }
+                return (location, nil)
+            }
             guard !MediaLocation.isRemote(location) else { return (location, nil) }
             if let problem = TenantPath.problem(location) { throw refuse(problem) }
             guard TenantPath.isDirectoryName(owner) else { throw refuse("the job's owner '\(owner)' is not a key id") }

@@ -18,10 +18,14 @@ public struct PathConfinement: Sendable, Hashable {
     /// The roots, tidied lexically; `nil` means unconfined.
     public let inputRoot: String?
     public let outputRoot: String?
+    /// `--s3-root`: the `s3://` prefix under which each API key has its own, `ROOT/KEYID/`
+    /// (`TenantObjects`); `nil`: no `s3://` for API keys.
+    public let objectRoot: String?
 
-    public init(inputRoot: String? = nil, outputRoot: String? = nil) {
+    public init(inputRoot: String? = nil, outputRoot: String? = nil, objectRoot: String? = nil) {
         self.inputRoot = inputRoot.map(Self.tidied)
         self.outputRoot = outputRoot.map(Self.tidied)
+        self.objectRoot = objectRoot
     }
 
     /// `path` without `..`, `.` or a trailing `/`, by its text alone.

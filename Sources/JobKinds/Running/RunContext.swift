@@ -27,6 +27,8 @@ public struct RunContext: Sendable {
     public var aliveWorkers: Int
     /// The object store client for `s3://` locations, made on first use.
     public var objectStore: S3ClientProvider
+    /// `--s3-root`: each API key's jobs may use `ROOT/KEYID/` (`TenantObjects`); `nil`: none.
+    public var objectRoot: String?
 
     public init(
         lease: Lease,
@@ -38,7 +40,8 @@ public struct RunContext: Sendable {
         children: [Job] = [],
         scratchDirectory: String? = nil,
         aliveWorkers: Int = 1,
-        objectStore: S3ClientProvider = .environment
+        objectStore: S3ClientProvider = .environment,
+        objectRoot: String? = nil
     ) {
         self.lease = lease
         self.inputRoot = inputRoot
@@ -50,5 +53,6 @@ public struct RunContext: Sendable {
         self.scratchDirectory = scratchDirectory ?? stagingDirectory
         self.aliveWorkers = aliveWorkers
         self.objectStore = objectStore
+        self.objectRoot = objectRoot
     }
 }

@@ -55,7 +55,7 @@ enum SplitJob {
         let format = try job.containerFormat(preset: preset)
         // One level of graph: a child (a row written around `submit`'s checks) runs whole.
         guard job.parent == nil, SplitExport.canSplit(preset, format: format) else { return nil }
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let paths = try JobPaths.resolve(job, context: context)
         let asset = try await onDedicatedThread("jobctl.plan") { () throws -> Asset in
             try Asset(location: try ObjectStoreMedia.openable(paths.input, context: context), limits: context.limits)
         }

@@ -32,7 +32,7 @@ final class SplitJoinJob: PreparedJob {
             throw JobError(code: .internalError, message: "the join of job \(job.id) did not find its segments")
         }
         let format = try job.containerFormat(preset: preset)
-        let paths = try JobPaths.resolve(job, inputRoot: context.inputRoot, outputRoot: context.outputRoot)
+        let paths = try JobPaths.resolve(job, context: context)
         let (destination, uploadURL) = try ExportJob.destination(
             of: job,
             paths: paths,
@@ -124,7 +124,7 @@ final class SplitJoinJob: PreparedJob {
                     reports[index].fps = Self.fps(of: child)
                     if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
                 }
-                if let input = try? JobPaths.input(of: job, inputRoot: context.inputRoot) {
+                if let input = try? JobPaths.input(of: job, context: context) {
                     // A segment encoded again here has no scores of its own: its cuts are measured here.
                     let edges = segments.indices.map { index -> SegmentEdges? in
                         reencodes[index] > 0
@@ -199,7 +199,7 @@ final class SplitJoinJob: PreparedJob {
     /// A segment encoded again, here, as its child would have.
     private func reencode(_ child: Job, to path: String) async throws {
         try? FileManager.default.removeItem(atPath: path)
-        let input = try JobPaths.input(of: job, inputRoot: context.inputRoot)
+        let input = try JobPaths.input(of: job, context: context)
         let asset = try await ExportJob.openInput(job, path: input, context: context)
         let segment = try child.splitSegment()
         let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0, preset: preset)

@@ -8,8 +8,9 @@ import SafeHTTP
 extension Submission {
     /// A location as the job row stores it and as it names a file on this host. A URL is
     /// http(s) (an input may be `file://` on the command line) and passes the address guard
-    /// without resolving anything, or `s3://BUCKET/KEY` (the host's jobs only); a path is made absolute (the command line) or placed in the
-    /// key's own directory under the root (an API key), and must stay there.
+    /// without resolving anything, or `s3://BUCKET/KEY` (an API key's under its prefix of
+    /// `--s3-root` only); a path is made absolute (the command line) or placed in the key's own
+    /// directory under the root (an API key), and must stay there.
     static func location(
         _ location: String,
         field: String,
@@ -23,15 +24,13 @@ extension Submission {
             let scheme = location[..<separator.lowerBound].lowercased()
             if scheme == "file", field == "input", case .host = rules.place { return (location, location) }
             if scheme == "s3" {
-                // The worker's credentials reach every bucket they may: an API key's jobs
-                // would reach them too (decision 114).
-                if case .tenant = rules.place {
-                    throw SubmissionError(
-                        code: code,
-                        field: field,
-                        message:
-                            "s3:// locations are for this host's own jobs (the workers' credentials would reach any bucket); send an http(s) URL"
-                    )
+                // The worker's credentials reach every bucket they may: an API key's jobs get
+                // their own prefix under the operator's root, or none (decisions 114, 117).
+                if case .tenant(let owner, let roots) = rules.place {
+                    if let problem = TenantObjects.problem(location, root: roots.objectRoot, owner: owner) {
+                        throw SubmissionError(code: code, field: field, message: "\(rules.name(field)): \(problem)")
+                    }
+                    return (location, location)
                 }
                 if let problem = S3Location.problem(with: location.replacingOccurrences(of: "{name}", with: "name")) {
                     throw rules.invalid(field, problem)
