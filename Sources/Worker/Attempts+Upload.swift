@@ -24,6 +24,7 @@ extension Attempts {
         let (sender, lease) = (sender, execution.claimed.lease)
         var tries = tries  // retries of the file being sent: each file has the whole budget
         for file in uploads where attempt.uploaded[file.name] == nil {
+            if !attempt.uploaded.isEmpty { Failpoints.hit("between-files", logger: attempt.logger) }
             if execution.shouldStopTransfer { return .stopped }
             if MediaLocation.isObjectStore(file.url) {
                 switch await uploadObject(file, execution: execution, logger: attempt.logger) {

@@ -10,7 +10,8 @@ import Synchronization
 /// `before-fan-out` (a graph's parent about to create its children), `before-join` (a graph's
 /// join claimed, about to read its children), `before-join-commit` (a join about to show its
 /// output), `before-publish` (an `s3://` upload whose lease was just confirmed, about to make
-/// its object visible), `after-part` (a multipart upload with a part in the store).
+/// its object visible), `after-part` (a multipart upload with a part in the store),
+/// `between-files` (a set's upload with a file sent and another to go).
 enum Failpoints {
     private static let enabled: Set<Substring> = Set(
         (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map {

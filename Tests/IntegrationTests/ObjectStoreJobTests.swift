@@ -231,7 +231,7 @@ struct ObjectStoreJobTests {
         #expect(try await setup.multipartUploads().isEmpty)
     }
 
-    @Test("a storyboard to an s3:// key template: every file an object, the JSON description among them")
+    @Test("a storyboard to an s3:// key template lands whole: its JSON description is the last object written")
     func fileSetToBucket() async throws {
         let setup = try await Setup("s3-storyboard")
         defer { setup.directory.remove() }
@@ -240,15 +240,34 @@ struct ObjectStoreJobTests {
         let result = try await Jobctl.run(["submit", input, "--db", setup.db, "--kind", "storyboard", "-o", template])
         try #require(result.status == 0, "submit failed: \(result.stderr)")
         let id = JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
-        _ = try await setup.runWorker()
+        let (client, prefix) = (setup.client, setup.prefix)
+        func names() async throws -> Set<String> {
+            let objects = try await onThread {
+                try client.listObjects(bucket: ObjectStoreJobTests.bucket, prefix: "\(prefix)/board/")
+            }
+            return Set(objects.map { String($0.key.dropFirst("\(prefix)/board/".count)) })
+        }
+        // Frozen between two files of the set: a reader waiting for the description sees none.
+        let worker = try JobctlProcess(
+            ["worker", "--db", setup.db, "--once", "--staging-dir", setup.directory.file("staging")],
+            log: setup.directory.file("worker.log"),
+            environment: ["JOBCTL_FAILPOINTS": "between-files"]
+        )
+        try #require(
+            try await eventually(within: .seconds(60)) { FencingTests.isStopped(worker.pid) },
+            "the worker never reached its second file: \(worker.log)"
+        )
+        let half = try await names()
+        #expect(!half.isEmpty && !half.contains("storyboard.json"), "\(half)")
+        kill(worker.pid, SIGCONT)
+        #expect(try await worker.waitForExit(timeout: .seconds(60))?.status == 0, "\(worker.log)")
         let job = try await setup.job(id)
         #expect(job.status == .completed, "\(job.error?.message ?? "")")
-        let (client, prefix) = (setup.client, setup.prefix)
-        let objects = try await onThread {
-            try client.listObjects(bucket: ObjectStoreJobTests.bucket, prefix: "\(prefix)/board/")
-        }
-        let names = Set(objects.map { String($0.key.dropFirst("\(prefix)/board/".count)) })
+        let listed = job.result?["files"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+        #expect(listed.last == "storyboard.json", "the description is not written last: \(listed)")
+        let names = try await names()
         #expect(names.contains("storyboard.json") && names.contains("storyboard.vtt") && names.count >= 3, "\(names)")
+        #expect(names == Set(listed), "\(names) against \(listed)")
         let json = try await setup.download(setup.location("board/storyboard.json"), to: "storyboard.json")
         #expect(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) is [String: Any])
     }
