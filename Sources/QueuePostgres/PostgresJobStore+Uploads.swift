@@ -47,7 +47,7 @@ extension PostgresJobStore {
 
     public func clearAbandonedUpload(of id: JobID, state: String) async throws {
         try await withConnection { connection in
-            try await connection.query(
+            _ = try await connection.query(
                 """
                 UPDATE jobctl.jobs SET upload_state = NULL
                 WHERE id = \(id.rawValue) AND upload_state = \(state) AND status IN ('completed', 'failed', 'cancelled')
