@@ -57,9 +57,14 @@ struct ObjectStoreJobTests {
             return JobID(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
         }
 
-        func runWorker(_ environment: [String: String] = [:], name: String = "worker") async throws -> String {
+        func runWorker(
+            _ environment: [String: String] = [:],
+            name: String = "worker",
+            arguments: [String] = []
+        ) async throws -> String {
             let worker = try JobctlProcess(
-                ["worker", "--db", db, "--once", "--staging-dir", directory.file("staging"), "--retry-delay", "100ms"],
+                ["worker", "--db", db, "--once", "--staging-dir", directory.file("staging"), "--retry-delay", "100ms"]
+                    + arguments,
                 log: directory.file("\(name).log"),
                 environment: environment
             )
@@ -97,10 +102,19 @@ struct ObjectStoreJobTests {
     func bucketToBucket() async throws {
         let setup = try await Setup("s3-export")
         defer { setup.directory.remove() }
+        let hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: hookSecret)
+        defer { receiver.stop() }
         let input = try await setup.uploadInput()
         let output = setup.location("out/talk low.mp4")
-        let id = try await setup.submit(input, ["--range", "1s+2s", "-o", "\(output)"])
-        let log = try await setup.runWorker()
+        let id = try await setup.submit(
+            input,
+            ["--range", "1s+2s", "-o", "\(output)", "--webhook", receiver.url(), "--allow-private-webhooks"]
+        )
+        let log = try await setup.runWorker(
+            ["JOBCTL_WEBHOOK_SECRET": hookSecret],
+            arguments: ["--allow-private-webhooks"]
+        )
 
         let job = try await setup.job(id)
         #expect(job.status == .completed, "\(job.error?.message ?? "")")
@@ -113,10 +127,14 @@ struct ObjectStoreJobTests {
         #expect(abs((probe.format.duration.flatMap(Double.init) ?? 0) - 2) < 0.1, "\(probe.format)")
         #expect(probe.video != nil && !probe.audio.isEmpty)
 
-        // The secret, a signature or a pre-signed URL: in no log, no job JSON.
+        // The secret, a signature or a pre-signed URL: in no log, no job JSON, no webhook.
         let show = try await Jobctl.run(["show", id.rawValue, "--db", setup.db, "--json"])
         let secret = setup.environment["AWS_SECRET_ACCESS_KEY"]!
-        for text in [log, show.stdoutText] {
+        let delivered = try await eventually(within: .seconds(10)) { !receiver.records().isEmpty }
+        #expect(delivered, "no webhook arrived")
+        let webhook = (try? String(contentsOfFile: receiver.log, encoding: .utf8)) ?? ""
+        #expect(receiver.records().first?["jobId"] as? String == id.rawValue, "\(webhook)")
+        for text in [log, show.stdoutText, webhook] {
             #expect(!text.contains(secret) && !text.contains("X-Amz-Signature") && !text.contains("Authorization"))
         }
         #expect(try await setup.multipartUploads().isEmpty)
