@@ -54,8 +54,10 @@ public enum MultipartResume {
         for number in 1...plan.partCount {
             let range = plan.range(ofPart: number)
             if let part = held[number], part.size == Int64(range.count), S3Client.isMD5(part.etag),
-                part.etag == localMD5(number)
+                case let md5 = localMD5(number), part.etag.lowercased() == md5
             {
+                var part = part
+                part.md5 = md5
                 keep.append(part)
             } else {
                 send.append(number)

@@ -130,8 +130,10 @@ public struct ObjectUpload: Sendable {
                         try client.completeMultipartUpload(location, uploadID: id, parts: parts, condition: condition)
                     }
                     _ = try? await journal?.record(location, nil)
-                    let expected = MultipartPlan.etag(partMD5s: parts.map(\.etag))
-                    if parts.allSatisfy({ S3Client.isMD5($0.etag) }), !etag.isEmpty, etag != expected {
+                    // Checked only where the store's part ETags are the parts' MD5s (not under
+                    // SSE-KMS or SSE-C, whose ETags are other hex).
+                    let expected = MultipartPlan.etag(partMD5s: parts.map { $0.etag.lowercased() })
+                    if parts.allSatisfy(\.etagIsLocalMD5), !etag.isEmpty, etag.lowercased() != expected {
                         throw S3Error(
                             .transient,
                             "\(location): the assembled object's ETag is \(etag), not \(expected)"
@@ -166,10 +168,14 @@ public struct ObjectUpload: Sendable {
                     listed = try client.listParts(location, uploadID: record.uploadID)
                 } catch  where error.code == .notFound {
                     listed = nil  // completed, aborted, or expired by a lifecycle rule
+                } catch  where !error.isTransient && error.code != .stopped {
+                    // A policy without ListMultipartUploadParts: a new upload, this one abandoned.
+                    return .startOver(abandon: record)
                 }
             }
+            // Hashing the file's parts reads it whole: not for a stopped attempt.
             return MultipartResume.decide(record: record, location: location, plan: plan, listed: listed) {
-                (try? FileDigest.of(file, range: plan.range(ofPart: $0)).md5) ?? ""
+                shouldStop() ? "" : ((try? FileDigest.of(file, range: plan.range(ofPart: $0)).md5) ?? "")
             }
         }
         switch decision {
@@ -177,11 +183,8 @@ public struct ObjectUpload: Sendable {
             journal.resumed(keep.count, plan.partCount)
             return (id, keep, send)
         case .startOver(let abandon):
-            if let abandon {
-                _ = try? await blocking { [self] in
-                    try client.abortMultipartUpload(location, uploadID: abandon.uploadID)
-                }
-            }
+            // The new upload is recorded (under the lease) before the old one is aborted: a
+            // stale worker, whose record is refused, never aborts what its successor uses.
             let id = try await create()
             let recorded: Bool
             do {
@@ -196,6 +199,11 @@ public struct ObjectUpload: Sendable {
             guard recorded else {
                 _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
                 throw S3Error(.stopped, "\(location): the lease was lost before the upload began")
+            }
+            if let abandon {
+                _ = try? await blocking { [self] in
+                    try client.abortMultipartUpload(location, uploadID: abandon.uploadID)
+                }
             }
             return (id, [], every)
         }
@@ -212,12 +220,23 @@ public struct ObjectUpload: Sendable {
     /// (they are billed, and invisible in a listing) — by this worker only while it still holds
     /// the job, so a stale worker never aborts the upload its successor continues.
     private func giveUp(_ id: String, after error: S3Error) async throws(S3Error) -> Never {
+        // The upload is gone (a lifecycle rule, a sweep, a stale worker's abort) or holds a part
+        // other than the one listed: the next try starts over, with a record cleared first.
+        if Self.lostUpload(error) {
+            _ = try? await journal?.record(location, nil)
+            throw S3Error(.transient, "\(location): the multipart upload was lost; starting over (\(error.message))")
+        }
         if let journal {
             if error.code == .stopped || error.isTransient { throw error }
             guard (try? await journal.record(location, nil)) == true else { throw error }
         }
         _ = try? await blocking { [self] in try client.abortMultipartUpload(location, uploadID: id) }
         throw error
+    }
+
+    /// Whether `error` says the upload itself is gone or no longer what was listed.
+    static func lostUpload(_ error: S3Error) -> Bool {
+        ["NoSuchUpload", "InvalidPart", "InvalidPartOrder"].contains(error.storeCode ?? "")
     }
 
     /// The parts `numbers`, at most `partsInFlight` at once, each tried again after a transient failure.

@@ -84,6 +84,13 @@ public final class S3Client: Sendable {
     /// for a HEAD), classified by what another try could change.
     static func error(_ response: HTTPResponse, location: S3Location, method: String) -> S3Error {
         if response.failed(with: .aborted) { return S3Error(.stopped, "\(location): stopped") }
+        if let status = response.statusCode, (200..<300).contains(status), let failure = response.failure {
+            // The answer began (2xx) and broke off: the network, a stall, a full disk.
+            return S3Error(
+                .transient,
+                "\(location): the transfer broke off (\(failure.message)) (HTTP \(status) to \(method))"
+            )
+        }
         guard let status = response.statusCode else {
             let denied = response.failed(with: .certificateRejected) || response.failed(with: .refused)
             return S3Error(
@@ -172,9 +179,15 @@ public final class S3Client: Sendable {
         to path: String,
         shouldAbort: (@Sendable () -> Bool)? = nil
     ) throws(S3Error) -> Int64 {
-        _ = try perform(Call(method: "GET", location: location, body: .download(to: path)), shouldAbort: shouldAbort)
+        let response = try perform(
+            Call(method: "GET", location: location, body: .download(to: path)),
+            shouldAbort: shouldAbort
+        )
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         guard let size else { throw S3Error(.failed, "\(location): the download into \(path) vanished") }
+        if let expected = response.headers["content-length"].flatMap({ Int64($0) }), expected != size {
+            throw S3Error(.transient, "\(location): \(size) of \(expected) bytes arrived")
+        }
         return size
     }
 

@@ -50,7 +50,9 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
         if key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return .failure(ParseError(reason: "\(text): a key cannot hold control characters"))
         }
-        if key.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." }) {
+        // By bytes: split by Characters, a combining mark after a `/` would hide a `..` segment.
+        let segments = key.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if segments.contains(where: { $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) }) {
             return .failure(ParseError(reason: "\(text): a key cannot have . or .. segments"))
         }
         if key.hasPrefix("/") { return .failure(ParseError(reason: "\(text): a key cannot start with /")) }

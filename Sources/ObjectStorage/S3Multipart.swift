@@ -33,17 +33,24 @@ public struct MultipartPlan: Sendable, Hashable, Codable {
     }
 }
 
-/// A part the store holds: its number, ETag (quotes removed) and size.
+/// A part the store holds: its number, ETag (quotes removed) and size; and, for a part this
+/// worker sent or checked, the MD5 of its bytes here.
 public struct UploadedPart: Sendable, Hashable, Codable {
     public var number: Int
     public var etag: String
     public var size: Int64
+    public var md5: String?
 
-    public init(number: Int, etag: String, size: Int64) {
+    public init(number: Int, etag: String, size: Int64, md5: String? = nil) {
         self.number = number
         self.etag = etag
         self.size = size
+        self.md5 = md5
     }
+
+    /// Whether the store's ETag is the MD5 of the bytes this worker has for the part (so the
+    /// assembled object's ETag can be computed here: not under SSE-KMS or SSE-C).
+    public var etagIsLocalMD5: Bool { md5.map { etag.lowercased() == $0.lowercased() } ?? false }
 }
 
 /// A multipart upload in progress.
@@ -97,14 +104,10 @@ extension S3Client {
             ),
             shouldAbort: shouldAbort
         )
+        // The store checked the body against its signed SHA-256; the ETag may be its MD5 (most
+        // stores) or not (SSE-KMS, SSE-C): compared only where the object's ETag is computed.
         let etag = Self.unquoted(response.headers["etag"] ?? "")
-        if Self.isMD5(etag), etag != digest.md5 {
-            throw S3Error(
-                .transient,
-                "\(location): part \(number) arrived damaged (ETag \(etag), sent MD5 \(digest.md5))"
-            )
-        }
-        return UploadedPart(number: number, etag: etag.isEmpty ? digest.md5 : etag, size: digest.size)
+        return UploadedPart(number: number, etag: etag.isEmpty ? digest.md5 : etag, size: digest.size, md5: digest.md5)
     }
 
     /// The parts the store holds of an upload, in order (page after page).
@@ -125,9 +128,17 @@ extension S3Client {
                     )
                 )
             }
-            marker =
+            let next =
                 XMLText.first("IsTruncated", in: response.body) == "true"
                 ? XMLText.first("NextPartNumberMarker", in: response.body) : nil
+            // A marker that does not move on, or more parts than S3 allows: a broken answer,
+            // not a reason to loop.
+            if let next,
+                (Int(next) ?? 0) <= (Int(marker ?? "0") ?? 0) || Int64(parts.count) > MultipartPlan.maximumParts
+            {
+                throw S3Error(.transient, "\(location): the store's list of parts does not end")
+            }
+            marker = next
         } while marker != nil
         return parts.sorted { $0.number < $1.number }
     }

@@ -217,9 +217,10 @@ public protocol JobQueueDriver: Sendable {
     /// uploads their attempts left behind, for the worker's sweep to abort.
     func abandonedUploads(limit: Int) async throws -> [(id: JobID, state: String)]
 
-    /// Clears the record of an ended job if it is still `state` (the sweep, after aborting).
-    /// A job retried meanwhile, whose new attempt recorded an upload of its own, keeps it.
-    func clearAbandonedUpload(of id: JobID, state: String) async throws
+    /// Clears the record of an ended job if it is still `state`: the sweep's claim on the
+    /// uploads it names, before it aborts them. `false` (nothing cleared): the job was retried
+    /// meanwhile, or its record changed, and its uploads are not the sweep's any more.
+    func clearAbandonedUpload(of id: JobID, state: String) async throws -> Bool
 }
 
 /// What a user does to a job from outside: cancel it, run it again.

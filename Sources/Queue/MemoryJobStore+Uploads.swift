@@ -25,13 +25,14 @@ extension MemoryJobStore {
         }
     }
 
-    public func clearAbandonedUpload(of id: JobID, state: String) async throws {
+    public func clearAbandonedUpload(of id: JobID, state: String) async throws -> Bool {
         write { tables in
             guard var record = tables.jobs[id], record.job.status.isTerminal, record.uploadState == state else {
-                return
+                return false
             }
             record.uploadState = nil
             tables.jobs[id] = record
+            return true
         }
     }
 }

@@ -45,15 +45,17 @@ extension PostgresJobStore {
         }
     }
 
-    public func clearAbandonedUpload(of id: JobID, state: String) async throws {
+    public func clearAbandonedUpload(of id: JobID, state: String) async throws -> Bool {
         try await withConnection { connection in
-            _ = try await connection.query(
+            for try await _ in try await connection.query(
                 """
                 UPDATE jobctl.jobs SET upload_state = NULL
                 WHERE id = \(id.rawValue) AND upload_state = \(state) AND status IN ('completed', 'failed', 'cancelled')
+                RETURNING id
                 """,
                 logger: self.logger
-            )
+            ).decode(String.self) { return true }
+            return false
         }
     }
 }

@@ -36,7 +36,7 @@ extension SQLiteJobStore {
         }
     }
 
-    public func clearAbandonedUpload(of id: JobID, state: String) async throws {
+    public func clearAbandonedUpload(of id: JobID, state: String) async throws -> Bool {
         try await write { db in
             try db.execute(
                 sql: """
@@ -45,6 +45,7 @@ extension SQLiteJobStore {
                     """,
                 arguments: [id.rawValue, state]
             )
+            return db.changesCount == 1
         }
     }
 }

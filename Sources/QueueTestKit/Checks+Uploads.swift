@@ -36,11 +36,11 @@ extension Checks {
         let abandoned = try await h.handle(1).abandonedUploads(limit: 10)
         #expect(abandoned.map(\.id) == [job.id] && abandoned.map(\.state) == [#"{"upload":"three"}"#])
 
-        // The sweep clears only what it aborted: a different state (a retry recorded another
-        // upload meanwhile) stays.
-        try await h.handle(0).clearAbandonedUpload(of: job.id, state: #"{"upload":"two"}"#)
+        // The sweep claims (clears) a record before it aborts what it names, and only the record
+        // it read: a different state (a retry recorded another upload meanwhile) stays.
+        #expect(try await h.handle(0).clearAbandonedUpload(of: job.id, state: #"{"upload":"two"}"#) == false)
         #expect(try await h.store.recordedUpload(of: job.id) == #"{"upload":"three"}"#)
-        try await h.handle(0).clearAbandonedUpload(of: job.id, state: #"{"upload":"three"}"#)
+        #expect(try await h.handle(0).clearAbandonedUpload(of: job.id, state: #"{"upload":"three"}"#))
         #expect(try await h.store.recordedUpload(of: job.id) == nil)
         #expect(try await h.store.abandonedUploads(limit: 10).isEmpty)
 
@@ -49,7 +49,7 @@ extension Checks {
         #expect(retried.status == .unknown)
         let third = try await h.claim(job.id, as: workerA, lease: .seconds(30), on: 0)
         #expect(try await h.store.recordUpload(third.lease, #"{"upload":"four"}"#))
-        try await h.handle(1).clearAbandonedUpload(of: job.id, state: #"{"upload":"four"}"#)
+        #expect(try await h.handle(1).clearAbandonedUpload(of: job.id, state: #"{"upload":"four"}"#) == false)
         #expect(try await h.store.recordedUpload(of: job.id) == #"{"upload":"four"}"#, "a running job keeps its record")
 
         // The limit, over several ended jobs.

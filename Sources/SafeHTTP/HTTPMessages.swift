@@ -104,7 +104,9 @@ public struct HTTPResponse: Sendable {
         self.failure = failure
     }
 
-    public var succeeded: Bool { statusCode.map { (200..<300).contains($0) } ?? false }
+    /// A 2xx answer received whole (a transfer that broke off after a 2xx status line, or whose
+    /// download could not be written, did not succeed).
+    public var succeeded: Bool { failure == nil && statusCode.map { (200..<300).contains($0) } ?? false }
 
     /// Whether the request failed with `code`.
     public func failed(with code: HTTPError.Code) -> Bool { failure?.code == code }

@@ -149,6 +149,9 @@ struct Attempts: Sendable {
         var uploadTries = 0
         /// Bytes of each file uploaded so far, by name (a retry resumes after them).
         var uploaded: [String: Int64] = [:]
+        /// The output once it is shown (renamed into place, or uploaded): told so after the
+        /// store has recorded the completion (`HeldOutput.published`).
+        var shown: (any HeldOutput)?
 
         mutating func takeHeld() -> (any HeldOutput)? {
             defer { held = nil }
@@ -190,6 +193,7 @@ struct Attempts: Sendable {
                     // Renames and fsyncs (a set: every file) off the event loops (`onDedicatedThread`).
                     if let held = attempt.takeHeld() {
                         try await onDedicatedThread("jobctl.commit") { try held.commit() }
+                        attempt.shown = held
                     }
                     action = execution.handle { $0.renamed(.success(())) }
                 } catch {
@@ -204,9 +208,7 @@ struct Attempts: Sendable {
             case .upload:
                 let outcome = await upload(&attempt, tries: attempt.uploadTries)
                 if case .retry = outcome { attempt.uploadTries += 1 }
-                if case .uploaded = outcome, let held = attempt.held {
-                    _ = try? await onDedicatedThread("jobctl.published") { held.published() }
-                }
+                if case .uploaded = outcome { attempt.shown = attempt.held }
                 action = execution.handle { $0.uploadEnded(outcome) }
             case .waitToRetryUpload(let delay):
                 let deadline = ContinuousClock.now + delay
@@ -218,6 +220,11 @@ struct Attempts: Sendable {
                 if discardOutput, let held = attempt.takeHeld() { await Self.discard(held) }
                 attempt.slot.free()  // the work is over; the report is one store call
                 let accepted = await self.report(report, attempt)
+                // Only once the completion is recorded may what the output no longer needs go:
+                // a lease lost before that means another attempt, which may need it.
+                if accepted == true, case .complete = report, let shown = attempt.shown {
+                    _ = try? await onDedicatedThread("jobctl.published") { shown.published() }
+                }
                 action = execution.handle { $0.reported(accepted: accepted) }
             case .end(let outcome, let discardOutput):
                 if discardOutput, let held = attempt.takeHeld() { await Self.discard(held) }

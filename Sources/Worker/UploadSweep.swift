@@ -11,9 +11,11 @@ import Queue
 /// there is no next attempt — the job failed for good, was cancelled, or a killed worker's
 /// attempt was its last — the parts would stay in the bucket, billed and invisible. So every
 /// worker, when it starts and every hour with its staging sweep, aborts the uploads of ended
-/// jobs and clears their records. An upload the store no longer has (completed, or expired by
-/// a lifecycle rule) is cleared too; one the store would not abort (no credentials, refused)
-/// stays recorded, for the next sweep, and the bucket's lifecycle rule is the backstop.
+/// jobs: it claims each record (clears it, only if the job is still ended and the record
+/// unchanged), then aborts the uploads it named. An upload the store no longer has (completed,
+/// or expired by a lifecycle rule) is fine; one the store would not abort is left to the
+/// bucket's lifecycle rule, the backstop. A job without credentials for a bucket waits for a
+/// worker that has them: the sweep only claims records once it has a client.
 struct UploadSweep {
     let store: any JobQueueDriver
     let clients: S3ClientProvider
@@ -47,26 +49,27 @@ struct UploadSweep {
         }
         var cleared: [JobID] = []
         for (id, state) in abandoned {
-            var aborted = true
-            for record in UploadJournal.decode(state) {
-                aborted = await abort(record, client: client, job: id) && aborted
-            }
-            guard aborted else { continue }
+            // Claimed first: a job retried since the listing keeps its record, and its upload,
+            // which its new attempt may be continuing.
             do {
-                try await store.clearAbandonedUpload(of: id, state: state)
-                cleared.append(id)
+                guard try await store.clearAbandonedUpload(of: id, state: state) else { continue }
             } catch {
                 logger.warning(
-                    "An aborted upload's record was not cleared",
+                    "An abandoned upload's record could not be claimed",
                     metadata: ["job.id": "\(id)", "error": "\(error)"]
                 )
+                continue
             }
+            cleared.append(id)
+            for record in UploadJournal.decode(state) { await abort(record, client: client, job: id) }
         }
         return cleared
     }
 
-    private func abort(_ record: UploadRecord, client: S3Client, job: JobID) async -> Bool {
-        guard case .success(let location) = S3Location.parse(record.location) else { return true }
+    /// Best effort: an upload the store would not abort is left to the bucket's lifecycle rule
+    /// (its record is gone, so one refusal cannot hold up the sweep for good).
+    private func abort(_ record: UploadRecord, client: S3Client, job: JobID) async {
+        guard case .success(let location) = S3Location.parse(record.location) else { return }
         do {
             try await onDedicatedThread("jobctl.s3") {
                 do throws(S3Error) {
@@ -79,13 +82,11 @@ struct UploadSweep {
                 "Aborted an upload its ended job left behind",
                 metadata: ["job.id": "\(job)", "job.output": "\(location)"]
             )
-            return true
         } catch {
             logger.warning(
-                "An abandoned upload could not be aborted; it stays recorded for the next sweep",
+                "An abandoned upload could not be aborted; the bucket's lifecycle rule will remove its parts",
                 metadata: ["job.id": "\(job)", "job.output": "\(location)", "error": "\(error)"]
             )
-            return false
         }
     }
 }

@@ -70,9 +70,9 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
         called()
         return try await store.abandonedUploads(limit: limit)
     }
-    func clearAbandonedUpload(of id: JobID, state: String) async throws {
+    func clearAbandonedUpload(of id: JobID, state: String) async throws -> Bool {
         called()
-        try await store.clearAbandonedUpload(of: id, state: state)
+        return try await store.clearAbandonedUpload(of: id, state: state)
     }
     func cancel(_ id: JobID) async throws -> CancelOutcome {
         called()

@@ -233,6 +233,11 @@ struct SubmissionTests {
         }
         let outside = Self.refusal(draft(own + "in.mov", "s3://media/tenants/other/out.mp4"), rules)
         #expect(outside?.field == "output" && outside?.message.contains(own) == true, "\(outside as Any)")
+        // Compared as bytes: a Kelvin sign is not a K (String comparison says it is).
+        let kelvin = try Self.rules(.json, tenant: true, objectRoot: "s3://media/K/")
+        let lookalike = Self.refusal(draft("s3://media/\u{212A}/abc123/in.mov", own + "o.mp4"), kelvin)
+        #expect(lookalike?.field == "input", "a Kelvin sign passed for K")
+        #expect(Self.refusal(draft("s3://media/K/abc123/in.mov", "s3://media/K/abc123/o.mp4"), kelvin) == nil)
         // Without a root, none at all.
         let none = Self.refusal(draft(own + "in.mov", own + "out.mp4"), try Self.rules(.json, tenant: true))
         #expect(none?.message.contains("--s3-root") == true, "\(none as Any)")

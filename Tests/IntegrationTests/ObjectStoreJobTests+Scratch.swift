@@ -67,4 +67,40 @@ extension ObjectStoreJobTests {
             #expect(result.status != 0 && result.stderr.contains(reason), "\(scratch): \(result.stderr)")
         }
     }
+
+    @Test("a part the bucket lost before the join (a lifecycle rule, a hand) is encoded again by the join")
+    func lostScratchPartIsEncodedAgain() async throws {
+        let setup = try await Setup("s3-scratch-lost")
+        defer { setup.directory.remove() }
+        let input = try await Fixtures.shared.path(.splitVFR)
+        let output = setup.directory.file("split.mp4")
+        let scratch = "s3://\(Self.scratchBucket)/\(setup.prefix)/tmp/"
+        let id = try await setup.submit(input, ["--split", "4s", "--range", "1s+13s", "-o", output])
+        let worker = try JobctlProcess(
+            [
+                "worker", "--db", setup.db, "--name", "W", "--once", "--lease", "30s", "--scratch", scratch,
+                "--staging-dir", setup.directory.file("staging"),
+            ],
+            log: setup.directory.file("W.log"),
+            environment: ["JOBCTL_FAILPOINTS": "before-join"]
+        )
+        try #require(
+            try await eventually(within: .seconds(120)) { FencingTests.isStopped(worker.pid) },
+            "the worker never reached the join: \(worker.log)"
+        )
+        let lost = try S3Location.parse("\(scratch)\(id).split/segment-00001.mp4").get()
+        let client = setup.client
+        #expect(try await onThread { try client.head(lost) } != nil, "no such part to lose")
+        try await onThread { try client.deleteObject(lost) }
+        kill(worker.pid, SIGCONT)
+        #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        let segments = job.result?["segments"]?.arrayValue ?? []
+        #expect(segments.count >= 3 && segments[1]["reencoded"]?.doubleValue == 1, "\(segments)")
+        #expect(segments.enumerated().allSatisfy { $0.offset == 1 || $0.element["reencoded"] == nil })
+        try await SplitJobTests.expectOneProcessExport(output, of: input, range: "1s+13s", in: setup.directory)
+        let left = try await onThread { try client.listObjects(bucket: Self.scratchBucket, prefix: setup.prefix) }
+        #expect(left.isEmpty, "\(left.map(\.key))")
+    }
 }

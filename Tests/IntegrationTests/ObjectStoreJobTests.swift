@@ -163,7 +163,9 @@ struct ObjectStoreJobTests {
         #expect(try await setup.multipartUploads().isEmpty)
     }
 
-    @Test("a wrong secret fails the job at once with the store's code; a missing input is input_not_found")
+    @Test(
+        "a wrong secret fails the job at once with the store's code, writing or reading; a missing input is input_not_found"
+    )
     func refusals() async throws {
         let setup = try await Setup("s3-refusals")
         defer { setup.directory.remove() }
@@ -182,6 +184,14 @@ struct ObjectStoreJobTests {
         #expect(job.error?.retryable == false)
         #expect(!log.contains("not-the-secret"))
         #expect(try await setup.multipartUploads().isEmpty)
+
+        // Reading with the wrong secret: input_unreadable, with the store's code, not retried.
+        let unreadable = try await setup.submit(try await setup.uploadInput(), ["-o", setup.directory.file("u.mp4")])
+        _ = try await setup.runWorker(["AWS_SECRET_ACCESS_KEY": "not-the-secret"], name: "unreadable")
+        job = try await setup.job(unreadable)
+        #expect(job.status == .failed && job.attempt == 1 && job.error?.code == .inputUnreadable, "\(job.status)")
+        #expect(job.error?.message.contains("SignatureDoesNotMatch") == true, "\(job.error?.message ?? "")")
+        #expect(job.error?.retryable == false)
 
         let missing = try await setup.submit(
             "\(setup.location("nothing-here.mp4"))",

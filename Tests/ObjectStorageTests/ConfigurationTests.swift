@@ -27,6 +27,9 @@ struct ConfigurationTests {
             "s3://ab/key": "3 to 63",
             "s3://-bucket/key": "starts and ends",
             "s3://bucket/a/../b": ". or ..",
+            // A mark that joins the `/` before or after it into one Character must not hide a segment.
+            "s3://bucket/a/\u{0600}/../x": ". or ..",
+            "s3://bucket/a/../\u{301}x": ". or ..",
             "s3://bucket/key?versionId=1": "no query",
             "s3://bucket//key": "cannot start with /",
             "s3://bucket/a\u{1}b": "control",

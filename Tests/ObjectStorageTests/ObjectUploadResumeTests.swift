@@ -17,6 +17,8 @@ struct ObjectUploadResumeTests {
         let records = Mutex<[UploadRecord]>([])
         let leaseHeld = Atomic(true)
         let resumed = Mutex<(kept: Int, parts: Int)?>(nil)
+        /// Run when an upload is continued, before its parts are sent.
+        let onResume = Mutex<(@Sendable () -> Void)?>(nil)
 
         var journal: UploadJournal {
             UploadJournal(
@@ -26,7 +28,10 @@ struct ObjectUploadResumeTests {
                     self.records.withLock { $0 = UploadJournal.replacing(location, with: record, in: $0) }
                     return true
                 },
-                resumed: { kept, parts in self.resumed.withLock { $0 = (kept, parts) } }
+                resumed: { kept, parts in
+                    self.resumed.withLock { $0 = (kept, parts) }
+                    self.onResume.withLock { $0 }?()
+                }
             )
         }
     }
@@ -155,6 +160,60 @@ struct ObjectUploadResumeTests {
             }
             #expect(try await Self.uploads(client, prefix).isEmpty)
             #expect(try await onThread { try client.head(location) } == nil)
+        }
+    }
+
+    @Test("a stale attempt whose record is refused never aborts the upload its successor recorded")
+    func staleAttemptLeavesTheSuccessorsUpload() async throws {
+        try await withTemporaryDirectory("resume-stale") { directory in
+            let (client, prefix, location) = try Self.place("stale")
+            let path = try Client.file(directory, "talk.bin", bytes: 2 * (5 << 20) + 7, seed: 41)
+            // The successor's upload, of its own (other) size, is what the job records now.
+            let theirs = try await onThread { try client.createMultipartUpload(location, contentType: nil) }
+            let journal = Journal()
+            journal.records.withLock {
+                $0 = [UploadRecord(location: "\(location)", uploadID: theirs, size: 99 << 20, partSize: 5 << 20)]
+            }
+            journal.leaseHeld.store(false, ordering: .relaxed)
+            guard case .stopped = await Self.upload(path, to: location, client: client, journal: journal).run() else {
+                Issue.record("a stale attempt went on")
+                return
+            }
+            #expect(
+                try await Self.uploads(client, prefix).map(\.uploadID) == [theirs],
+                "the successor's upload was touched"
+            )
+            try await onThread { try client.abortMultipartUpload(location, uploadID: theirs) }
+        }
+    }
+
+    @Test(
+        "an upload lost while it is continued (a lifecycle rule, an abort): the attempt fails retryable, the next starts over"
+    )
+    func lostUploadStartsOver() async throws {
+        try await withTemporaryDirectory("resume-gone") { directory in
+            let (client, prefix, location) = try Self.place("gone")
+            let path = try Client.file(directory, "talk.bin", bytes: 5 * (5 << 20) + 11, seed: 51)
+            let journal = Journal()
+            _ = await Self.upload(path, to: location, client: client, journal: journal, stopAfter: 1).run()
+            let record = try #require(journal.records.withLock { $0.first })
+            // The upload disappears between the decision to continue it and its parts.
+            journal.onResume.withLock {
+                $0 = { _ = try? client.abortMultipartUpload(location, uploadID: record.uploadID) }
+            }
+            let second = await Self.upload(path, to: location, client: client, journal: journal).run()
+            guard case .failed(let error) = second else {
+                Issue.record("the lost upload was not noticed: \(second)")
+                return
+            }
+            #expect(error.isTransient && error.message.contains("lost"), "\(error)")
+            #expect(journal.records.withLock { $0.isEmpty }, "the lost upload is still recorded")
+            journal.onResume.withLock { $0 = nil }
+            guard case .uploaded = await Self.upload(path, to: location, client: client, journal: journal).run() else {
+                Issue.record("the next attempt did not start over")
+                return
+            }
+            #expect(try await Self.uploads(client, prefix).isEmpty)
         }
     }
 }

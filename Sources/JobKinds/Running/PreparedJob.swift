@@ -53,8 +53,9 @@ public protocol HeldOutput: AnyObject, Sendable {
     var uploads: [HeldUpload] { get }
     func commit() throws
     func discard()
-    /// Called once every upload is done, before `discard` (blocking work allowed): what the
-    /// output no longer needs once it is published can go (a split's parts).
+    /// Called once the output is shown (renamed into place, or uploaded) and the store has
+    /// recorded the job's completion (blocking work allowed): what the output no longer needs
+    /// can go (a split's parts).
     func published()
 }
 

@@ -85,7 +85,7 @@ final class SplitJoinJob: PreparedJob {
             segments.map { SplitJob.fileName($0.segment, format: format) }
             + (audio.flatMap { (try? $0.splitSegment()).flatMap { $0 } }.map { [SplitJob.fileName($0, format: format)] }
                 ?? [])
-        try await scratch.download(names, context: context) { self.isCancelled }
+        let missing = try await scratch.download(names, context: context) { self.isCancelled }
         let parts = try segments.map { child, segment in
             SegmentJoin.Segment(
                 path: scratch.path(of: SplitJob.fileName(segment, format: format)),
@@ -99,6 +99,20 @@ final class SplitJoinJob: PreparedJob {
             (try? child.splitSegment()).flatMap { $0 }.map { scratch.path(of: SplitJob.fileName($0, format: format)) }
         }
         var reencodes = Array(repeating: 0, count: parts.count)
+        // A part the scratch lost (a lifecycle rule, a hand): a segment is encoded again here,
+        // as for a segment the proof refuses; the audio cannot be.
+        for (index, (child, segment)) in segments.enumerated()
+        where missing.contains(SplitJob.fileName(segment, format: format)) {
+            reencodes[index] += 1
+            try await reencode(child, to: parts[index].path)
+        }
+        if let audioPath, missing.contains((audioPath as NSString).lastPathComponent) {
+            throw JobError(
+                code: .internalError,
+                message: "the split export's audio part is missing from the scratch \(context.scratchDirectory)",
+                retryable: false
+            )
+        }
         while true {
             if state.withLock({ $0.cancelled }) { throw MediaError.cancelled() }
             do {
@@ -117,6 +131,9 @@ final class SplitJoinJob: PreparedJob {
                     let joined = finished.joined
                     return (joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType))
                 }
+                // Downloaded copies are not needed once joined (the objects stay until the
+                // completion is recorded); a shared directory's parts stay for another join.
+                if scratch.remote != nil { try? FileManager.default.removeItem(atPath: scratch.directory) }
                 var reports = SplitExport.reports(SplitPlan(segments: segmentPlan), joined: joined)
                 for index in reports.indices {
                     let child = segments[index].job
@@ -223,9 +240,9 @@ final class SplitJoinJob: PreparedJob {
     }
 }
 
-/// A join's output: an export's, and once it is published (renamed into place, or uploaded)
-/// the parts are removed, local and remote (when the job fails, the staging sweep removes the
-/// local ones and the scratch prefix's lifecycle rule the objects).
+/// A join's output: an export's, and once the job's completion is recorded the parts are
+/// removed, local and remote (when the job fails, the staging sweep removes the local ones and
+/// the scratch prefix's lifecycle rule the objects).
 final class HeldSplit: HeldOutput {
     private let export: HeldExport
     private let scratch: SplitScratch
@@ -240,11 +257,10 @@ final class HeldSplit: HeldOutput {
         self.context = context
     }
 
-    func commit() throws {
-        try export.commit()
-        published()
-    }
+    func commit() throws { try export.commit() }
 
+    /// Called once the parent's completion is recorded: before, a lost lease means another join,
+    /// which needs the parts.
     func published() {
         try? FileManager.default.removeItem(atPath: scratch.directory)
         scratch.removeObjects(parts, context: context)

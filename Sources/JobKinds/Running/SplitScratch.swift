@@ -54,9 +54,14 @@ struct SplitScratch: Sendable {
     }
 
     /// The join's side: every part named in `names` downloaded from the object store into the
-    /// local directory (nothing to do for a scratch directory), at most four at once.
-    func download(_ names: [String], context: RunContext, isCancelled: @escaping @Sendable () -> Bool) async throws {
-        guard remote != nil else { return }
+    /// local directory (nothing to do for a scratch directory), at most four at once. Returns
+    /// the names the store does not have (deleted, expired by a lifecycle rule).
+    func download(
+        _ names: [String],
+        context: RunContext,
+        isCancelled: @escaping @Sendable () -> Bool
+    ) async throws -> Set<String> {
+        guard remote != nil else { return [] }
         try makeDirectory()
         let client: S3Client
         do {
@@ -64,28 +69,34 @@ struct SplitScratch: Sendable {
         } catch {
             throw ObjectStoreMedia.jobError(error, reading: true)
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        return try await withThrowingTaskGroup(of: String?.self) { group in
             var pending = names[...]
+            var missing: Set<String> = []
             func add() {
                 guard let name = pending.popFirst(), let object = object(of: name) else { return }
                 let path = path(of: name)
                 group.addTask {
-                    try await onDedicatedThread("jobctl.s3") {
+                    try await onDedicatedThread("jobctl.s3") { () throws -> String? in
                         do throws(S3Error) {
                             try client.download(object, to: path, shouldAbort: isCancelled)
+                            return nil
                         } catch {
                             try? FileManager.default.removeItem(atPath: path)
+                            if error.code == .notFound { return name }
                             var failure = ObjectStoreMedia.jobError(error, reading: true)
                             failure.message =
                                 "a part of the split export could not be read from the scratch: \(error.message)"
-                            if error.code == .notFound { failure.code = .internalError }
                             throw failure
                         }
                     }
                 }
             }
             for _ in 0..<4 { add() }
-            while try await group.next() != nil { add() }
+            while let result = try await group.next() {
+                if let result { missing.insert(result) }
+                add()
+            }
+            return missing
         }
     }
 

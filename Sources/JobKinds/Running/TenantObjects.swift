@@ -25,9 +25,9 @@ package enum TenantObjects {
             return problem
         }
         let prefix = prefix(root: root, owner: owner)
-        // Keys have no `.` or `..` segments (refused above): a prefix of the text is a prefix
-        // of the place.
-        guard location.hasPrefix(prefix), location.count > prefix.count else {
+        // Keys have no `.` or `..` segments (refused above): a prefix of the bytes is a prefix
+        // of the place (compared as bytes: String comparison would take a Kelvin sign for a K).
+        guard location.utf8.starts(with: prefix.utf8), location.utf8.count > prefix.utf8.count else {
             return "this key's s3:// locations are under \(prefix)"
         }
         return nil
