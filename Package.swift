@@ -47,6 +47,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Adaptive streaming (issue 29), the pure parts: CODECS strings from configuration records.
+        .target(name: "Streaming"),
         // The job model, the status state machine, the retry policy and the JobStore protocol.
         .target(name: "Queue", dependencies: ["JobctlCore"]),
         // The schema as SQL (migrations/DIALECT/NNNN_name.DIALECT.sql), embedded in the binary.
@@ -221,6 +223,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SafeHTTPTests", dependencies: ["SafeHTTP", "JobctlCore", "MediaTestKit"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming"]),
         // The signer against AWS's vectors, configuration and credentials (pure, and with a
         // local metadata endpoint), and the S3 operations against a real SeaweedFS server.
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "SafeHTTP", "MediaTestKit"]),

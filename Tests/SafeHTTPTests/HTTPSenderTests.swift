@@ -62,6 +62,16 @@ final class Receiver: @unchecked Sendable {
                     self.reply(301, [("Location", "/ok")], b"moved")
                 elif path == "/busy":
                     self.reply(503, [("Retry-After", "7")], b"busy")
+                elif path == "/short":
+                    # 200 and a Content-Length of 1000, then 100 bytes and a closed connection.
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.write(b"x" * 100)
+                    self.wfile.flush()
+                    self.close_connection = True
+                elif path == "/missing":
+                    self.reply(404, [], b"<Error><Code>NoSuchKey</Code></Error>")
                 else:
                     self.reply(200, [], b"ok")
 
