@@ -212,7 +212,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit", "JobctlCore"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaTestKit", "JobctlCore", "Streaming"]),
         .testTarget(name: "JobctlTests", dependencies: ["Media", "MediaTestKit"]),
         // In-process tests: pure logic, the in-memory and SQLite stores, media on tiny clips; seconds in all.
         .testTarget(
