@@ -15,6 +15,8 @@ public enum DASHManifest {
         public var initialization: String
         public var media: String
         public var timescale: Int
+        /// The number of the first segment file (`$Number$`).
+        public var startNumber = 1
         /// The first segment's start and every segment's duration, in `timescale` units.
         public var start: Int64
         public var durations: [Int64]
@@ -108,7 +110,7 @@ public enum DASHManifest {
     static func template(_ representation: Representation) -> [String] {
         var lines = [
             #"        <SegmentTemplate timescale="\#(representation.timescale)" initialization="\#(escaped(representation.initialization))" "#
-                + #"media="\#(escaped(representation.media))" startNumber="1">"#,
+                + #"media="\#(escaped(representation.media))" startNumber="\#(representation.startNumber)">"#,
             "          <SegmentTimeline>",
         ]
         var index = 0

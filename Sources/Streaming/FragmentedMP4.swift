@@ -6,7 +6,7 @@
 public enum FragmentedMP4 {
     public struct Problem: Error, Equatable, CustomStringConvertible {
         public var description: String
-        init(_ description: String) { self.description = description }
+        public init(_ description: String) { self.description = description }
     }
 
     public struct Track: Sendable, Hashable {
