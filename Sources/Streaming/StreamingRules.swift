@@ -12,7 +12,7 @@ public enum StreamingRules {
         }
 
         public var level: Level
-        /// The rule's number in docs/streaming.md (1 to 3) and a short name.
+        /// The rule's number (1: keyframes, 2: durations, 3: declarations) and a short name.
         public var rule: String
         public var rendition: String?
         public var message: String
