@@ -71,14 +71,7 @@ public enum DASHManifest {
             if let frameRate { attributes += #" frameRate="\#(frameRate)""# }
             lines.append("    <AdaptationSet \(attributes)>")
             for representation in video.sorted(by: { $0.bandwidth < $1.bandwidth }) {
-                var own =
-                    #"id="\#(escaped(representation.id))" bandwidth="\#(representation.bandwidth)" codecs="\#(representation.codecs)""#
-                if let width = representation.width, let height = representation.height {
-                    own += #" width="\#(width)" height="\#(height)" sar="1:1""#
-                }
-                lines.append("      <Representation \(own)>")
-                lines += template(representation)
-                lines.append("      </Representation>")
+                lines += element(representation)
             }
             lines.append("    </AdaptationSet>")
             setID += 1
@@ -87,23 +80,28 @@ public enum DASHManifest {
             lines.append(
                 #"    <AdaptationSet id="\#(setID)" contentType="audio" mimeType="audio/mp4" segmentAlignment="true" startWithSAP="1">"#
             )
-            for representation in audio {
-                var own =
-                    #"id="\#(escaped(representation.id))" bandwidth="\#(representation.bandwidth)" codecs="\#(representation.codecs)""#
-                if let rate = representation.sampleRate { own += #" audioSamplingRate="\#(rate)""# }
-                lines.append("      <Representation \(own)>")
-                if let channels = representation.channels {
-                    lines.append(
-                        #"        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="\#(channels)"/>"#
-                    )
-                }
-                lines += template(representation)
-                lines.append("      </Representation>")
-            }
+            for representation in audio { lines += element(representation) }
             lines.append("    </AdaptationSet>")
         }
         lines += ["  </Period>", "</MPD>"]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A `Representation`: its size (video) or sample rate and channels (audio), its segments.
+    static func element(_ representation: Representation) -> [String] {
+        var own =
+            #"id="\#(escaped(representation.id))" bandwidth="\#(representation.bandwidth)" codecs="\#(representation.codecs)""#
+        if let width = representation.width, let height = representation.height {
+            own += #" width="\#(width)" height="\#(height)" sar="1:1""#
+        }
+        if let rate = representation.sampleRate { own += #" audioSamplingRate="\#(rate)""# }
+        var lines = ["      <Representation \(own)>"]
+        if let channels = representation.channels {
+            lines.append(
+                #"        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="\#(channels)"/>"#
+            )
+        }
+        return lines + template(representation) + ["      </Representation>"]
     }
 
     /// The `SegmentTemplate` and its timeline: runs of equal durations as one `S` with `r`.

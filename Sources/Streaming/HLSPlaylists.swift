@@ -149,7 +149,8 @@ public enum HLSPlaylists {
         }
         let audioPeak = audio?.media.peakBitRate ?? 0
         let audioAverage = audio?.media.averageBitRate ?? 0
-        for variant in variants.sorted(by: { $0.media.peakBitRate < $1.media.peakBitRate }) {
+        let ordered = variants.sorted { $0.media.peakBitRate < $1.media.peakBitRate }
+        for variant in ordered {
             var attributes = [
                 "BANDWIDTH=\(Int((variant.media.peakBitRate + audioPeak).rounded(.up)))",
                 "AVERAGE-BANDWIDTH=\(Int((variant.media.averageBitRate + audioAverage).rounded(.up)))",
@@ -161,7 +162,7 @@ public enum HLSPlaylists {
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(variant.uri)
         }
-        for variant in variants.sorted(by: { $0.media.peakBitRate < $1.media.peakBitRate }) {
+        for variant in ordered {
             guard let uri = variant.iFramesURI else { continue }
             let iFrames = variant.media.segments.compactMap { segment in
                 segment.keyframe.map { (bytes: Int64($0.count), duration: segment.duration) }
