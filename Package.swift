@@ -43,11 +43,11 @@ let package = Package(
         .target(
             name: "Media",
             dependencies: [
-                "CFFmpeg", "JobctlCore",
+                "CFFmpeg", "JobctlCore", "Streaming",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Adaptive streaming (issue 29), the pure parts: CODECS strings from configuration records.
+        // Adaptive streaming (issue 29), the pure parts: ladders, CMAF boxes, playlists, the MPD, the rules.
         .target(name: "Streaming"),
         // The job model, the status state machine, the retry policy and the JobStore protocol.
         .target(name: "Queue", dependencies: ["JobctlCore"]),
@@ -201,7 +201,7 @@ let package = Package(
             name: "jobctl",
             dependencies: [
                 "Media", "Queue", "QueueSQLite", "QueuePostgres", "Worker", "Webhooks", "SafeHTTP", "Observability",
-                "JobAPI", "JobAPIServer", "JobKinds", "CommandLineSupport", "ObjectStorage",
+                "JobAPI", "JobAPIServer", "JobKinds", "CommandLineSupport", "ObjectStorage", "Streaming",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -30,6 +30,8 @@ public enum FragmentedMP4 {
         public var isSync: Bool
         /// Where its bytes start in the segment file.
         public var offset: Int
+        /// Presentation minus decode time, in the track's timescale.
+        public var compositionOffset: Int64 = 0
     }
 
     /// One track's run of samples in a segment.
@@ -218,6 +220,7 @@ public enum FragmentedMP4 {
         var dataEnd = base
         for trun in children where trun.type == "trun" {
             let trunFlags = u32(bytes, trun.body.lowerBound) & 0xFF_FFFF
+            let signedOffsets = bytes[trun.body.lowerBound] >= 1
             let count = Int(u32(bytes, trun.body.lowerBound + 4))
             var at = trun.body.lowerBound + 8
             var offset = dataEnd
@@ -249,7 +252,11 @@ public enum FragmentedMP4 {
                     sampleFlags = u32(bytes, at)
                     at += 4
                 }
-                if trunFlags & 0x800 != 0 { at += 4 }
+                if trunFlags & 0x800 != 0 {
+                    let raw = u32(bytes, at)
+                    sample.compositionOffset = signedOffsets ? Int64(Int32(bitPattern: raw)) : Int64(raw)
+                    at += 4
+                }
                 sample.isSync = sampleFlags & 0x1_0000 == 0
                 offset += Int(sample.size)
                 samples.append(sample)

@@ -1,24 +1,32 @@
 import Foundation
 
-/// A ladder's playlists, manifest and report, made from its CMAF files as written (issue 29):
-/// each rendition's directory holds `init.mp4` and its numbered segments; every number that
-/// goes into a playlist (durations, sizes, byte ranges, CODECS, bandwidths) is measured from
-/// those files (`FragmentedMP4`), and the rules are checked on the result (`StreamingRules`).
+/// A ladder's playlists, manifest and report, made from its CMAF files as written (issue 29).
+///
+/// The ladder is flat, one directory (or one object prefix) for everything: rendition `720p`
+/// is `720p-init.mp4` and `720p-00001.m4s`…, its playlists `720p.m3u8` and
+/// `720p-iframes.m3u8`; beside them `master.m3u8` and `manifest.mpd`. Every number that goes
+/// into a playlist (durations, sizes, byte ranges, CODECS, bandwidths) is measured from those
+/// files (`FragmentedMP4`), and the rules are checked on the result (`StreamingRules`).
 /// Writing the text files is the caller's (segments first, playlists last).
 public enum LadderPackage {
-    /// A rendition's directory under the ladder's root, and its files.
+    /// A rendition's files, by their names in the ladder.
     public struct Rendition: Sendable, Hashable {
         public var name: String
-        public var initialization = "init.mp4"
+        public var initialization: String
         /// The segment files, in order, named `PREFIX%0Nd.m4s` with consecutive numbers.
         public var segments: [String]
         public var frameRate: Double?
 
         public init(name: String, segments: [String], frameRate: Double? = nil) {
             self.name = name
+            self.initialization = "\(name)-init.mp4"
             self.segments = segments
             self.frameRate = frameRate
         }
+
+        /// The media playlist's name.
+        public var playlist: String { "\(name).m3u8" }
+        public var iFramesPlaylist: String { "\(name)-iframes.m3u8" }
     }
 
     /// The text files to write, by path under the root, and what the rules found.
@@ -27,6 +35,11 @@ public enum LadderPackage {
         public var findings: [StreamingRules.Finding]
         /// Declared and measured bandwidth per video rendition, for the job's result.
         public var bandwidths: [String: (declared: Int, measuredPeak: Int, measuredAverage: Int)]
+        /// Per rendition (audio included): CODECS as the bitstream says, and the segment count.
+        public var codecs: [String: String] = [:]
+        public var segmentCounts: [String: Int] = [:]
+        /// The longest rendition's Σ EXTINF, seconds.
+        public var duration: Double = 0
     }
 
     struct Measured {
@@ -40,22 +53,34 @@ public enum LadderPackage {
         var frameDuration: Double
     }
 
+    /// The package of a ladder in the directory `root`.
     public static func package(root: String, video: [Rendition], audio: Rendition?) throws -> Package {
-        let videos = try video.map { try measure($0, root: root) }
-        let sound = try audio.map { try measure($0, root: root) }
+        try package(video: video, audio: audio) { name in
+            Array(try Data(contentsOf: URL(fileURLWithPath: (root as NSString).appendingPathComponent(name))))
+        }
+    }
+
+    /// The package of a ladder whose files `read` gives by name.
+    public static func package(
+        video: [Rendition],
+        audio: Rendition?,
+        read: (String) throws -> [UInt8]
+    ) throws -> Package {
+        let videos = try video.map { try measure($0, read: read) }
+        let sound = try audio.map { try measure($0, read: read) }
         let all = videos + (sound.map { [$0] } ?? [])
         let target = all.map(\.media.targetDuration).max() ?? 0
         var files: [String: String] = [:]
         for measured in all {
-            files["\(measured.rendition.name)/index.m3u8"] = HLSPlaylists.media(measured.media, target: target)
+            files[measured.rendition.playlist] = HLSPlaylists.media(measured.media, target: target)
         }
         for measured in videos {
-            files["\(measured.rendition.name)/iframes.m3u8"] = HLSPlaylists.iFrames(measured.media, target: target)
+            files[measured.rendition.iFramesPlaylist] = HLSPlaylists.iFrames(measured.media, target: target)
         }
         let variants = videos.map { measured in
             HLSPlaylists.Variant(
-                uri: "\(measured.rendition.name)/index.m3u8",
-                iFramesURI: "\(measured.rendition.name)/iframes.m3u8",
+                uri: measured.rendition.playlist,
+                iFramesURI: measured.rendition.iFramesPlaylist,
                 media: measured.media,
                 codecs: measured.track.codecs ?? "",
                 width: measured.track.width ?? 0,
@@ -65,7 +90,7 @@ public enum LadderPackage {
         }
         let audioGroup = sound.map { measured in
             HLSPlaylists.Audio(
-                uri: "\(measured.rendition.name)/index.m3u8",
+                uri: measured.rendition.playlist,
                 media: measured.media,
                 channels: measured.track.channels ?? 2
             )
@@ -108,22 +133,24 @@ public enum LadderPackage {
             }
             return rule
         }
-        return Package(
+        var package = Package(
             files: files,
             findings: StreamingRules.check(checked, playlistVersion: HLSPlaylists.version, hasMap: true),
             bandwidths: bandwidths
         )
+        for measured in all {
+            package.codecs[measured.rendition.name] = measured.track.codecs ?? ""
+            package.segmentCounts[measured.rendition.name] = measured.media.segments.count
+        }
+        package.duration = duration
+        return package
     }
 
-    static func measure(_ rendition: Rendition, root: String) throws -> Measured {
-        let directory = (root as NSString).appendingPathComponent(rendition.name)
-        func read(_ name: String) throws -> [UInt8] {
-            Array(try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name))))
-        }
+    static func measure(_ rendition: Rendition, read: (String) throws -> [UInt8]) throws -> Measured {
         let tracks = try FragmentedMP4.tracks(inInitialization: try read(rendition.initialization))
         guard tracks.count == 1, let track = tracks.first, track.timescale > 0 else {
             throw FragmentedMP4.Problem(
-                "\(rendition.name)/\(rendition.initialization): one track expected, \(tracks.count) found"
+                "\(rendition.initialization): one track expected, \(tracks.count) found"
             )
         }
         var segments: [HLSPlaylists.Segment] = []
@@ -137,13 +164,15 @@ public enum LadderPackage {
             let fragments = try FragmentedMP4.fragments(inSegment: bytes, tracks: tracks)
             let samples = fragments.flatMap(\.samples)
             guard let first = fragments.first, let sample = samples.first else {
-                throw FragmentedMP4.Problem("\(rendition.name)/\(name) holds no samples")
+                throw FragmentedMP4.Problem("\(name) holds no samples")
             }
             if index == 0 { firstTick = Int64(first.baseDecodeTime) }
             let duration = fragments.reduce(UInt64(0)) { $0 + $1.duration }
             ticks.append(Int64(duration))
             frames += samples.map(\.duration)
-            starts.append(Double(first.baseDecodeTime) / Double(track.timescale))
+            // Where the segment's first picture is shown (rule 1 compares what a viewer sees):
+            // its decode time plus its composition offset.
+            starts.append(Double(Int64(first.baseDecodeTime) + sample.compositionOffset) / Double(track.timescale))
             idr.append(sample.isSync)
             segments.append(
                 HLSPlaylists.Segment(
@@ -170,8 +199,8 @@ public enum LadderPackage {
 
     static func representation(_ measured: Measured, bandwidth: Int) -> DASHManifest.Representation {
         let name = measured.rendition.name
-        let first = measured.rendition.segments.first ?? "seg-00001.m4s"
-        // `seg-00001.m4s` → `seg-$Number%05d$.m4s`, starting at 1: the digits that end the
+        let first = measured.rendition.segments.first ?? "\(name)-00001.m4s"
+        // `720p-00001.m4s` → `720p-$Number%05d$.m4s`, starting at 1: the digits that end the
         // name before its extension (which may hold digits of its own).
         let dot = first.lastIndex(of: ".") ?? first.endIndex
         let (stem, suffix) = (first[..<dot], String(first[dot...]))
@@ -182,8 +211,8 @@ public enum LadderPackage {
             id: name,
             bandwidth: bandwidth,
             codecs: measured.track.codecs ?? "",
-            initialization: "\(name)/\(measured.rendition.initialization)",
-            media: "\(name)/\(prefix)$Number%0\(digits)d$\(suffix)",
+            initialization: measured.rendition.initialization,
+            media: "\(prefix)$Number%0\(digits)d$\(suffix)",
             timescale: Int(measured.track.timescale),
             start: measured.firstTick,
             durations: measured.ticks

@@ -131,7 +131,12 @@ public enum StreamingRules {
         }
         if let longest = renditions.max(by: { $0.mediaDuration < $1.mediaDuration }),
             let shortest = renditions.min(by: { $0.mediaDuration < $1.mediaDuration }),
-            longest.mediaDuration - shortest.mediaDuration > max(longest.frameDuration, shortest.frameDuration)
+            longest.mediaDuration - shortest.mediaDuration
+                > (longest.isVideo == shortest.isVideo
+                    ? max(longest.frameDuration, shortest.frameDuration)
+                    // Audio against video: a frame of each (AAC's priming and its last frame's
+                    // padding are whole audio frames).
+                    : longest.frameDuration + shortest.frameDuration)
         {
             must(
                 "2 coverage",

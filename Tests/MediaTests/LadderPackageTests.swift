@@ -10,20 +10,20 @@ import Testing
 struct LadderPackageTests {
     static let source = ["-f", "lavfi", "-i", "testsrc2=s=640x360:r=25:d=13"]
 
+    /// One rendition, flat in `root` as jobctl lays a ladder out (`NAME-init.mp4`,
+    /// `NAME-00001.m4s`…), with ffmpeg's own playlist as `NAME.ffmpeg.m3u8`.
     static func rendition(_ root: String, _ name: String, _ arguments: [String]) async throws -> [String] {
-        let folder = (root as NSString).appendingPathComponent(name)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         _ = try await ProcessRunner.check(
             "ffmpeg",
             ["-v", "error", "-y"] + arguments + [
                 "-f", "hls", "-hls_time", "6", "-hls_segment_type", "fmp4", "-hls_playlist_type", "vod",
-                "-hls_segment_filename", "\(folder)/seg-%05d.m4s", "\(folder)/index.m3u8",
+                "-start_number", "1", "-hls_fmp4_init_filename", "\(name)-init.mp4",
+                "-hls_segment_filename", "\(root)/\(name)-%05d.m4s", "\(root)/\(name).ffmpeg.m3u8",
             ]
         )
-        // ffmpeg's own durations, before the package replaces its playlist.
-        let playlist = try String(contentsOfFile: "\(folder)/index.m3u8", encoding: .utf8)
-        try playlist.write(toFile: "\(folder)/ffmpeg.m3u8", atomically: true, encoding: .utf8)
-        return try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".m4s") }.sorted()
+        return try FileManager.default.contentsOfDirectory(atPath: root).filter {
+            $0.hasPrefix("\(name)-") && $0.hasSuffix(".m4s")
+        }.sorted()
     }
 
     static func extinfs(_ path: String) throws -> [Double] {
@@ -69,8 +69,8 @@ struct LadderPackageTests {
 
             // Our EXTINFs are ffmpeg's, within a millisecond; the target is the same everywhere.
             for name in ["360p", "180p", "audio"] {
-                let ours = try Self.extinfs("\(root)/\(name)/index.m3u8")
-                let theirs = try Self.extinfs("\(root)/\(name)/ffmpeg.m3u8")
+                let ours = try Self.extinfs("\(root)/\(name).m3u8")
+                let theirs = try Self.extinfs("\(root)/\(name).ffmpeg.m3u8")
                 #expect(
                     ours.count == theirs.count && zip(ours, theirs).allSatisfy { abs($0 - $1) < 0.001 },
                     "\(name): \(ours) against \(theirs)"
@@ -78,10 +78,10 @@ struct LadderPackageTests {
             }
             // BANDWIDTH at least the peak by ffmpeg's durations and the files' sizes, video plus audio.
             func peak(_ name: String, _ segments: [String]) throws -> Double {
-                let durations = try Self.extinfs("\(root)/\(name)/ffmpeg.m3u8")
+                let durations = try Self.extinfs("\(root)/\(name).ffmpeg.m3u8")
                 return try zip(segments, durations).map { file, duration in
                     let bytes =
-                        try FileManager.default.attributesOfItem(atPath: "\(root)/\(name)/\(file)")[.size] as! NSNumber
+                        try FileManager.default.attributesOfItem(atPath: "\(root)/\(file)")[.size] as! NSNumber
                     return bytes.doubleValue * 8 / duration
                 }.max() ?? 0
             }
@@ -106,7 +106,7 @@ struct LadderPackageTests {
             }
 
             // ffmpeg decodes through the master playlist, each media playlist and the MPD.
-            for entry in ["master.m3u8", "360p/index.m3u8", "180p/index.m3u8", "audio/index.m3u8", "manifest.mpd"] {
+            for entry in ["master.m3u8", "360p.m3u8", "180p.m3u8", "audio.m3u8", "manifest.mpd"] {
                 let decoded = try await ProcessRunner.run(
                     "ffmpeg",
                     [
@@ -121,15 +121,15 @@ struct LadderPackageTests {
             }
 
             // Each I-frame entry's bytes, after the init segment, are one keyframe.
-            let iFrames = try String(contentsOfFile: "\(root)/360p/iframes.m3u8", encoding: .utf8).split(
+            let iFrames = try String(contentsOfFile: "\(root)/360p-iframes.m3u8", encoding: .utf8).split(
                 separator: "\n"
             )
             let ranges = iFrames.filter { $0.hasPrefix("#EXT-X-BYTERANGE:") }
             #expect(ranges.count == video[0].segments.count)
             for (index, range) in ranges.enumerated() {
                 let parts = range.dropFirst("#EXT-X-BYTERANGE:".count).split(separator: "@").compactMap { Int($0) }
-                var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(root)/360p/init.mp4"))
-                let segment = try Data(contentsOf: URL(fileURLWithPath: "\(root)/360p/\(video[0].segments[index])"))
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(root)/360p-init.mp4"))
+                let segment = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(video[0].segments[index])"))
                 bytes.append(segment.subdata(in: parts[1]..<(parts[1] + parts[0])))
                 let piece = directory.file("iframe-\(index).mp4")
                 try bytes.write(to: URL(fileURLWithPath: piece))

@@ -55,7 +55,10 @@ final class OutputFile {
         // SIGTERM during start-up) closed `pb` under a running `avformat_write_header` and
         // crashed the process (seen once in CI: signal 11 in libavformat).
         try isOpen.withLock { isOpen in
-            try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
+            // A muxer that writes files of its own (hls: segments and playlists) opens them itself.
+            if context.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
+                try check(avio_open(&context.pointee.pb, location, AVIO_FLAG_WRITE), "avio_open(\(path))")
+            }
             isOpen = true
             try check(avformat_write_header(context, &dictionary), "avformat_write_header")
         }
@@ -72,7 +75,7 @@ final class OutputFile {
                 throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
             }
             try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
-            return avio_tell(context.pointee.pb)
+            return context.pointee.pb.map { avio_tell($0) } ?? 0
         }
     }
 
@@ -83,7 +86,7 @@ final class OutputFile {
             guard isOpen else { throw FFError(code: AVErr.exit, operation: "av_write_trailer after abort") }
             try check(av_write_trailer(context), "av_write_trailer")
             isOpen = false
-            try check(avio_closep(&context.pointee.pb), "avio_closep")
+            if context.pointee.pb != nil { try check(avio_closep(&context.pointee.pb), "avio_closep") }
         }
     }
 

@@ -38,6 +38,19 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// The encoder's threads; `nil`: as many as the CPUs call for (x264's own count). Set
         /// when several encodes share the CPUs (`export --split-parallel`).
         public var threads: Int?
+        /// A rendition of a streaming ladder: IDRs only where the caller forces them
+        /// (`VideoEngine.append(_:keyframe:)`, at the same times in every rendition), no
+        /// scene-cut keyframes of the encoder's own, and the bit rate held near its target
+        /// (peak 1.5×, buffer 2×).
+        public var alignedKeyframes = false
+        /// The frame rate the encoder is told; `nil`: the source's (a rendition that drops every
+        /// other frame says half).
+        public var frameRate: Rational?
+        /// B-frames without a pyramid: the encoder's reorder delay is one frame instead of two.
+        /// A rendition at half the frame rate then shows its first picture at the same time as
+        /// the full-rate ones (fragmented MP4 starts decoding at 0, so the first picture is
+        /// shown one delay later).
+        public var shallowReorder = false
 
         public init(
             codec: VideoCodec,

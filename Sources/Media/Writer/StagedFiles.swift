@@ -129,6 +129,51 @@ public final class StagedFiles {
     /// The final path of `name`.
     public func path(of name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
+    /// Where `name` waits, reached through the opened directory (`/proc/self/fd/N/…`), for a
+    /// writer that creates its files itself (FFmpeg's segmenting muxer) and is then
+    /// `adopt(_:)`ed. `name` may be a pattern (`720p-%05d.m4s`): the tag holds no `%`.
+    public func pinnedTemporaryPath(of name: String) -> String {
+        "/proc/self/fd/\(descriptor)/" + Self.temporaryName(of: name, tag: tag)
+    }
+
+    /// The name `name` waits under, relative to the directory.
+    public func temporaryName(of name: String) -> String { Self.temporaryName(of: name, tag: tag) }
+
+    /// Takes into the set a file someone else wrote at `pinnedTemporaryPath(of: name)`: it is
+    /// shown under `name` by `commit()`, in the order of `write`s and adoptions. Counted
+    /// against the budget now. `output_unwritable` if it is missing, `output_forbidden` if it
+    /// is not a regular file.
+    public func adopt(_ name: String) throws(MediaError) {
+        precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
+        let temporaryName = Self.temporaryName(of: name, tag: tag)
+        var info = stat()
+        guard fstatat(descriptor, temporaryName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw unwritable(name, errno)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw MediaError(.outputForbidden, "\(path(of: name)): its temporary file was replaced by something else")
+        }
+        if let budget { try budget.spend(Int(info.st_size), writing: path(of: name)) }
+        files.append(
+            StagedFile(
+                name: name,
+                temporaryPath: (directory as NSString).appendingPathComponent(temporaryName),
+                bytes: Int64(info.st_size)
+            )
+        )
+    }
+
+    /// Removes every temporary of this set in the directory, adopted or not (what a writer that
+    /// creates its own files left when it failed).
+    public func removeUnadoptedTemporaries() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd/\(descriptor)")
+        else { return }
+        let adopted = Set(files.map { Self.temporaryName(of: $0.name, tag: tag) })
+        for entry in entries where entry.hasSuffix(".\(tag).jobctl.tmp") && !adopted.contains(entry) {
+            unlinkat(descriptor, entry, 0)
+        }
+    }
+
     /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`).
     public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
         try write(name) { chunk throws(MediaError) in try chunk(bytes) }

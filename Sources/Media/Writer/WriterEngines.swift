@@ -158,19 +158,35 @@ final class VideoEngine: EncodingEngine {
         if encoding.codec == .hevc {
             options["x265-params"] = "log-level=error" + (large ? ":rc-lookahead=5:bframes=2" : "")
         } else {
-            let parameters = (large ? ["rc-lookahead=10"] : []) + (encoding.stitchable ? ["stitchable=1"] : [])
+            let parameters =
+                (large ? ["rc-lookahead=10"] : []) + (encoding.stitchable ? ["stitchable=1"] : [])
+                + (encoding.alignedKeyframes ? ["scenecut=0"] : [])
+                + (encoding.shallowReorder ? ["b-pyramid=none"] : [])
             if !parameters.isEmpty { options["x264-params"] = parameters.joined(separator: ":") }
         }
+        if encoding.codec == .hevc && encoding.alignedKeyframes {
+            options["x265-params", default: ""] +=
+                ":scenecut=0:open-gop=0" + (encoding.shallowReorder ? ":b-pyramid=0" : "")
+        }
         // A forced I-frame is an IDR (a segment's first frame: nothing after it refers before it).
-        if encoding.cut != nil { options["forced-idr"] = "1" }
+        if encoding.cut != nil || encoding.alignedKeyframes { options["forced-idr"] = "1" }
         let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
             context.pointee.width = Int32(encoding.size.width)
             context.pointee.height = Int32(encoding.size.height)
             context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
             context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
             context.pointee.time_base = timeBase
-            if let rate = source.frameRateRational { context.pointee.framerate = rate.av }
+            if let rate = encoding.frameRate ?? source.frameRateRational { context.pointee.framerate = rate.av }
             if let bitrate = encoding.bitrate { context.pointee.bit_rate = Int64(bitrate) }
+            if encoding.alignedKeyframes {
+                // Keyframes come only where they are forced (every 2 s); a long GOP otherwise.
+                context.pointee.gop_size = 100_000
+                context.pointee.keyint_min = 1
+                if let bitrate = encoding.bitrate {
+                    context.pointee.rc_max_rate = Int64(bitrate) * 3 / 2
+                    context.pointee.rc_buffer_size = Int32(clamping: bitrate * 2)
+                }
+            }
             // Pass the source's colour description on, as the ffmpeg CLI does.
             if let name = source.colorPrimaries, case let value = av_color_primaries_from_name(name), value >= 0 {
                 context.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(value))
@@ -196,6 +212,16 @@ final class VideoEngine: EncodingEngine {
             throw MediaError(.internalError, "a video input was given a non-video sample")
         }
         guard let cut else { return try send(sample, type: AV_PICTURE_TYPE_NONE) }
+        try appendSegmentFrame(sample, cut: cut)
+    }
+
+    /// Encodes `sample`, an IDR if `keyframe` (a rendition of a ladder: every rendition gets
+    /// its keyframes at the same times).
+    func append(_ sample: SampleBuffer, keyframe: Bool) throws(MediaError) {
+        try send(sample, type: keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE)
+    }
+
+    private func appendSegmentFrame(_ sample: SampleBuffer, cut: SegmentCut) throws(MediaError) {
         // A segment's first frame is an IDR; its last (the one before the first at or after
         // `end`) a P-frame, so that no frame of the segment refers to one after it.
         let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)

@@ -1,0 +1,220 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+import Streaming
+import Synchronization
+
+/// Makes an adaptive-bitrate ladder (HLS and DASH over one set of CMAF files) from an asset:
+/// one reader, several writers. The picture is decoded once, scaled once to the largest
+/// rendition by the reader, and from that once per smaller rendition; each rendition has its
+/// own encoder and segmenting muxer. Audio is decoded and encoded once, as its own rendition.
+///
+/// Every rendition gets an IDR at the first frame at or after each multiple of 2 s, the same
+/// frame in all of them, and a segment is cut at the first of those at or after each multiple
+/// of 6 s. Then the playlists and the manifest are written from the files (`LadderPackage`)
+/// and the rules checked: a `must` finding fails the ladder (`encode_failed`) before anything
+/// is shown.
+///
+/// Sendable: configuration is immutable; status, progress and what `cancel()` reaches are in
+/// `state`.
+public final class LadderSession: @unchecked Sendable {
+    public let asset: Asset
+    public let options: LadderOptions
+    public let timeRange: TimeRange
+    let plan: LadderPlan
+    private let state = Mutex(State())
+
+    private struct State {
+        var cancelled = false
+        var reader: AssetReader?
+        var muxers: [OutputFile] = []
+        var expected: Int64?
+        var produced: [Int64] = []
+        var progress = 0.0
+    }
+
+    public init(asset: Asset, options: LadderOptions, timeRange: TimeRange = .all) throws(MediaError) {
+        self.asset = asset
+        self.options = options
+        self.timeRange = timeRange
+        plan = try LadderPlan(asset: asset, options: options)
+        let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        if let duration = range.expectedDuration,
+            let error = asset.limits.tooLong(duration, what: "the ladder of \(asset.displayName)")
+        {
+            throw error
+        }
+    }
+
+    /// The renditions this asset gets, lowest first (empty for audio only).
+    public var renditions: [Ladder.Rendition] { plan.renditions }
+
+    /// Whether a file in an output directory is one of a ladder's (a rerun replaces the set).
+    @Sendable public static func isSetFile(_ name: String) -> Bool {
+        guard !name.hasPrefix(".") else { return false }
+        if ["master.m3u8", "manifest.mpd", "player.html"].contains(name) { return true }
+        return name.hasSuffix(".m4s") || name.hasSuffix("-init.mp4") || name.hasSuffix(".m3u8")
+    }
+
+    /// 0…1, never decreasing: the share of the range the slowest rendition has encoded.
+    public var progress: Double {
+        state.withLock { state in
+            guard let expected = state.expected, expected > 0, let slowest = state.produced.min() else {
+                return state.progress
+            }
+            state.progress = max(state.progress, min(0.99, Double(slowest) / Double(expected)))
+            return state.progress
+        }
+    }
+
+    public func cancel() {
+        let (reader, muxers) = state.withLock { state in
+            state.cancelled = true
+            return (state.reader, state.muxers)
+        }
+        reader?.cancelReading()
+        for muxer in muxers { muxer.abort() }
+    }
+
+    /// Writes the ladder into `directory`, all or none.
+    public func run(directory: String) throws(MediaError) -> LadderResult {
+        let files = try StagedFiles(directory: directory)
+        files.replacesSet = Self.isSetFile
+        var result = try run(into: files)
+        result.files = try files.commit()
+        return result
+    }
+
+    /// Writes the ladder into `files` (staged; the caller commits or discards): the media first,
+    /// the media playlists after it, `manifest.mpd` and `master.m3u8` last.
+    public func run(into files: StagedFiles) throws(MediaError) -> LadderResult {
+        if files.budget == nil { files.budget = OutputBudget(limit: asset.limits.maxOutputBytes) }
+        do {
+            return try encodeAndPackage(into: files)
+        } catch {
+            files.removeUnadoptedTemporaries()
+            throw state.withLock({ $0.cancelled }) ? MediaError.cancelled() : error
+        }
+    }
+
+    private func encodeAndPackage(into files: StagedFiles) throws(MediaError) -> LadderResult {
+        let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        let reader = try AssetReader(asset: asset, timeRange: timeRange)
+        var videoOutput: AssetReaderTrackOutput?
+        var audioOutput: AssetReaderTrackOutput?
+        if let video = plan.video, let top = plan.top {
+            let output = AssetReaderTrackOutput(
+                track: video,
+                settings: .video(size: PictureSize(width: top.width, height: top.height))
+            )
+            reader.add(output)
+            videoOutput = output
+        }
+        if let audio = plan.audio {
+            let output = AssetReaderTrackOutput(
+                track: audio,
+                settings: .audio(sampleRate: plan.audioSampleRate, channels: plan.audioChannels)
+            )
+            reader.add(output)
+            audioOutput = output
+        }
+        let encoders = try RenditionEncoders(plan: plan, codec: options.codec, files: files)
+        let cancelled = state.withLock { state in
+            state.reader = reader
+            state.muxers = encoders.muxers
+            state.expected = range.expectedDuration
+            state.produced = Array(repeating: 0, count: (videoOutput == nil ? 0 : 1) + (audioOutput == nil ? 0 : 1))
+            return state.cancelled
+        }
+        if cancelled {
+            encoders.abort()
+            throw MediaError.cancelled()
+        }
+        do {
+            try reader.startReading()
+        } catch {
+            encoders.abort()
+            throw error
+        }
+        let failure = Mutex<MediaError?>(nil)
+        let threads = ThreadGroup()
+        let record = { @Sendable (error: MediaError) in
+            let first = failure.withLock { recorded -> Bool in
+                guard recorded == nil || (recorded!.isCancellation && !error.isCancellation) else { return false }
+                recorded = error
+                return true
+            }
+            if first { if error.isCancellation { reader.cancelReading() } else { reader.fail(error) } }
+        }
+        if let videoOutput {
+            threads.spawn("jobctl.ladder.video") { [self] in
+                do throws(MediaError) {
+                    try encoders.encodeVideo(from: videoOutput) { end in self.produced(end, slot: 0) }
+                } catch { record(error) }
+            }
+        }
+        if let audioOutput {
+            let slot = videoOutput == nil ? 0 : 1
+            threads.spawn("jobctl.ladder.audio") { [self] in
+                do throws(MediaError) {
+                    try encoders.encodeAudio(from: audioOutput) { end in self.produced(end, slot: slot) }
+                } catch { record(error) }
+            }
+        }
+        threads.join()
+        reader.waitUntilFinished()
+        if state.withLock({ $0.cancelled }) {
+            encoders.abort()
+            throw MediaError.cancelled()
+        }
+        if let error = reader.error ?? failure.withLock({ $0 }) {
+            encoders.abort()
+            throw error
+        }
+        guard encoders.framesWritten > 0 || plan.video == nil else {
+            encoders.abort()
+            throw MediaError(
+                .decodeFailed,
+                "no frame of \(asset.displayName) could be decoded: the media is too short or damaged"
+            )
+        }
+        let written = try encoders.finish()
+        let package: LadderPackage.Package
+        do {
+            package = try LadderPackage.package(video: written.video, audio: written.audio) { name in
+                try Self.read(files.pinnedTemporaryPath(of: name))
+            }
+        } catch {
+            throw MediaError(.encodeFailed, "the ladder's segments cannot be read back: \(error)")
+        }
+        let must = package.findings.filter { $0.level == .must }
+        if !must.isEmpty {
+            throw MediaError(
+                .encodeFailed,
+                "the ladder breaks the streaming rules, nothing was published: "
+                    + must.map(\.description).joined(separator: "; ")
+            )
+        }
+        // The media first, then the playlists: a reader never finds a playlist naming a
+        // segment that is not there yet.
+        for rendition in written.video + (written.audio.map { [$0] } ?? []) {
+            for segment in rendition.segments { try files.adopt(segment) }
+            try files.adopt(rendition.initialization)
+        }
+        let last = ["manifest.mpd", "master.m3u8"]
+        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where !last.contains(name) {
+            try files.write(name, Array(text.utf8))
+        }
+        try files.write("player.html", Array(LadderPlayerPage.html(title: asset.displayName).utf8))
+        for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
+        return LadderResult(plan: plan, written: written, package: package, warnings: asset.warnings)
+    }
+
+    private func produced(_ end: Int64, slot: Int) {
+        state.withLock { if slot < $0.produced.count { $0.produced[slot] = end } }
+    }
+
+    static func read(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}

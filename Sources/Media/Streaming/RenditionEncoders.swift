@@ -1,0 +1,223 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+import Streaming
+
+/// The writers of a ladder: per video rendition a scaler, an encoder and FFmpeg's segmenting
+/// muxer (`hls`, CMAF segments), and one for the audio. The muxers write their files straight
+/// into the staged set's directory under hidden temporary names (through the pinned directory,
+/// `StagedFiles.pinnedTemporaryPath(of:)`); their own playlists are thrown away.
+///
+/// Used by one thread per medium: the video thread owns `rungs`, the audio thread `audio`.
+final class RenditionEncoders: @unchecked Sendable {
+    final class Rung {
+        let rendition: Ladder.Rendition
+        let file: OutputFile
+        let engine: VideoEngine
+        let scaler: Scaler
+        /// Keeps every other frame between keyframes (a ≤ 30 fps rung of a faster source).
+        let halves: Bool
+        var sinceKeyframe = 0
+        /// The last kept frame, sent once the next one says how long it lasts.
+        var held: (frame: Frame, pts: Int64, keyframe: Bool)?
+
+        init(rendition: Ladder.Rendition, file: OutputFile, engine: VideoEngine) {
+            self.rendition = rendition
+            self.file = file
+            self.engine = engine
+            scaler = Scaler(width: Int32(rendition.width), height: Int32(rendition.height), format: AV_PIX_FMT_YUV420P)
+            halves = rendition.frameRate != nil
+        }
+    }
+
+    let files: StagedFiles
+    let plan: LadderPlan
+    private(set) var rungs: [Rung] = []
+    private var audioFile: OutputFile?
+    private var audioEngine: AudioEngine?
+    private(set) var framesWritten = 0
+    private var timeBase = AVRational(num: 1, den: 1_000_000)
+
+    var muxers: [OutputFile] { rungs.map(\.file) + (audioFile.map { [$0] } ?? []) }
+
+    init(plan: LadderPlan, codec: Ladder.Codec, files: StagedFiles) throws(MediaError) {
+        self.files = files
+        self.plan = plan
+        do throws(MediaError) {
+            if let video = plan.video {
+                for rendition in plan.renditions {
+                    var encoding = AssetWriterInput.VideoEncoding(
+                        codec: codec == .hevc ? .hevc : .h264,
+                        size: PictureSize(width: rendition.width, height: rendition.height),
+                        bitrate: rendition.bitRate,
+                        source: video
+                    )
+                    encoding.alignedKeyframes = true
+                    if rendition.frameRate != nil, let rate = video.frameRateRational {
+                        encoding.frameRate = Rational(num: rate.num, den: rate.den * 2)
+                    }
+                    // Its reorder delay, one of its frames, is two of the source's: the same time
+                    // as the full-rate renditions' two frames.
+                    encoding.shallowReorder = rendition.frameRate != nil
+                    let file = try Self.muxer(rendition.name, files: files)
+                    rungs.append(
+                        Rung(rendition: rendition, file: file, engine: try VideoEngine(encoding: encoding, file: file))
+                    )
+                }
+            }
+            if let audio = plan.audio {
+                let file = try Self.muxer("audio", files: files)
+                audioFile = file
+                audioEngine = try AudioEngine(
+                    encoding: AssetWriterInput.AudioEncoding(
+                        sampleRate: plan.audioSampleRate,
+                        channels: plan.audioChannels,
+                        bitrate: plan.audioBitRate,
+                        source: audio
+                    ),
+                    file: file
+                )
+            }
+            for (name, file) in named { try Self.open(file, name, files: files) }
+        } catch {
+            abort()
+            throw error
+        }
+    }
+
+    private var named: [(String, OutputFile)] {
+        rungs.map { ($0.rendition.name, $0.file) } + (audioFile.map { [("audio", $0)] } ?? [])
+    }
+
+    private static func muxer(_ name: String, files: StagedFiles) throws(MediaError) -> OutputFile {
+        do {
+            return try OutputFile(path: files.pinnedTemporaryPath(of: "\(name).ffmpeg.m3u8"), formatName: "hls")
+        } catch {
+            throw MediaError(.internalError, "FFmpeg's hls muxer is not available", detail: "\(error)")
+        }
+    }
+
+    private static func open(_ file: OutputFile, _ name: String, files: StagedFiles) throws(MediaError) {
+        do {
+            try file.open(options: [
+                "hls_time": "\(LadderOptions.segmentSeconds)",
+                "hls_segment_type": "fmp4",
+                "hls_playlist_type": "vod",
+                "hls_list_size": "0",
+                "start_number": "1",
+                // Beside the muxer's playlist, which is in the set's directory.
+                "hls_fmp4_init_filename": files.temporaryName(of: "\(name)-init.mp4"),
+                "hls_segment_filename": files.pinnedTemporaryPath(of: "\(name)-%05d.m4s"),
+            ])
+        } catch {
+            throw MediaError(
+                .outputUnwritable,
+                "cannot start the \(name) rendition in \(files.directory): \(FFmpegLog.takeLastError() ?? "\(error)")"
+            )
+        }
+    }
+
+    /// Moves every picture of `output` through every rung; `progress` hears where the media
+    /// has got to (µs from the start).
+    func encodeVideo(from output: AssetReaderTrackOutput, progress: (Int64) -> Void) throws(MediaError) {
+        let interval = Int64(LadderOptions.keyframeSeconds) * 1_000_000
+        var nextKeyframe: Int64 = 0
+        var end: Int64 = 0
+        while let sample = try output.copyNextSample() {
+            guard case .video(let frame) = sample.payload else { continue }
+            timeBase = sample.timeBase
+            let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)
+            let keyframe = time >= nextKeyframe
+            if keyframe { nextKeyframe = (time / interval + 1) * interval }
+            for rung in rungs { try take(frame, pts: sample.pts, keyframe: keyframe, into: rung) }
+            end = sample.pts + sample.duration
+            framesWritten += 1
+            progress(sample.endMicroseconds)
+        }
+        for rung in rungs {
+            if let held = rung.held { try send(held, until: end, to: rung) }
+            rung.held = nil
+            try rung.engine.finish()
+        }
+    }
+
+    private func take(_ frame: Frame, pts: Int64, keyframe: Bool, into rung: Rung) throws(MediaError) {
+        if keyframe {
+            rung.sinceKeyframe = 0
+        } else {
+            rung.sinceKeyframe += 1
+            if rung.halves && rung.sinceKeyframe % 2 == 1 { return }
+        }
+        let picture: Frame
+        do {
+            picture =
+                rung.scaler.isIdentity(for: frame.pointer)
+                ? try Frame.referencing(frame.pointer) : try rung.scaler.scale(frame.pointer)
+        } catch {
+            throw MediaError(.encodeFailed, "scaling a picture for \(rung.rendition.name) failed", detail: "\(error)")
+        }
+        if let held = rung.held { try send(held, until: pts, to: rung) }
+        rung.held = (picture, pts, keyframe)
+    }
+
+    private func send(
+        _ held: (frame: Frame, pts: Int64, keyframe: Bool),
+        until end: Int64,
+        to rung: Rung
+    )
+        throws(MediaError)
+    {
+        let sample = SampleBuffer(
+            payload: .video(held.frame),
+            pts: held.pts,
+            duration: max(1, end - held.pts),
+            timeBase: timeBase
+        )
+        try rung.engine.append(sample, keyframe: held.keyframe)
+    }
+
+    func encodeAudio(from output: AssetReaderTrackOutput, progress: (Int64) -> Void) throws(MediaError) {
+        guard let audioEngine else { return }
+        while let sample = try output.copyNextSample() {
+            try audioEngine.append(sample)
+            progress(sample.endMicroseconds)
+        }
+        try audioEngine.finish()
+    }
+
+    /// Writes the muxers' trailers (the last segments), removes their playlists, and names the
+    /// files each rendition wrote.
+    func finish() throws(MediaError) -> (video: [LadderPackage.Rendition], audio: LadderPackage.Rendition?) {
+        for (name, file) in named {
+            do { try file.finish() } catch {
+                abort()
+                throw MediaError(
+                    .outputUnwritable,
+                    "cannot finish the \(name) rendition in \(files.directory): \(FFmpegLog.takeLastError() ?? "\(error)")"
+                )
+            }
+            unlink(files.pinnedTemporaryPath(of: "\(name).ffmpeg.m3u8"))
+        }
+        let video = rungs.map { rung in
+            LadderPackage.Rendition(
+                name: rung.rendition.name,
+                segments: segments(rung.rendition.name),
+                frameRate: rung.rendition.frameRate ?? plan.video?.frameRate
+            )
+        }
+        let audio = audioFile.map { _ in LadderPackage.Rendition(name: "audio", segments: segments("audio")) }
+        return (video, audio)
+    }
+
+    /// The segments the muxer wrote for `name`, numbered from 1.
+    private func segments(_ name: String) -> [String] {
+        var names: [String] = []
+        while true {
+            let segment = "\(name)-\(String(format: "%05d", names.count + 1)).m4s"
+            guard access(files.pinnedTemporaryPath(of: segment), F_OK) == 0 else { return names }
+            names.append(segment)
+        }
+    }
+
+    func abort() { for file in muxers { file.abort() } }
+}
