@@ -113,7 +113,7 @@ let package = Package(
         // draft into a `JobRequest`, and how a worker prepares and runs each (Running/).
         .target(
             name: "JobKinds",
-            dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP", "ObjectStorage"]
+            dependencies: ["Media", "Queue", "JobctlCore", "SafeHTTP", "ObjectStorage", "Streaming"]
         ),
         // Prometheus metrics and /healthz: the worker's --metrics-port server and the routes
         // `jobctl serve` adds (one HealthAndMetrics type), JSON logs, queue gauges.

@@ -109,6 +109,7 @@ public enum JobKinds {
         ThumbnailsKind.self,
         StoryboardKind.self,
         WaveformKind.self,
+        HLSKind.self,
     ]
 
     /// The kind named `kind`, or `nil` (`noop`, the queue's own, is not one of them).

@@ -11,7 +11,7 @@ import Webhooks
 struct SubmitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "submit",
-        abstract: "Queue a job (an export, thumbnails, a storyboard or a waveform); prints its id.",
+        abstract: "Queue a job (an export, thumbnails, a storyboard, a waveform or an HLS ladder); prints its id.",
         discussion: """
             Checks everything that can be checked without reading media (the preset exists, the \
             range parses, the URLs are allowed) and inserts the job. A worker (`jobctl worker`) \
@@ -19,8 +19,8 @@ struct SubmitCommand: AsyncParsableCommand {
             Thumbnails, storyboards and waveforms of a local input are refused here when it has \
             no video (or no audio) track.
 
-            --kind thumbnails | storyboard | waveform take the options of `jobctl thumbnails`, \
-            `jobctl storyboard` and `jobctl waveform` (below) and write a set of files into the \
+            --kind thumbnails | storyboard | waveform | hls take the options of `jobctl thumbnails`, \
+            `jobctl storyboard`, `jobctl waveform` and `jobctl hls` (below) and write a set of files into the \
             output directory (default: beside the input, NAME.KIND/), all at once. A remote \
             output for them is a URL template: {name} becomes each file's name \
             ('https://bucket.example/thumbs/{name}?sig=...').
@@ -42,6 +42,7 @@ struct SubmitCommand: AsyncParsableCommand {
               jobctl submit talk.mov --kind thumbnails --at 1s,50%,end --size 320x -o thumbs/
               jobctl submit talk.mov --kind storyboard --tiles 50
               jobctl submit talk.mov --kind waveform --files json,png --pixels-per-second 20
+              jobctl submit talk.mov --kind hls --ladder 720p,360p -o talk-hls/
             """
     )
 
@@ -135,6 +136,7 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Thumbnails (--kind thumbnails)") var thumbnails: ThumbnailArguments
     @OptionGroup(title: "Storyboard (--kind storyboard)") var storyboard: StoryboardArguments
+    @OptionGroup(title: "Adaptive streaming (--kind hls)") var ladder: LadderArguments
     @OptionGroup(title: "Waveform (--kind waveform)") var waveform: WaveformArguments
 
     @Option(

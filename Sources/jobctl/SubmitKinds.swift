@@ -20,6 +20,7 @@ extension SubmitCommand {
                 (.thumbnails, ThumbnailsKind.field, try Self.given(thumbnails.request)),
                 (.storyboard, StoryboardKind.field, try Self.given(storyboard.request)),
                 (.waveform, WaveformKind.field, try Self.given(waveformRequest)),
+                (.hls, HLSKind.field, try Self.given(ladder.request)),
             ]
         }
     }
@@ -93,6 +94,11 @@ extension StoryboardArguments {
             columns: columns.map(WholeNumber.init)
         )
     }
+}
+
+extension LadderArguments {
+    /// These flags as the request of an `hls` job.
+    var request: HLSKind.Request { HLSKind.Request(ladder: ladder, codec: codec?.rawValue) }
 }
 
 extension WaveformArguments {

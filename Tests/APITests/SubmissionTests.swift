@@ -35,11 +35,11 @@ struct SubmissionTests {
     func registry() {
         let names = JobKinds.all.map { $0.kind.rawValue }
         let fields = JobKinds.all.map { $0.field }
-        #expect(names == ["export", "thumbnails", "storyboard", "waveform"])
+        #expect(names == ["export", "thumbnails", "storyboard", "waveform", "hls"])
         #expect(Set(names).count == names.count && Set(fields).count == fields.count)
-        #expect(JobKinds.named(.noop) == nil && JobKinds.named("hls") == nil)
+        #expect(JobKinds.named(.noop) == nil && JobKinds.named("dash") == nil)
         for definition in JobKinds.all { #expect(JobKinds.named(definition.kind) == definition) }
-        #expect(JobKinds.names == "export, thumbnails, storyboard or waveform")
+        #expect(JobKinds.names == "export, thumbnails, storyboard, waveform or hls")
     }
 
     /// A kind's request fields, read from the type itself: decoded from `{}` (every field is
@@ -96,7 +96,7 @@ struct SubmissionTests {
                 "priority", "--priority is between", "priority is between"
             ),
             (
-                SubmissionDraft(kind: "hls", input: "/a.mov"), .invalidRequest, "kind", "--kind is export,",
+                SubmissionDraft(kind: "dash", input: "/a.mov"), .invalidRequest, "kind", "--kind is export,",
                 "kind is export,"
             ),
             (

@@ -172,6 +172,11 @@ struct FileSetJob: PreparedJob {
         case "webp": "image/webp"
         case "vtt": "text/vtt"
         case "json": "application/json"
+        case "m3u8": "application/vnd.apple.mpegurl"
+        case "mpd": "application/dash+xml"
+        case "m4s": "video/iso.segment"
+        case "mp4": "video/mp4"
+        case "html": "text/html; charset=utf-8"
         default: "application/octet-stream"
         }
     }

@@ -41,7 +41,7 @@ public enum Submission {
                     "a \(kind) job writes several files: an s3:// \(name) is a key template with {name}, e.g. 's3://bucket/thumbs/{name}'"
             }
             if !writesFileSet && output.contains("{name}") {
-                return "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
+                return "{name} in \(name) is for thumbnails, storyboard, waveform and hls jobs"
             }
             return S3Location.problem(with: output.replacingOccurrences(of: "{name}", with: "name")).map {
                 "\(name): \($0)"
@@ -60,7 +60,7 @@ public enum Submission {
                 }
             } ?? false
         if output.contains("{name}") && !writesFileSet {
-            return "{name} in \(name) is for thumbnails, storyboard and waveform jobs"
+            return "{name} in \(name) is for thumbnails, storyboard, waveform and hls jobs"
         }
         if output.contains("{name}") && (!remote || placeholderElsewhere) {
             return

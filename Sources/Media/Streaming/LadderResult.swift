@@ -32,8 +32,9 @@ public struct LadderResult: Sendable, Codable {
         public var should: [String]
     }
 
-    /// Empty until the set is committed.
-    public var files: [WrittenFile] = []
+    /// The files once the set is committed (`jobctl hls --json`); a job lists them in its
+    /// result's `files` instead.
+    public var files: [WrittenFile]?
     public var master = "master.m3u8"
     public var manifest = "manifest.mpd"
     public var player = "player.html"

@@ -1,0 +1,62 @@
+import Foundation
+import JobctlCore
+import Media
+import Queue
+import Streaming
+
+extension JobKind {
+    public static let hls: JobKind = "hls"
+}
+
+/// `hls`: an adaptive-streaming ladder (HLS and DASH over one set of CMAF files) written into
+/// the output directory, to a `{name}` URL template or under an object-store prefix, as a set:
+/// media first, playlists last, `master.m3u8` the very last.
+public enum HLSKind: FileSetKind {
+    /// `"hls": {…}`, the flags of `jobctl hls`.
+    public struct Request: Codable, Sendable, Hashable {
+        /// `auto`, or rungs such as `1080p,720p,480p`.
+        public var ladder: String?
+        /// `h264` (default) or `hevc`.
+        public var codec: String?
+
+        public init(ladder: String? = nil, codec: String? = nil) {
+            self.ladder = ladder
+            self.codec = codec
+        }
+    }
+
+    public static let kind = JobKind.hls
+
+    public static func options(
+        from request: Request?,
+        format: String?,
+        rules: SubmissionRules
+    ) throws(SubmissionError) -> LadderOptions {
+        let request = request ?? Request()
+        if format != nil { throw rules.invalid("format", "is not used by hls jobs (a ladder is CMAF: fMP4 segments)") }
+        var options = LadderOptions(ladder: request.ladder ?? "auto")
+        if let codec = request.codec {
+            guard let known = Ladder.Codec(rawValue: codec) else {
+                throw rules.invalid("\(field).codec", "is h264 or hevc, not '\(codec)'")
+            }
+            options.codec = known
+        }
+        try rules.checking("\(field).ladder") { () throws(MediaError) in try options.check() }
+        return options
+    }
+
+    public static func work(on asset: Asset, options: LadderOptions, range: TimeRange) throws(MediaError) -> Work {
+        Work(session: try LadderSession(asset: asset, options: options, timeRange: range))
+    }
+
+    public struct Work: FileSetWork {
+        let session: LadderSession
+        public var progress: Double { session.progress }
+        public func cancel() { session.cancel() }
+        public static let isSetFile: @Sendable (String) -> Bool = LadderSession.isSetFile
+
+        public func run(into files: StagedFiles) throws -> JSONValue {
+            try .result(["hls": try session.run(into: files)])
+        }
+    }
+}
