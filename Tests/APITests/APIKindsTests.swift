@@ -37,7 +37,7 @@ struct APIKindsTests {
         return name
     }
 
-    @Test("thumbnails, storyboard and waveform jobs store the CLI's options; wrong fields name themselves")
+    @Test("thumbnails, storyboard, waveform and hls jobs store the CLI's options; wrong fields name themselves")
     func fileSetKinds() async throws {
         let f = try await F()
         defer { f.directory.remove() }
@@ -76,8 +76,21 @@ struct APIKindsTests {
                     && (wave["png"] as? [String: Any])?["color"] as? String == "ff0000"
             )
 
+            let local = try await Self.post(
+                client,
+                f,
+                #"{"kind":"hls","input":"\#(input)","output":"talk-hls","hls":{"ladder":"720p, 360p","codec":"hevc"}}"#
+            )
+            #expect(local.status == .created, "\(String(buffer: local.body))")
+            let stored = APIRouteTests.json(local)["presetSettings"] as? [String: Any] ?? [:]
+            #expect(stored["ladder"] as? String == "720p, 360p" && stored["codec"] as? String == "hevc", "\(stored)")
+
             // Each refusal names its field.
             let refused: [(String, String)] = [
+                (#"{"kind":"hls","input":"\#(input)","output":"h1","hls":{"ladder":"4k"}}"#, "hls.ladder"),
+                (#"{"kind":"hls","input":"\#(input)","output":"h2","hls":{"codec":"vp9"}}"#, "hls.codec"),
+                (#"{"kind":"hls","input":"\#(input)","output":"h3","format":"mp4"}"#, "format"),
+                (#"{"kind":"hls","input":"\#(input)","output":"h4","split":"4"}"#, "split"),
                 (
                     #"{"kind":"thumbnails","input":"\#(input)","output":"t2","preset":"low"}"#,
                     "preset"
