@@ -38,7 +38,7 @@ release: deps
 # webhook to a fresh job database, run a worker until the queue is empty, and show the
 # finished job, its output, and the webhook the receiver got.
 demo: build
-	@mkdir -p $(DEMO) && rm -rf $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4 $(DEMO)/webhooks.jsonl $(DEMO)/thumbs
+	@mkdir -p $(DEMO) && rm -rf $(DEMO)/jobs.sqlite* $(DEMO)/clip.mp4 $(DEMO)/webhooks.jsonl $(DEMO)/thumbs $(DEMO)/hls
 	@echo "== jobctl sample $(DEMO)/talk.mp4"
 	@$(JOBCTL) sample $(DEMO)/talk.mp4
 	@export JOBCTL_WEBHOOK_SECRET=$$($(JOBCTL) webhooks secret); \
@@ -60,7 +60,10 @@ demo: build
 	echo "== jobctl thumbnails $(DEMO)/talk.mp4 --at 1s,50%,end --exact --size 320x -o $(DEMO)/thumbs" && \
 	$(JOBCTL) thumbnails $(DEMO)/talk.mp4 --at 1s,50%,end --exact --size 320x -o $(DEMO)/thumbs && \
 	echo "== jobctl waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png" && \
-	$(JOBCTL) waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png
+	$(JOBCTL) waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png && \
+	echo "== jobctl hls $(DEMO)/talk.mp4 -o $(DEMO)/hls" && \
+	$(JOBCTL) hls $(DEMO)/talk.mp4 -o $(DEMO)/hls && \
+	echo "   to watch it: python3 -m http.server -d $(DEMO)/hls 8000, then open http://localhost:8000/player.html"
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in three phases:
 # test-unit (in process, seconds: the state machines, the conformance suites on the in-memory
