@@ -132,6 +132,8 @@ public final class S3Client: Sendable {
         public var etag: String
         /// The object's user metadata (`x-amz-meta-NAME`), names in lowercase without the prefix.
         public var metadata: [String: String]
+        /// `Content-Type`, as the store answers a HEAD.
+        public var contentType: String?
 
         public init(size: Int64, etag: String, metadata: [String: String] = [:]) {
             self.size = size
@@ -147,11 +149,13 @@ public final class S3Client: Sendable {
             for (name, value) in response.headers where name.hasPrefix("x-amz-meta-") {
                 metadata[String(name.dropFirst("x-amz-meta-".count))] = value
             }
-            return ObjectInfo(
+            var info = ObjectInfo(
                 size: Int64(response.headers["content-length"] ?? "") ?? 0,
                 etag: Self.unquoted(response.headers["etag"] ?? ""),
                 metadata: metadata
             )
+            info.contentType = response.headers["content-type"]
+            return info
         } catch  where error.code == .notFound {
             return nil
         } catch  where error.storeCode == nil && error.code == .denied {
