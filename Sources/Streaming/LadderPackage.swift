@@ -123,6 +123,7 @@ public enum LadderPackage {
                 measuredCodecs: measured.track.codecs ?? "?"
             )
             if measured.track.handler == "vide" {
+                rule.pixels = (measured.track.width ?? 0) * (measured.track.height ?? 0)
                 let peak = measured.media.peakBitRate + audioPeak
                 let average = measured.media.averageBitRate + audioAverage
                 rule.declaredBandwidth = Int(peak.rounded(.up))

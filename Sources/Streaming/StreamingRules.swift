@@ -45,6 +45,8 @@ public enum StreamingRules {
         public var measuredPeak: Double?
         public var declaredAverage: Int?
         public var measuredAverage: Double?
+        /// Width × height (video): a larger picture should declare more bandwidth.
+        public var pixels: Int?
 
         public init(
             name: String,
@@ -176,6 +178,19 @@ public enum StreamingRules {
                     "AVERAGE-BANDWIDTH \(declared) is not within 10 % of the measured \(Int(average))"
                 )
             }
+        }
+        // A player climbs the ladder by BANDWIDTH: a larger picture that declares less than a
+        // smaller one is skipped or chosen out of turn (simple pictures at a low rung's size can
+        // take more bits than at the source's).
+        let sized = videos.filter { $0.pixels != nil && $0.declaredBandwidth != nil }
+            .sorted { $0.pixels! < $1.pixels! }
+        for (smaller, larger) in zip(sized, sized.dropFirst())
+        where larger.declaredBandwidth! < smaller.declaredBandwidth! {
+            should(
+                "3 order",
+                larger.name,
+                "declares BANDWIDTH \(larger.declaredBandwidth!), less than the smaller \(smaller.name)'s \(smaller.declaredBandwidth!): players may pick them out of order"
+            )
         }
         return findings.filter { $0.level == .must } + findings.filter { $0.level == .should }
     }

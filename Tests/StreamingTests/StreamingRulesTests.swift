@@ -85,6 +85,19 @@ struct StreamingRulesTests {
         #expect(Self.findings([Self.video("720p"), ends]).map(\.rule) == ["2 coverage"])
     }
 
+    @Test("rule 3: a larger picture declaring less bandwidth than a smaller one is worth knowing")
+    func order() {
+        var small = Self.video("360p", peak: 400_000)
+        small.pixels = 640 * 360
+        var large = Self.video("720p", peak: 300_000)
+        large.pixels = 1280 * 720
+        let findings = Self.findings([small, large, Self.audio])
+        #expect(findings.map(\.rule) == ["3 order"] && findings[0].level == .should && findings[0].rendition == "720p")
+        large = Self.video("720p", peak: 1_200_000)
+        large.pixels = 1280 * 720
+        #expect(Self.findings([large, small, Self.audio]).isEmpty)
+    }
+
     @Test("rule 3: the version with a MAP, CODECS, BANDWIDTH below or far above the peak, AVERAGE-BANDWIDTH off")
     func declarations() {
         #expect(Self.findings([Self.video("720p")], version: 5).map(\.rule) == ["3 version"])
