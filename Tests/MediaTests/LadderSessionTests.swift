@@ -241,6 +241,27 @@ struct LadderSessionTests {
         }
     }
 
+    @Test("an HEVC ladder: hvc1 in fMP4, CODECS from hvcC, aligned IDRs, decodable through the master playlist")
+    func hevc() async throws {
+        try await withTemporaryDirectory("ladder-hevc") { directory in
+            let input = try await Self.clip(
+                directory,
+                "wide.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=960x540:r=25:d=7", "-c:v", "libx264", "-preset", "ultrafast"]
+            )
+            let output = directory.file("out")
+            let result = try Self.ladder(input, into: output, LadderOptions(ladder: "auto", codec: .hevc))
+            #expect(result.renditions.map(\.name) == ["360p", "432p", "540p"], "\(result.renditions)")
+            #expect(result.report.must.isEmpty, "\(result.report)")
+            #expect(result.renditions.allSatisfy { $0.codecs.hasPrefix("hvc1.1.") }, "\(result.renditions.map(\.codecs))")
+            try await Self.checkKeyframes(result, in: output, tag: "hvc1")
+            let master = try String(contentsOfFile: "\(output)/master.m3u8", encoding: .utf8)
+            #expect(master.contains(#"CODECS="hvc1.1."#), "\(master)")
+            try await Self.decodes(output, "master.m3u8")
+            try await Self.decodes(output, "manifest.mpd")
+        }
+    }
+
     @Test("an unknown rung is refused before anything is read; a cancelled ladder leaves nothing")
     func refusals() async throws {
         try await withTemporaryDirectory("ladder-refusals") { directory in
