@@ -11,7 +11,7 @@ extension Ladder.Codec: ExpressibleByArgument {}
 struct LadderArguments: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "auto (after Apple's HLS table, rungs above the source dropped), or rungs such as 1080p,720p,480p.",
+            "auto (after Apple's HLS table, rungs above the source dropped), rungs such as 1080p,720p,480p, or a ladder of the presets file.",
             valueName: "rungs"
         )
     )
@@ -20,11 +20,10 @@ struct LadderArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The video codec: h264, or hevc (hvc1 in fMP4).", valueName: "codec"))
     var codec: Ladder.Codec?
 
-    func validate() throws {
-        try ValidationError.checking { () throws(MediaError) in try options.check() }
+    /// The ladder these flags ask for, a presets file's ladder by name included.
+    func options(_ catalog: PresetCatalog) throws(MediaError) -> LadderOptions {
+        try catalog.ladderOptions(ladder, codec: codec)
     }
-
-    var options: LadderOptions { LadderOptions(ladder: ladder ?? "auto", codec: codec ?? .h264) }
 }
 
 struct HLSCommand: AsyncParsableCommand {
@@ -46,6 +45,7 @@ struct HLSCommand: AsyncParsableCommand {
               jobctl hls talk.mov -o talk/
               jobctl hls talk.mov --ladder 720p,360p --range 10s+1m -o clip/
               jobctl hls talk.mov --codec hevc -o talk-hevc/
+              jobctl hls talk.mov --presets ladders.json --ladder mobile -o talk/
             """
     )
 
@@ -66,6 +66,7 @@ struct HLSCommand: AsyncParsableCommand {
     @Flag(help: "Print the ladder's report (renditions, bandwidths, findings, files) as JSON on stdout.")
     var json = false
 
+    @OptionGroup var presets: PresetOptions
     @OptionGroup(title: "Limits") var limits: LimitOptions
     @OptionGroup var global: GlobalOptions
 
@@ -79,7 +80,8 @@ struct HLSCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
-            let session = try LadderSession(asset: asset, options: ladder.options, timeRange: timeRange)
+            let options = try ladder.options(try presets.catalog())
+            let session = try LadderSession(asset: asset, options: options, timeRange: timeRange)
             let result = try await runInterruptibly(
                 showingProgress: !json,
                 total: nil,

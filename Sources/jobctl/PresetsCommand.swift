@@ -11,7 +11,8 @@ struct PresetsCommand: AsyncParsableCommand {
             its display aspect ratio, is never upscaled and has even dimensions. The ffmpeg \
             commands use the placeholders INPUT and OUTPUT; for a range, add -ss START -t \
             DURATION before -i. Custom presets (--presets FILE or JOBCTL_PRESETS) are a JSON list \
-            with the fields of --json.
+            with the fields of --json; an entry with a "ladder" key is a streaming ladder for \
+            `jobctl hls --ladder NAME` (docs/streaming.md), listed after the presets.
             """
     )
 
@@ -43,6 +44,11 @@ struct PresetsCommand: AsyncParsableCommand {
             for preset in catalog.presets {
                 print("\(preset.name)  [\(preset.format.rawValue)]  \(preset.summary)")
                 print("    \(preset.ffmpegCommand)")
+            }
+            for ladder in catalog.ladders {
+                let rungs = ladder.rungs.map { "\($0.name) \($0.bitRate / 1000) kb/s" }.joined(separator: ", ")
+                print("\(ladder.name)  [hls --ladder, \(ladder.codec)]  \(ladder.summary ?? rungs)")
+                if ladder.summary != nil { print("    \(rungs)") }
             }
         }
     }

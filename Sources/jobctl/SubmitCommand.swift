@@ -183,8 +183,9 @@ struct SubmitCommand: AsyncParsableCommand {
             draft.split = split
             let rules = SubmissionRules(
                 place: .host(currentDirectory: FileManager.default.currentDirectoryPath),
-                // Only an export reads the presets file (a broken one stops nothing else).
-                catalog: kind == JobKind.export.rawValue ? try presets.catalog() : try PresetCatalog(customFile: nil),
+                // Only an export or a ladder reads the presets file (a broken one stops nothing else).
+                catalog: [JobKind.export.rawValue, JobKind.hls.rawValue].contains(kind)
+                    ? try presets.catalog() : try PresetCatalog(customFile: nil),
                 addressPolicy: policy,
                 naming: .flags
             )

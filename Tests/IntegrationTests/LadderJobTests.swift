@@ -57,6 +57,38 @@ struct LadderJobTests {
         #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded.stderr)")
     }
 
+    @Test func aLadderOfThePresetsFileIsStoredWithTheJobSoWorkersNeedNoPresetsFile() async throws {
+        let setup = try await Setup("ladder-custom")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let presets = setup.directory.file("ladders.json")
+        try Data(
+            #"[{"name": "phones", "ladder": [{"name": "small", "short_side": 120, "bitrate": 150000}, {"name": "big", "short_side": 240, "bitrate": 400000}]}]"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: presets))
+        let output = setup.directory.file("phones")
+        let id = try await setup.submit(
+            try await Fixtures.shared.path(.basic),
+            ["--kind", "hls", "--presets", presets, "--ladder", "phones", "-o", output],
+            preset: nil
+        )
+        try FileManager.default.removeItem(atPath: presets)
+        _ = try await setup.runWorker()
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        let renditions = job.result?["hls"]?["renditions"]?.arrayValue ?? []
+        #expect(
+            renditions.map {
+                "\($0["name"]?.stringValue ?? "") \($0["width"]?.doubleValue ?? 0)x\($0["height"]?.doubleValue ?? 0)"
+            }
+                == ["small 160.0x120.0", "big 320.0x240.0"],
+            "\(renditions)"
+        )
+        #expect(["small.m3u8", "big-init.mp4", "master.m3u8"].allSatisfy(setup.directoryContents(output).contains))
+    }
+
     @Test func aBadLadderIsRefusedAtSubmitNamingTheRungs() async throws {
         let setup = try await Setup("ladder-refused")
         defer {

@@ -253,7 +253,10 @@ struct LadderSessionTests {
             let result = try Self.ladder(input, into: output, LadderOptions(ladder: "auto", codec: .hevc))
             #expect(result.renditions.map(\.name) == ["360p", "432p", "540p"], "\(result.renditions)")
             #expect(result.report.must.isEmpty, "\(result.report)")
-            #expect(result.renditions.allSatisfy { $0.codecs.hasPrefix("hvc1.1.") }, "\(result.renditions.map(\.codecs))")
+            #expect(
+                result.renditions.allSatisfy { $0.codecs.hasPrefix("hvc1.1.") },
+                "\(result.renditions.map(\.codecs))"
+            )
             try await Self.checkKeyframes(result, in: output, tag: "hvc1")
             let master = try String(contentsOfFile: "\(output)/master.m3u8", encoding: .utf8)
             #expect(master.contains(#"CODECS="hvc1.1."#), "\(master)")

@@ -123,6 +123,76 @@ struct PresetTests {
         }
     }
 
+    @Test func aPresetsFileCanHoldLaddersBesidePresets() throws {
+        let json = """
+            [{"name": "tiny", "summary": "for tests", "format": "mp4", "audio": {"codec": "aac"}},
+             {"name": "mobile", "summary": "two rungs for phones", "codec": "h264", "ladder": [
+                {"name": "low", "short_side": 270, "bitrate": 400000, "at_most_30fps": true},
+                {"name": "high", "short_side": 540, "bitrate": 1800000}]}]
+            """
+        let catalog = try catalog(from: json)
+        #expect(catalog.presets.count == Preset.builtIn.count + 1)
+        let mobile = try #require(catalog.ladder(named: "mobile"))
+        #expect(
+            mobile.rungs.map(\.name) == ["low", "high"] && mobile.rungs[0].atMost30fps && !mobile.rungs[1].atMost30fps
+        )
+        let options = try catalog.ladderOptions("mobile", codec: nil)
+        #expect(options.rungs == mobile.rungs && options.codec == .h264 && options.ladder == "mobile")
+        #expect(throws: MediaError.self) { try catalog.ladderOptions("mobile", codec: .hevc) }
+        #expect { try catalog.ladderOptions("phone", codec: nil) } throws: { error in
+            "\(error)".contains("unknown rung 'phone'") && "\(error)".contains("a ladder of the presets file: mobile")
+        }
+        #expect(try catalog.ladderOptions("720p,360p", codec: nil).rungs == nil)
+    }
+
+    @Test(
+        arguments: [
+            (
+                #"[{"name": "m", "ladder": [{"name": "../x", "short_side": 360, "bitrate": 500000}]}]"#,
+                "it names the rung's files"
+            ),
+            (
+                #"[{"name": "m", "ladder": [{"name": "master", "short_side": 360, "bitrate": 500000}]}]"#,
+                "not audio or master"
+            ),
+            (#"[{"name": "m", "ladder": [{"name": "Low", "short_side": 360, "bitrate": 500000}]}]"#, "lowercase"),
+            (
+                #"[{"name": "m", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}, {"name": "a", "short_side": 540, "bitrate": 900000}]}]"#,
+                "appears twice"
+            ),
+            (
+                #"[{"name": "m", "ladder": [{"name": "a", "short_side": 8, "bitrate": 500000}]}]"#,
+                "short_side is between"
+            ),
+            (#"[{"name": "m", "ladder": [{"name": "a", "short_side": 360, "bitrate": 5}]}]"#, "bitrate is between"),
+            (#"[{"name": "m", "ladder": []}]"#, "1 to 12 rungs"),
+            (#"[{"name": "720p", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#, "a rung's name"),
+            (
+                #"[{"name": "m", "codec": "vp9", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,
+                "expected"
+            ),
+            (
+                #"[{"name": "m", "fps": 30, "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,
+                "unknown key 'fps'"
+            ),
+            (
+                #"[{"name": "m", "ladder": [{"name": "a", "size": 360, "short_side": 360, "bitrate": 500000}]}]"#,
+                "unknown rung key 'size'"
+            ),
+            (
+                #"[{"name": "m", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}, {"name": "m", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,
+                "defined twice"
+            ),
+        ] as [(String, String)]
+    )
+    func badLaddersAreExplained(json: String, reason: String) {
+        #expect {
+            try catalog(from: json)
+        } throws: { error in
+            "\(error)".contains(reason)
+        }
+    }
+
     @Test func missingPresetsFileIsExplained() {
         #expect(throws: PresetFileError.self) { try PresetCatalog(customFile: "/nonexistent/presets.json") }
     }

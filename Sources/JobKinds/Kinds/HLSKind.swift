@@ -34,14 +34,17 @@ public enum HLSKind: FileSetKind {
     ) throws(SubmissionError) -> LadderOptions {
         let request = request ?? Request()
         if format != nil { throw rules.invalid("format", "is not used by hls jobs (a ladder is CMAF: fMP4 segments)") }
-        var options = LadderOptions(ladder: request.ladder ?? "auto")
-        if let codec = request.codec {
-            guard let known = Ladder.Codec(rawValue: codec) else {
-                throw rules.invalid("\(field).codec", "is h264 or hevc, not '\(codec)'")
+        var codec: Ladder.Codec?
+        if let name = request.codec {
+            guard let known = Ladder.Codec(rawValue: name) else {
+                throw rules.invalid("\(field).codec", "is h264 or hevc, not '\(name)'")
             }
-            options.codec = known
+            codec = known
         }
-        try rules.checking("\(field).ladder") { () throws(MediaError) in try options.check() }
+        var options = LadderOptions()
+        try rules.checking("\(field).ladder") { () throws(MediaError) in
+            options = try rules.catalog.ladderOptions(request.ladder, codec: codec)
+        }
         return options
     }
 

@@ -4,6 +4,9 @@ import Foundation
 /// (`--presets FILE`, env `JOBCTL_PRESETS`).
 public struct PresetCatalog: Sendable {
     public private(set) var presets: [Preset]
+    /// The ladders of the presets file (`hls --ladder NAME`); the built-in ones are tables
+    /// (`Ladder.table`), not entries.
+    public private(set) var ladders: [NamedLadder] = []
 
     public static let builtIn = PresetCatalog(presets: Preset.builtIn)
 
@@ -22,12 +25,24 @@ public struct PresetCatalog: Sendable {
             let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
             throw PresetFileError(path: path, reason: "is not valid JSON\(detail.map { " (\($0))" } ?? "")")
         }
+        // Ladders (entries with a `ladder` key) first; the rest are presets.
+        var (presetJSON, presetData) = (json, data)
+        if let list = json as? [Any] {
+            let (ladders, problem) = NamedLadder.entries(in: list)
+            if let problem { throw PresetFileError(path: path, reason: problem) }
+            self.ladders = ladders
+            if !ladders.isEmpty {
+                let rest = list.filter { ($0 as? [String: Any])?["ladder"] == nil }
+                presetJSON = rest
+                presetData = (try? JSONSerialization.data(withJSONObject: rest)) ?? Data("[]".utf8)
+            }
+        }
         // Each key's type, with the preset, the key and the value named, before the decoder
         // (whose messages say "not valid JSON" for 20.5 where a whole number belongs).
-        if let problem = PresetShape.problem(in: json) { throw PresetFileError(path: path, reason: problem) }
+        if let problem = PresetShape.problem(in: presetJSON) { throw PresetFileError(path: path, reason: problem) }
         let custom: [Preset]
         do {
-            custom = try JSONDecoder().decode([Preset].self, from: data)
+            custom = try JSONDecoder().decode([Preset].self, from: presetData)
         } catch let DecodingError.keyNotFound(key, context) {
             throw PresetFileError(
                 path: path,
@@ -88,6 +103,9 @@ public struct PresetCatalog: Sendable {
         let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
         return path.isEmpty ? "top level" : path
     }
+
+    /// The presets file's ladder called `name`.
+    public func ladder(named name: String) -> NamedLadder? { ladders.first { $0.name == name } }
 
     /// A preset given inline (an HTTP request's `"preset": {…}`): the fields of `presets
     /// --json`, checked as a presets file's are. `name` and `summary` may be left out
