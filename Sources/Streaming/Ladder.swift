@@ -85,6 +85,7 @@ public enum Ladder {
     public enum Problem: Error, Equatable, CustomStringConvertible {
         case unknownRung(String, known: [String])
         case empty
+        case emptyName(String)
         case noPicture
 
         public var description: String {
@@ -92,6 +93,7 @@ public enum Ladder {
             case .unknownRung(let name, let known):
                 "unknown rung '\(name)': the ladder's rungs are \(known.joined(separator: ", ")), or auto"
             case .empty: "a ladder names at least one rung, or auto"
+            case .emptyName(let text): "'\(text)' has an empty rung name (two commas, or one at an end)"
             case .noPicture: "the source has no picture size"
             }
         }
@@ -118,7 +120,8 @@ public enum Ladder {
         let asked = text.split(separator: ",", omittingEmptySubsequences: false).map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         }
-        guard !asked.isEmpty, !asked.contains(where: \.isEmpty) else { throw .empty }
+        guard !asked.allSatisfy(\.isEmpty) else { throw .empty }
+        guard !asked.contains(where: \.isEmpty) else { throw .emptyName(text) }
         for name in asked where !table.contains(where: { $0.name == name }) {
             throw .unknownRung(name, known: table.map(\.name))
         }

@@ -69,7 +69,8 @@ public enum LadderPackage {
         let videos = try video.map { try measure($0, read: read) }
         let sound = try audio.map { try measure($0, read: read) }
         let all = videos + (sound.map { [$0] } ?? [])
-        let target = all.map(\.media.targetDuration).max() ?? 0
+        // At least 1: a playlist of less than half a second still has a whole-second target.
+        let target = max(1, all.map(\.media.targetDuration).max() ?? 0)
         var files: [String: String] = [:]
         for measured in all {
             files[measured.rendition.playlist] = HLSPlaylists.media(measured.media, target: target)

@@ -265,6 +265,71 @@ struct LadderSessionTests {
         }
     }
 
+    @Test(
+        "a person's own files beside a ladder are never removed, the input included; a rerun replaces same-named files and removes none"
+    )
+    func neighbours() async throws {
+        try await withTemporaryDirectory("ladder-neighbours") { directory in
+            let output = directory.file("shared")
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            let input = try await Self.clip(
+                directory,
+                "shared/input-init.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=426x240:r=25:d=4", "-c:v", "libx264", "-preset", "ultrafast"]
+            )
+            for name in ["my.m3u8", "clip.m4s", "notes.txt"] {
+                try Data("mine".utf8).write(to: URL(fileURLWithPath: "\(output)/\(name)"))
+            }
+            _ = try Self.ladder(input, into: output, LadderOptions(ladder: "234p"))
+            _ = try Self.ladder(input, into: output + "/", LadderOptions(ladder: "234p"))
+            let names = try FileManager.default.contentsOfDirectory(atPath: output)
+            #expect(
+                ["input-init.mp4", "my.m3u8", "clip.m4s", "notes.txt", "master.m3u8", "234p-00001.m4s"].allSatisfy(
+                    names.contains
+                ),
+                "\(names.sorted())"
+            )
+            #expect(try String(contentsOfFile: "\(output)/my.m3u8", encoding: .utf8) == "mine")
+            #expect(!names.contains { $0.hasPrefix(".") }, "\(names.sorted())")
+        }
+    }
+
+    @Test("an output directory given as a symbolic link is refused, with or without a trailing slash")
+    func linkedDirectory() async throws {
+        try await withTemporaryDirectory("ladder-link") { directory in
+            let real = directory.file("real")
+            try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: directory.file("link"), withDestinationPath: real)
+            for path in [directory.file("link"), directory.file("link") + "/", directory.file("link") + "//"] {
+                #expect(throws: MediaError.self, "\(path)") { _ = try StagedFiles(directory: path) }
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: real).isEmpty)
+        }
+    }
+
+    @Test("--max-output-size stops the encode as soon as the ladder would pass it, and leaves nothing")
+    func outputLimit() async throws {
+        try await withTemporaryDirectory("ladder-limit") { directory in
+            let input = try await Self.clip(
+                directory,
+                "busy.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=640x360:r=25:d=60", "-c:v", "libx264", "-preset", "ultrafast"]
+            )
+            let asset = try Asset(location: input, limits: ResourceLimits(maxOutputBytes: 50_000))
+            let session = try LadderSession(asset: asset, options: LadderOptions(ladder: "360p"))
+            let output = directory.file("out")
+            let started = ContinuousClock.now
+            #expect {
+                try session.run(directory: output)
+            } throws: { error in
+                (error as? MediaError)?.code == .limitExceeded && "\(error)".contains("50000 bytes")
+            }
+            // Stopped early: not the minute of video a whole encode takes here.
+            #expect(session.progress < 0.5, "\(session.progress) after \(ContinuousClock.now - started)")
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).isEmpty)
+        }
+    }
+
     @Test("an unknown rung is refused before anything is read; a cancelled ladder leaves nothing")
     func refusals() async throws {
         try await withTemporaryDirectory("ladder-refusals") { directory in
@@ -276,6 +341,26 @@ struct LadderSessionTests {
             #expect(throws: MediaError.self) {
                 try LadderSession(asset: try Asset(location: input), options: LadderOptions(ladder: "4k"))
             }
+            // x265 cannot encode an 8-pixel picture: refused when planned, naming the way out.
+            let speck = try await Self.clip(
+                directory,
+                "speck.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=8x8:r=25:d=1", "-c:v", "libx264"]
+            )
+            #expect {
+                try LadderSession(asset: try Asset(location: speck), options: LadderOptions(codec: .hevc))
+            } throws: { error in
+                (error as? MediaError)?.code == .presetIncompatible && "\(error)".contains("--codec h264")
+            }
+            // Shorter than half a second: the target is still a whole second.
+            let blink = try await Self.clip(
+                directory,
+                "blink.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=0.2", "-c:v", "libx264"]
+            )
+            _ = try Self.ladder(blink, into: directory.file("blink"))
+            let playlist = try String(contentsOfFile: directory.file("blink/180p.m3u8"), encoding: .utf8)
+            #expect(playlist.contains("#EXT-X-TARGETDURATION:1\n"), "\(playlist)")
             let session = try LadderSession(asset: try Asset(location: input), options: LadderOptions())
             let output = directory.file("out")
             try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)

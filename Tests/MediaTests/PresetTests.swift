@@ -162,10 +162,23 @@ struct PresetTests {
             ),
             (
                 #"[{"name": "m", "ladder": [{"name": "a", "short_side": 8, "bitrate": 500000}]}]"#,
-                "short_side is between"
+                "an even number between 16 and 4320"
             ),
             (#"[{"name": "m", "ladder": [{"name": "a", "short_side": 360, "bitrate": 5}]}]"#, "bitrate is between"),
             (#"[{"name": "m", "ladder": []}]"#, "1 to 12 rungs"),
+            (
+                #"[{"name": "m", "ladder": [{"name": "x", "short_side": 240, "bitrate": 500000}, {"name": "x-iframes", "short_side": 360, "bitrate": 900000}]}]"#,
+                "not ending in -iframes"
+            ),
+            (#"[{"name": "m", "ladder": [{"name": "a", "short_side": 17, "bitrate": 500000}]}]"#, "an even number"),
+            (
+                #"[{"name": " auto", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,
+                "a ladder's name"
+            ),
+            (
+                #"[{"name": "720p,360p", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,
+                "a ladder's name"
+            ),
             (#"[{"name": "720p", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#, "a rung's name"),
             (
                 #"[{"name": "m", "codec": "vp9", "ladder": [{"name": "a", "short_side": 360, "bitrate": 500000}]}]"#,

@@ -69,7 +69,8 @@ struct LadderTests {
         let (renditions, _) = try Self.ladder(1920, 1080, rungs: "1080p, 720P,480p,720p")
         #expect(renditions.map(\.name) == ["480p", "720p", "1080p"])
         #expect(throws: Ladder.Problem.self) { try Self.ladder(1920, 1080, rungs: "999p") }
-        #expect(throws: Ladder.Problem.empty) { try Self.ladder(1920, 1080, rungs: "720p,") }
+        #expect(throws: Ladder.Problem.emptyName("720p,")) { try Self.ladder(1920, 1080, rungs: "720p,") }
+        #expect(throws: Ladder.Problem.empty) { try Self.ladder(1920, 1080, rungs: ",") }
         #expect(throws: Ladder.Problem.noPicture) {
             try Self.ladder(0, 0, fps: nil)
         }

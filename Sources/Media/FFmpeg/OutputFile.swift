@@ -11,6 +11,9 @@ final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     let path: String
     private let isOpen = Mutex(false)
+    /// The payload bytes handed to the muxer so far: what its files will hold, near enough, for
+    /// a muxer that writes files of its own (whose sizes `write` cannot tell).
+    let packetBytes = Atomic<Int64>(0)
 
     init(path: String, formatName: String) throws {
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
@@ -74,6 +77,7 @@ final class OutputFile {
                 av_packet_unref(packet)
                 throw FFError(code: AVErr.exit, operation: "av_interleaved_write_frame after abort")
             }
+            packetBytes.add(Int64(packet.pointee.size), ordering: .relaxed)
             try check(av_interleaved_write_frame(context, packet), "av_interleaved_write_frame")
             return context.pointee.pb.map { avio_tell($0) } ?? 0
         }

@@ -42,20 +42,23 @@ public struct NamedLadder: Sendable, Hashable, Codable {
 
     /// Why this ladder cannot be used, or `nil`.
     public var validationProblem: String? {
-        guard !name.isEmpty, name != "auto" else { return "a ladder needs a name other than auto" }
+        guard Self.isFileName(name), name != "auto" else {
+            return "a ladder's name is 1 to 32 lowercase letters, digits, - and _, and not auto"
+        }
         if Ladder.Codec.allCases.contains(where: { codec in Ladder.table(codec).contains { $0.name == name } }) {
             return "'\(name)' is a rung's name; a ladder's name must differ from every rung's"
         }
         guard (1...12).contains(rungs.count) else { return "'ladder' has 1 to 12 rungs, not \(rungs.count)" }
         var seen = Set<String>()
         for rung in rungs {
-            guard Self.isFileName(rung.name), !["audio", "master"].contains(rung.name) else {
+            guard Self.isFileName(rung.name), !["audio", "master"].contains(rung.name), !rung.name.hasSuffix("-iframes")
+            else {
                 return
-                    "rung '\(rung.name)': a rung's name is 1 to 32 lowercase letters, digits, - and _, and not audio or master (it names the rung's files)"
+                    "rung '\(rung.name)': a rung's name is 1 to 32 lowercase letters, digits, - and _, not audio or master, and not ending in -iframes (it names the rung's files)"
             }
             guard seen.insert(rung.name).inserted else { return "rung '\(rung.name)' appears twice" }
-            guard (16...4320).contains(rung.shortSide) else {
-                return "rung '\(rung.name)': short_side is between 16 and 4320, not \(rung.shortSide)"
+            guard (16...4320).contains(rung.shortSide), rung.shortSide % 2 == 0 else {
+                return "rung '\(rung.name)': short_side is an even number between 16 and 4320, not \(rung.shortSide)"
             }
             guard (16_000...200_000_000).contains(rung.bitRate) else {
                 return

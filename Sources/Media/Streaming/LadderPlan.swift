@@ -120,6 +120,13 @@ struct LadderPlan {
             } catch {
                 throw MediaError(.invalidRequest, "--ladder: \(error)")
             }
+            // x265 refuses pictures of 8 pixels or fewer on a side.
+            if options.codec == .hevc, let small = renditions.first(where: { min($0.width, $0.height) < 16 }) {
+                throw MediaError(
+                    .presetIncompatible,
+                    "HEVC needs pictures of at least 16 pixels on each side, and \(name)'s \(small.name) rendition is \(small.width)x\(small.height): use --codec h264"
+                )
+            }
         }
         if let audio {
             audioChannels = min(2, max(1, audio.channels ?? 2))

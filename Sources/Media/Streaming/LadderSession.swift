@@ -49,12 +49,11 @@ public final class LadderSession: @unchecked Sendable {
     /// The renditions this asset gets, lowest first (empty for audio only).
     public var renditions: [Ladder.Rendition] { plan.renditions }
 
-    /// Whether a file in an output directory is one of a ladder's (a rerun replaces the set).
-    @Sendable public static func isSetFile(_ name: String) -> Bool {
-        guard !name.hasPrefix(".") else { return false }
-        if ["master.m3u8", "manifest.mpd", "player.html"].contains(name) { return true }
-        return name.hasSuffix(".m4s") || name.hasSuffix("-init.mp4") || name.hasSuffix(".m3u8")
-    }
+    /// A rerun into the same directory removes nothing: a ladder's names (`*.m3u8`, `*.m4s`,
+    /// `*-init.mp4`) are names a person's own files have too, and the input itself may be
+    /// among them. Files of an earlier ladder that the new one does not have stay,
+    /// unreferenced; those it has are replaced.
+    @Sendable public static func isSetFile(_ name: String) -> Bool { false }
 
     /// 0…1, never decreasing: the share of the range the slowest rendition has encoded.
     public var progress: Double {
@@ -79,7 +78,6 @@ public final class LadderSession: @unchecked Sendable {
     /// Writes the ladder into `directory`, all or none.
     public func run(directory: String) throws(MediaError) -> LadderResult {
         let files = try StagedFiles(directory: directory)
-        files.replacesSet = Self.isSetFile
         var result = try run(into: files)
         result.files = try files.commit()
         return result
@@ -205,7 +203,9 @@ public final class LadderSession: @unchecked Sendable {
         for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where !last.contains(name) {
             try files.write(name, Array(text.utf8))
         }
-        try files.write("player.html", Array(LadderPlayerPage.html(title: asset.displayName).utf8))
+        // The input's file name only: a remote input's host and path are not for a public page.
+        let title = (asset.displayName as NSString).lastPathComponent
+        try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8))
         for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
         return LadderResult(plan: plan, written: written, package: package, warnings: asset.warnings)
     }

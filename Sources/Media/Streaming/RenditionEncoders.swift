@@ -40,6 +40,33 @@ final class RenditionEncoders: @unchecked Sendable {
 
     var muxers: [OutputFile] { rungs.map(\.file) + (audioFile.map { [$0] } ?? []) }
 
+    /// The bytes encoded so far, every rendition together.
+    var encodedBytes: Int64 { muxers.reduce(0) { $0 + $1.packetBytes.load(ordering: .relaxed) } }
+
+    /// Stops the ladder as soon as it would pass `--max-output-size`, or the disk is full: the
+    /// muxer writes its segments itself and does not say when a write fails (`finish()` checks
+    /// what the files hold against what was encoded).
+    func checkOutput(_ count: inout Int) throws(MediaError) {
+        count += 1
+        if let limit = files.budget?.limit, case let bytes = encodedBytes, bytes > limit {
+            throw MediaError(
+                .limitExceeded,
+                "the ladder would be larger than \(limit) bytes, the limit on output size (--max-output-size, JOBCTL_MAX_OUTPUT_SIZE): \(bytes) bytes encoded so far"
+            )
+        }
+        guard count % 50 == 0 else { return }
+        var info = statvfs()
+        if statvfs(files.pinnedDirectory, &info) == 0,
+            UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20
+        {
+            throw Self.diskFull(files.directory)
+        }
+    }
+
+    static func diskFull(_ directory: String) -> MediaError {
+        MediaError(.outputUnwritable, "cannot write the ladder into \(directory): no space left on the device")
+    }
+
     init(plan: LadderPlan, codec: Ladder.Codec, files: StagedFiles) throws(MediaError) {
         self.files = files
         self.plan = plan
@@ -123,7 +150,9 @@ final class RenditionEncoders: @unchecked Sendable {
         let interval = Int64(LadderOptions.keyframeSeconds) * 1_000_000
         var nextKeyframe: Int64 = 0
         var end: Int64 = 0
+        var checks = 0
         while let sample = try output.copyNextSample() {
+            try checkOutput(&checks)
             guard case .video(let frame) = sample.payload else { continue }
             timeBase = sample.timeBase
             let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)
@@ -178,7 +207,9 @@ final class RenditionEncoders: @unchecked Sendable {
 
     func encodeAudio(from output: AssetReaderTrackOutput, progress: (Int64) -> Void) throws(MediaError) {
         guard let audioEngine else { return }
+        var checks = 0
         while let sample = try output.copyNextSample() {
+            try checkOutput(&checks)
             try audioEngine.append(sample)
             progress(sample.endMicroseconds)
         }
@@ -206,6 +237,18 @@ final class RenditionEncoders: @unchecked Sendable {
             )
         }
         let audio = audioFile.map { _ in LadderPackage.Rendition(name: "audio", segments: segments("audio")) }
+        // The files hold at least what was encoded (plus their boxes), unless writes were lost.
+        let names = (video + (audio.map { [$0] } ?? [])).flatMap { [$0.initialization] + $0.segments }
+        let onDisk = names.reduce(Int64(0)) { total, name in
+            var info = stat()
+            return total + (stat(files.pinnedTemporaryPath(of: name), &info) == 0 ? Int64(info.st_size) : 0)
+        }
+        if onDisk < encodedBytes {
+            throw MediaError(
+                .outputUnwritable,
+                "cannot write the ladder into \(files.directory): its files hold \(onDisk) bytes of the \(encodedBytes) encoded (the disk is full or failing)"
+            )
+        }
         return (video, audio)
     }
 

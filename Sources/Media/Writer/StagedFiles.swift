@@ -83,7 +83,11 @@ public final class StagedFiles {
                 )
             }
         }
-        let opened = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        // Without its trailing slashes: `link/` would make the kernel follow the link, whatever
+        // O_NOFOLLOW says.
+        var unslashed = directory
+        while unslashed.count > 1 && unslashed.hasSuffix("/") { unslashed.removeLast() }
+        let opened = open(unslashed, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard opened >= 0 else {
             let code = errno
             if code == ENOTDIR || code == ELOOP {
@@ -135,6 +139,9 @@ public final class StagedFiles {
     public func pinnedTemporaryPath(of name: String) -> String {
         "/proc/self/fd/\(descriptor)/" + Self.temporaryName(of: name, tag: tag)
     }
+
+    /// The directory as the opened descriptor reaches it (`/proc/self/fd/N`).
+    public var pinnedDirectory: String { "/proc/self/fd/\(descriptor)" }
 
     /// The name `name` waits under, relative to the directory.
     public func temporaryName(of name: String) -> String { Self.temporaryName(of: name, tag: tag) }
@@ -225,6 +232,10 @@ public final class StagedFiles {
     /// already moved are removed again: the set stays all or none.
     public func commit() throws(MediaError) -> [WrittenFile] {
         precondition(!finished)
+        // One set at a time shows its files in a directory: two runs into the same directory
+        // each land whole, one after the other, rather than interleaved.
+        while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(descriptor, LOCK_UN) }
         for file in files {
             let handle = openat(
                 descriptor,
