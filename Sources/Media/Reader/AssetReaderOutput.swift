@@ -17,8 +17,14 @@ public class AssetReaderOutput: @unchecked Sendable {
     public let tracks: [AssetTrack]
 
     static let packetQueueCapacity = 64
+    /// And at most this many bytes of packets: 64 pictures of a high bit-rate 1080p source
+    /// (110 Mb/s, 460 KB each) held 29 MiB ahead of the decoder, which the `ffmpeg` CLI, reading
+    /// one packet at a time, does not (docs/benchmarks.md, "HLS ladder").
+    static let packetQueueBytes = 4 << 20
 
-    let packets = BlockingQueue<Packet>(capacity: packetQueueCapacity)
+    let packets = BlockingQueue<Packet>(capacity: packetQueueCapacity, maxWeight: packetQueueBytes) {
+        Int($0.pointer.pointee.size)
+    }
     let samples: BlockingQueue<SampleBuffer>
     private let state = Mutex(State())
 

@@ -14,10 +14,17 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     private let capacity: Int
     private var closed = false
     private var cancelled = false
+    /// A bound on the queued elements' total weight as well as their number (`weight`: an
+    /// element's bytes); one element is always let in, however heavy.
+    private let maxWeight: Int
+    private let weight: (Element) -> Int
+    private var queuedWeight = 0
 
-    init(capacity: Int) {
+    init(capacity: Int, maxWeight: Int = .max, weight: @escaping (Element) -> Int = { _ in 0 }) {
         precondition(capacity > 0)
         self.capacity = capacity
+        self.maxWeight = maxWeight
+        self.weight = weight
         items.reserveCapacity(capacity)
     }
 
@@ -26,11 +33,15 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     func push(_ element: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while items.count - head >= capacity && !cancelled && !closed {
+        let heft = weight(element)
+        while (items.count - head >= capacity || (items.count > head && queuedWeight + heft > maxWeight))
+            && !cancelled && !closed
+        {
             condition.wait()
         }
         guard !cancelled && !closed else { return false }
         items.append(element)
+        queuedWeight += heft
         condition.broadcast()
         return true
     }
@@ -44,6 +55,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
         }
         guard !cancelled, head < items.count else { return nil }
         let element = items[head]
+        queuedWeight -= weight(element)
         head += 1
         if head == items.count {
             items.removeAll(keepingCapacity: true)
@@ -69,6 +81,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
         condition.lock()
         cancelled = true
         items.removeAll()
+        queuedWeight = 0
         head = 0
         condition.broadcast()
         condition.unlock()

@@ -1,0 +1,34 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Media
+
+/// The bounded queue between reader stages: by count, and by weight (a packet's bytes).
+@Suite("Blocking queue")
+struct BlockingQueueTests {
+    @Test("a push waits while the queued weight would pass the bound; one element always goes in, however heavy")
+    func weight() async throws {
+        let queue = BlockingQueue<Int>(capacity: 10, maxWeight: 10) { $0 }
+        #expect(queue.push(6))
+        let pushed = Atomic<Bool>(false)
+        let thread = Thread {
+            queue.push(6)
+            pushed.store(true, ordering: .sequentiallyConsistent)
+        }
+        thread.start()
+        try await Task.sleep(for: .milliseconds(200))
+        let early = pushed.load(ordering: .sequentiallyConsistent)
+        #expect(!early, "6 + 6 passed a bound of 10")
+        #expect(queue.pop() == 6)
+        for _ in 0..<100 where !pushed.load(ordering: .sequentiallyConsistent) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let late = pushed.load(ordering: .sequentiallyConsistent)
+        #expect(late, "the push did not go in once there was room")
+        #expect(queue.pop() == 6)
+        // Heavier than the whole bound, into an empty queue: let in, or nothing would ever move.
+        #expect(queue.push(50))
+        #expect(queue.pop() == 50)
+    }
+}
