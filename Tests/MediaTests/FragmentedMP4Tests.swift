@@ -137,4 +137,45 @@ struct FragmentedMP4Tests {
         let moof: [UInt8] = [0, 0, 0, 32, 0x6D, 0x6F, 0x6F, 0x66] + traf
         #expect(throws: FragmentedMP4.Problem.self) { try FragmentedMP4.fragments(inSegment: moof, tracks: []) }
     }
+
+    @Test("a segment moved along the timeline: ffprobe sees every packet 10 s later, nothing else changed")
+    func rebase() async throws {
+        try await withTemporaryDirectory("fmp4-rebase") { directory in
+            let made = try await Self.make(
+                directory,
+                "video",
+                ["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=7"],
+                ["-c:v", "libx264", "-force_key_frames", "expr:gte(t,n_forced*2)", "-sc_threshold", "0"]
+            )
+            let initialization = Array(try Data(contentsOf: URL(fileURLWithPath: made.initialization)))
+            let track = try #require(try FragmentedMP4.tracks(inInitialization: initialization).first)
+            let segment = Array(try Data(contentsOf: URL(fileURLWithPath: made.segments[1])))
+            let moved = try FragmentedMP4.rebased(segment, by: Int64(track.timescale) * 10, timescale: track.timescale)
+            #expect(moved.count == segment.count)
+            let before = try FragmentedMP4.fragments(inSegment: segment, tracks: [track])
+            let after = try FragmentedMP4.fragments(inSegment: moved, tracks: [track])
+            #expect(after.map(\.baseDecodeTime) == before.map { $0.baseDecodeTime + UInt64(track.timescale) * 10 })
+            #expect(after.map(\.samples) == before.map(\.samples))
+            func times(_ bytes: [UInt8], _ name: String) async throws -> [Double] {
+                let path = directory.file(name)
+                try Data(initialization + bytes).write(to: URL(fileURLWithPath: path))
+                let probed = try await ProcessRunner.check(
+                    "ffprobe",
+                    ["-v", "error", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]
+                )
+                return probed.stdoutText.split(separator: "\n").compactMap { Double($0) }
+            }
+            let original = try await times(segment, "original.mp4")
+            let shifted = try await times(moved, "shifted.mp4")
+            #expect(
+                !original.isEmpty && shifted.count == original.count
+                    && zip(shifted, original).allSatisfy { abs($0 - $1 - 10) < 0.001 },
+                "\(original.prefix(3)) → \(shifted.prefix(3))"
+            )
+            // Below 0 is refused rather than wrapped.
+            #expect(throws: FragmentedMP4.Problem.self) {
+                try FragmentedMP4.rebased(segment, by: -Int64(track.timescale) * 1000, timescale: track.timescale)
+            }
+        }
+    }
 }
