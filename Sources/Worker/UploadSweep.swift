@@ -30,6 +30,12 @@ struct UploadSweep {
         do {
             abandoned = try await store.abandonedUploads(limit: limit)
         } catch {
+            // A worker that stops (`--once` with an empty queue, a signal) cancels the sweep
+            // with it: nothing went wrong, and the next worker sweeps.
+            if Task.isCancelled {
+                logger.debug("Sweeping abandoned uploads stopped with the worker")
+                return []
+            }
             logger.warning(
                 "Sweeping abandoned uploads stopped: the job database did not answer",
                 metadata: ["error": "\(error)"]
