@@ -90,7 +90,7 @@ struct APIKindsTests {
                 (#"{"kind":"hls","input":"\#(input)","output":"h1","hls":{"ladder":"4k"}}"#, "hls.ladder"),
                 (#"{"kind":"hls","input":"\#(input)","output":"h2","hls":{"codec":"vp9"}}"#, "hls.codec"),
                 (#"{"kind":"hls","input":"\#(input)","output":"h3","format":"mp4"}"#, "format"),
-                (#"{"kind":"hls","input":"\#(input)","output":"h4","split":"4"}"#, "split"),
+                (#"{"kind":"hls","input":"\#(input)","output":"h4","split":"10m"}"#, "split"),
                 (
                     #"{"kind":"thumbnails","input":"\#(input)","output":"t2","preset":"low"}"#,
                     "preset"

@@ -48,12 +48,39 @@ public enum HLSKind: FileSetKind {
         return options
     }
 
+    /// A ladder split across workers fans out, its chunks encode video, its join publishes
+    /// (`LadderSplit`); any other ladder is one worker's file set.
+    public static func prepare(_ job: Job, options: LadderOptions, context: RunContext) async throws -> any PreparedJob
+    {
+        if let chunk = try job.ladderChunk() {
+            return try await LadderSplit.prepareChunk(job, options: options, chunk: chunk, context: context)
+        }
+        if job.parent == nil, let split = job.splitRequest() {
+            switch job.graphPhase {
+            case .join:
+                return try await LadderSplit.prepareJoin(job, options: options, context: context)
+            case .none:
+                if let fanOut = try await LadderSplit.fanOut(job, options: options, split: split, context: context) {
+                    return fanOut
+                }
+            case .waiting:
+                throw JobError(code: .internalError, message: "job \(job.id) was claimed while its chunks run")
+            }
+        }
+        return try await FileSetJob.prepare(job, context: context) { asset, range in
+            try work(on: asset, options: options, range: range)
+        }
+    }
+
     public static func work(on asset: Asset, options: LadderOptions, range: TimeRange) throws(MediaError) -> Work {
         Work(session: try LadderSession(asset: asset, options: options, timeRange: range))
     }
 
     public struct Work: FileSetWork {
         let session: LadderSession
+
+        init(session: LadderSession) { self.session = session }
+
         public var progress: Double { session.progress }
         public func cancel() { session.cancel() }
         public static let isSetFile: @Sendable (String) -> Bool = LadderSession.isSetFile

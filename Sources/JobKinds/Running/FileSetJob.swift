@@ -61,6 +61,8 @@ struct FileSetJob: PreparedJob {
     let tag: String
     /// Checked again once the directory is open (it may have been swapped for a link).
     let confinement: PathConfinement
+    /// Runs once the set is shown and the completion recorded.
+    var afterPublished: (@Sendable () -> Void)? = nil
 
     var progress: Double { work.progress }
 
@@ -109,6 +111,7 @@ struct FileSetJob: PreparedJob {
 
     func run() async throws -> FinishedRun {
         let (directory, tag, work, uploadURL, confinement) = (directory, tag, work, uploadURL, confinement)
+        let afterPublished = afterPublished
         let isSetFile = type(of: work).isSetFile
         let staged = try await withTaskCancellationHandler {
             try await onDedicatedThread("jobctl.\(job.kind)") { () throws -> Staged in
@@ -118,7 +121,9 @@ struct FileSetJob: PreparedJob {
                 if uploadURL == nil { files.replacesSet = isSetFile }
                 try confinement.checkOpenedOutputDirectory(files.resolvedDirectory, shownAs: directory)
                 let details = try work.run(into: files)
-                return Staged(held: HeldFiles(files, uploadTemplate: uploadURL), details: details)
+                let held = HeldFiles(files, uploadTemplate: uploadURL)
+                held.afterPublished = afterPublished
+                return Staged(held: held, details: details)
             }
         } onCancel: {
             cancel()

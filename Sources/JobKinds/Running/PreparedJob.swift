@@ -104,6 +104,9 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
     private let files: Mutex<StagedFiles?>
     let staged: [StagedFiles.StagedFile]
     let uploads: [HeldUpload]
+    /// Runs once the set is shown and the job's completion recorded (a ladder's join removes
+    /// its chunks from the scratch directory).
+    var afterPublished: (@Sendable () -> Void)?
 
     init(_ files: sending StagedFiles, uploadTemplate: String?) {
         let staged = files.staged
@@ -131,6 +134,8 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
         let taken = files.withLock { $0.take() }
         taken?.discard()
     }
+
+    func published() { afterPublished?() }
 }
 
 extension Job {

@@ -117,8 +117,18 @@ extension Submission {
                 "is auto, off or a segment length of at least 4 s (60s, 1:00), not '\(text.prefix(40))'"
             )
         }
-        guard request.kind == .export else { throw rules.invalid("split", "is for exports, not \(request.kind)") }
+        guard request.kind == .export || request.kind == .hls else {
+            throw rules.invalid("split", "is for exports and hls ladders, not \(request.kind)")
+        }
         if split == .off { return }
+        if request.kind == .hls {
+            // A ladder's chunks are whole 6 s segments, at most `LadderSplit.longestChunk`.
+            if case .segments(let length) = split, length > LadderSplit.longestChunk {
+                throw rules.invalid("split", "is at most 3:00 for an hls ladder (chunks of whole 6 s segments)")
+            }
+            request.presetSettings.set(SplitJob.key, .string(split.description))
+            return
+        }
         let preset: Preset
         do {
             preset = try request.presetSettings.decoded(as: Preset.self)

@@ -240,3 +240,25 @@ public enum SplitExport {
         }
     }
 }
+
+extension SplitExport {
+    /// Where a ladder is cut for a fleet: chunks of whole 6 s segments (about `segmentLength`,
+    /// rounded to whole segments), each starting at the first frame at or after its place on the
+    /// 6 s grid, the same frame that starts a segment when one process makes the whole ladder.
+    /// No scene cuts: the grid is the ladder's. `nil` when it would be one chunk.
+    public static func ladderPlan(
+        _ asset: Asset,
+        range: TimeRange,
+        segmentLength: Int64
+    ) throws(MediaError) -> (plan: SplitPlan, ranges: [TimeRange], rangeStart: Int64)? {
+        let frames = try SplitFrames.scan(asset, range: range)
+        let plan = try SplitPlan.make(
+            frameTimes: frames.starts,
+            rangeEnd: frames.rangeEnd,
+            segmentLength: segmentLength,
+            keyframeInterval: 6_000_000
+        )
+        guard plan.segments.count > 1, let first = frames.starts.first else { return nil }
+        return (plan, frames.ranges(of: plan), first)
+    }
+}

@@ -59,6 +59,34 @@ extension Ladder.Rung: Codable {
     }
 }
 
+/// One worker's share of a ladder split across a fleet (`--split`): a span of whole segments.
+public struct LadderChunk: Sendable, Hashable, Codable {
+    public var index: Int
+    /// Where the chunk's first frame is, µs from the range's start: keyframes are forced on the
+    /// whole ladder's 2 s grid.
+    public var offset: Int64
+    /// The number of its first segment in the ladder (segments are 6 s: 1 + offset / 6 s).
+    public var firstSegment: Int
+
+    public init(index: Int, offset: Int64, firstSegment: Int) {
+        self.index = index
+        self.offset = offset
+        self.firstSegment = firstSegment
+    }
+}
+
+/// What a `LadderSession` makes: the whole ladder; one chunk of its video (no sound); or the
+/// join: the sound encoded here, the video taken from the chunks' directories in order.
+public enum LadderPart: Sendable, Hashable {
+    case whole
+    case chunk(LadderChunk)
+    case join(chunks: [String])
+
+    var encodesVideo: Bool { if case .join = self { false } else { true } }
+    var encodesAudio: Bool { if case .chunk = self { false } else { true } }
+    var chunk: LadderChunk? { if case .chunk(let chunk) = self { chunk } else { nil } }
+}
+
 /// A ladder made ready for one asset: the renditions it gets, the audio rendition, and every
 /// reason it cannot be made, found before anything is decoded.
 struct LadderPlan {

@@ -21,6 +21,7 @@ public final class LadderSession: @unchecked Sendable {
     public let asset: Asset
     public let options: LadderOptions
     public let timeRange: TimeRange
+    public let part: LadderPart
     let plan: LadderPlan
     private let state = Mutex(State())
 
@@ -33,10 +34,16 @@ public final class LadderSession: @unchecked Sendable {
         var progress = 0.0
     }
 
-    public init(asset: Asset, options: LadderOptions, timeRange: TimeRange = .all) throws(MediaError) {
+    public init(
+        asset: Asset,
+        options: LadderOptions,
+        timeRange: TimeRange = .all,
+        part: LadderPart = .whole
+    ) throws(MediaError) {
         self.asset = asset
         self.options = options
         self.timeRange = timeRange
+        self.part = part
         plan = try LadderPlan(asset: asset, options: options)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         if let duration = range.expectedDuration,
@@ -100,7 +107,7 @@ public final class LadderSession: @unchecked Sendable {
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         var videoOutput: AssetReaderTrackOutput?
         var audioOutput: AssetReaderTrackOutput?
-        if let video = plan.video, let top = plan.top {
+        if part.encodesVideo, let video = plan.video, let top = plan.top {
             let output = AssetReaderTrackOutput(
                 track: video,
                 settings: .video(size: PictureSize(width: top.width, height: top.height))
@@ -108,7 +115,7 @@ public final class LadderSession: @unchecked Sendable {
             reader.add(output)
             videoOutput = output
         }
-        if let audio = plan.audio {
+        if part.encodesAudio, let audio = plan.audio {
             let output = AssetReaderTrackOutput(
                 track: audio,
                 settings: .audio(sampleRate: plan.audioSampleRate, channels: plan.audioChannels)
@@ -116,7 +123,14 @@ public final class LadderSession: @unchecked Sendable {
             reader.add(output)
             audioOutput = output
         }
-        let encoders = try RenditionEncoders(plan: plan, codec: options.codec, files: files)
+        let encoders = try RenditionEncoders(
+            plan: plan,
+            codec: options.codec,
+            files: files,
+            video: videoOutput != nil,
+            audio: audioOutput != nil,
+            chunk: part.chunk
+        )
         let cancelled = state.withLock { state in
             state.reader = reader
             state.muxers = encoders.muxers
@@ -128,6 +142,64 @@ public final class LadderSession: @unchecked Sendable {
             encoders.abort()
             throw MediaError.cancelled()
         }
+        // A join of a silent input reads nothing here: its pictures are the chunks'.
+        if videoOutput != nil || audioOutput != nil {
+            try read(reader, video: videoOutput, audio: audioOutput, into: encoders)
+        }
+        if state.withLock({ $0.cancelled }) {
+            encoders.abort()
+            throw MediaError.cancelled()
+        }
+        guard encoders.framesWritten > 0 || videoOutput == nil else {
+            encoders.abort()
+            throw MediaError(
+                .decodeFailed,
+                "no frame of \(asset.displayName) could be decoded: the media is too short or damaged"
+            )
+        }
+        var written = try encoders.finish()
+        let encoded = written.video + (written.audio.map { [$0] } ?? [])
+        if case .join(let chunks) = part { written.video = try joinChunks(chunks, into: files) }
+        let package: LadderPackage.Package
+        do {
+            package = try LadderPackage.package(video: written.video, audio: written.audio) { name in
+                try Self.read(files.pinnedTemporaryPath(of: name))
+            }
+        } catch {
+            throw MediaError(.encodeFailed, "the ladder's segments cannot be read back: \(error)")
+        }
+        let must = package.findings.filter { $0.level == .must }
+        if !must.isEmpty {
+            throw MediaError(
+                .encodeFailed,
+                "the ladder breaks the streaming rules, nothing was published: "
+                    + must.map(\.description).joined(separator: "; ")
+            )
+        }
+        // The media first, then the playlists: a reader never finds a playlist naming a
+        // segment that is not there yet.
+        for rendition in encoded {
+            for segment in rendition.segments { try files.adopt(segment) }
+            try files.adopt(rendition.initialization)
+        }
+        let last = ["manifest.mpd", "master.m3u8"]
+        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where !last.contains(name) {
+            try files.write(name, Array(text.utf8))
+        }
+        // The input's file name only: a remote input's host and path are not for a public page.
+        let title = (asset.displayName as NSString).lastPathComponent
+        try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8))
+        for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
+        return LadderResult(plan: plan, written: written, package: package, warnings: asset.warnings)
+    }
+
+    /// Reads the asset once, a thread per medium moving its samples through the encoders.
+    private func read(
+        _ reader: AssetReader,
+        video videoOutput: AssetReaderTrackOutput?,
+        audio audioOutput: AssetReaderTrackOutput?,
+        into encoders: RenditionEncoders
+    ) throws(MediaError) {
         do {
             try reader.startReading()
         } catch {
@@ -169,45 +241,6 @@ public final class LadderSession: @unchecked Sendable {
             encoders.abort()
             throw error
         }
-        guard encoders.framesWritten > 0 || plan.video == nil else {
-            encoders.abort()
-            throw MediaError(
-                .decodeFailed,
-                "no frame of \(asset.displayName) could be decoded: the media is too short or damaged"
-            )
-        }
-        let written = try encoders.finish()
-        let package: LadderPackage.Package
-        do {
-            package = try LadderPackage.package(video: written.video, audio: written.audio) { name in
-                try Self.read(files.pinnedTemporaryPath(of: name))
-            }
-        } catch {
-            throw MediaError(.encodeFailed, "the ladder's segments cannot be read back: \(error)")
-        }
-        let must = package.findings.filter { $0.level == .must }
-        if !must.isEmpty {
-            throw MediaError(
-                .encodeFailed,
-                "the ladder breaks the streaming rules, nothing was published: "
-                    + must.map(\.description).joined(separator: "; ")
-            )
-        }
-        // The media first, then the playlists: a reader never finds a playlist naming a
-        // segment that is not there yet.
-        for rendition in written.video + (written.audio.map { [$0] } ?? []) {
-            for segment in rendition.segments { try files.adopt(segment) }
-            try files.adopt(rendition.initialization)
-        }
-        let last = ["manifest.mpd", "master.m3u8"]
-        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where !last.contains(name) {
-            try files.write(name, Array(text.utf8))
-        }
-        // The input's file name only: a remote input's host and path are not for a public page.
-        let title = (asset.displayName as NSString).lastPathComponent
-        try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8))
-        for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
-        return LadderResult(plan: plan, written: written, package: package, warnings: asset.warnings)
     }
 
     private func produced(_ end: Int64, slot: Int) {

@@ -67,11 +67,22 @@ final class RenditionEncoders: @unchecked Sendable {
         MediaError(.outputUnwritable, "cannot write the ladder into \(directory): no space left on the device")
     }
 
-    init(plan: LadderPlan, codec: Ladder.Codec, files: StagedFiles) throws(MediaError) {
+    /// A chunk's: keyframes on the whole ladder's grid, segments numbered from its first.
+    let chunk: LadderChunk?
+
+    init(
+        plan: LadderPlan,
+        codec: Ladder.Codec,
+        files: StagedFiles,
+        video encodesVideo: Bool = true,
+        audio encodesAudio: Bool = true,
+        chunk: LadderChunk? = nil
+    ) throws(MediaError) {
         self.files = files
         self.plan = plan
+        self.chunk = chunk
         do throws(MediaError) {
-            if let video = plan.video {
+            if encodesVideo, let video = plan.video {
                 for rendition in plan.renditions {
                     var encoding = AssetWriterInput.VideoEncoding(
                         codec: codec == .hevc ? .hevc : .h264,
@@ -92,7 +103,7 @@ final class RenditionEncoders: @unchecked Sendable {
                     )
                 }
             }
-            if let audio = plan.audio {
+            if encodesAudio, let audio = plan.audio {
                 let file = try Self.muxer("audio", files: files)
                 audioFile = file
                 audioEngine = try AudioEngine(
@@ -105,7 +116,7 @@ final class RenditionEncoders: @unchecked Sendable {
                     file: file
                 )
             }
-            for (name, file) in named { try Self.open(file, name, files: files) }
+            for (name, file) in named { try Self.open(file, name, files: files, chunk: chunk) }
         } catch {
             abort()
             throw error
@@ -124,14 +135,23 @@ final class RenditionEncoders: @unchecked Sendable {
         }
     }
 
-    private static func open(_ file: OutputFile, _ name: String, files: StagedFiles) throws(MediaError) {
+    private static func open(
+        _ file: OutputFile,
+        _ name: String,
+        files: StagedFiles,
+        chunk: LadderChunk?
+    ) throws(MediaError) {
         do {
             try file.open(options: [
-                "hls_time": "\(LadderOptions.segmentSeconds)",
+                // A chunk's first frame may lie up to a frame after its place on the 6 s grid,
+                // and the muxer measures from it: a target a little short of 6 s still cuts at
+                // the keyframe on the grid (the one before is 2 s earlier), for chunks of up to
+                // 3 minutes (`LadderSplit.longestChunk`).
+                "hls_time": chunk == nil ? "\(LadderOptions.segmentSeconds)" : "5.95",
                 "hls_segment_type": "fmp4",
                 "hls_playlist_type": "vod",
                 "hls_list_size": "0",
-                "start_number": "1",
+                "start_number": "\(chunk?.firstSegment ?? 1)",
                 // Beside the muxer's playlist, which is in the set's directory.
                 "hls_fmp4_init_filename": files.temporaryName(of: "\(name)-init.mp4"),
                 "hls_segment_filename": files.pinnedTemporaryPath(of: "\(name)-%05d.m4s"),
@@ -148,6 +168,8 @@ final class RenditionEncoders: @unchecked Sendable {
     /// has got to (µs from the start).
     func encodeVideo(from output: AssetReaderTrackOutput, progress: (Int64) -> Void) throws(MediaError) {
         let interval = Int64(LadderOptions.keyframeSeconds) * 1_000_000
+        // On the whole ladder's grid: a chunk's frames are `offset` into it.
+        let offset = chunk?.offset ?? 0
         var nextKeyframe: Int64 = 0
         var end: Int64 = 0
         var checks = 0
@@ -155,8 +177,8 @@ final class RenditionEncoders: @unchecked Sendable {
             try checkOutput(&checks)
             guard case .video(let frame) = sample.payload else { continue }
             timeBase = sample.timeBase
-            let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)
-            let keyframe = time >= nextKeyframe
+            let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase) + offset
+            let keyframe = time >= nextKeyframe || framesWritten == 0
             if keyframe { nextKeyframe = (time / interval + 1) * interval }
             for rung in rungs { try take(frame, pts: sample.pts, keyframe: keyframe, into: rung) }
             end = sample.pts + sample.duration
@@ -252,11 +274,12 @@ final class RenditionEncoders: @unchecked Sendable {
         return (video, audio)
     }
 
-    /// The segments the muxer wrote for `name`, numbered from 1.
+    /// The segments the muxer wrote for `name`, numbered from 1 (a chunk's, from its first).
     private func segments(_ name: String) -> [String] {
         var names: [String] = []
+        let first = chunk?.firstSegment ?? 1
         while true {
-            let segment = "\(name)-\(String(format: "%05d", names.count + 1)).m4s"
+            let segment = "\(name)-\(String(format: "%05d", names.count + first)).m4s"
             guard access(files.pinnedTemporaryPath(of: segment), F_OK) == 0 else { return names }
             names.append(segment)
         }
