@@ -19,6 +19,9 @@ public enum FragmentedMP4 {
         public var height: Int?
         public var channels: Int?
         public var sampleRate: Int?
+        /// The `stsd` box's contents: the codec and its configuration (parameter sets), what
+        /// segments encoded apart must share to be played as one stream.
+        public var sampleDescription: [UInt8] = []
         var defaultDuration: UInt32 = 0
         var defaultSize: UInt32 = 0
         var defaultFlags: UInt32 = 0
@@ -83,6 +86,7 @@ public enum FragmentedMP4 {
             }
             let stsd = try path(bytes, minf.body, ["stbl", "stsd"])
             if let stsd, stsd.body.count > 8 {
+                track.sampleDescription = Array(bytes[stsd.body])
                 try describe(
                     &track,
                     entry: try boxes(bytes, (stsd.body.lowerBound + 8)..<stsd.body.upperBound).first,

@@ -43,7 +43,7 @@ struct HLSCommand: AsyncParsableCommand {
 
             Examples:
               jobctl hls talk.mov -o talk/
-              jobctl hls talk.mov --ladder 720p,360p --range 10s+1m -o clip/
+              jobctl hls talk.mov --ladder 720p,360p --range 10s+60s -o clip/
               jobctl hls talk.mov --codec hevc -o talk-hevc/
               jobctl hls talk.mov --presets ladders.json --ladder mobile -o talk/
             """

@@ -307,6 +307,20 @@ struct LadderSessionTests {
         }
     }
 
+    @Test("a one-letter relative output directory (Foundation's path code trapped on it)")
+    func oneLetterDirectory() async throws {
+        try await withTemporaryDirectory("ladder-one-letter") { directory in
+            let input = try await Self.clip(
+                directory,
+                "tiny.mp4",
+                ["-f", "lavfi", "-i", "testsrc2=s=160x90:r=25:d=2", "-c:v", "libx264"]
+            )
+            let made = try await Jobctl.run(["hls", input, "-o", "n"], in: directory.path)
+            #expect(made.status == 0, "\(made.stderr)")
+            #expect(FileManager.default.fileExists(atPath: directory.file("n/master.m3u8")))
+        }
+    }
+
     @Test("--max-output-size stops the encode as soon as the ladder would pass it, and leaves nothing")
     func outputLimit() async throws {
         try await withTemporaryDirectory("ladder-limit") { directory in

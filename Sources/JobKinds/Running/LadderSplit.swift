@@ -61,10 +61,12 @@ enum LadderSplit {
         var children: [JobRequest] = []
         for (segment, chunkRange) in zip(plan.segments, ranges) {
             let offset = segment.start - first
+            let last = segment.index == plan.segments.count - 1
             let chunk = LadderChunk(
                 index: segment.index,
                 offset: offset,
-                firstSegment: 1 + Int((offset + 3_000_000) / 6_000_000)
+                firstSegment: 1 + Int((offset + 3_000_000) / 6_000_000),
+                end: last ? nil : segment.end - first
             )
             var settings = own
             settings.set(chunkKey, try JSONValue.result(chunk))
@@ -123,11 +125,23 @@ enum LadderSplit {
             throw JobError(code: .internalError, message: "the ladder's join found chunks that did not complete")
         }
         let scratch = context.scratchDirectory
-        let directories = try children.map { child throws -> String in
+        let chunks = try children.map { child throws -> JoinedChunk in
             guard let chunk = try child.ladderChunk() else {
                 throw JobError(code: .databaseCorrupt, message: "child \(child.id) of ladder \(job.id) has no chunk")
             }
-            return Self.directory(of: job.id, chunk: chunk.index, scratch: scratch)
+            // What the chunk's job wrote, by its result: the join checks every file is still whole.
+            var files: [String: Int64] = [:]
+            for file in child.result?["files"]?.arrayValue ?? [] {
+                if let name = file["name"]?.stringValue, let bytes = file["bytes"]?.doubleValue {
+                    files[name] = Int64(bytes)
+                }
+            }
+            return JoinedChunk(
+                directory: Self.directory(of: job.id, chunk: chunk.index, scratch: scratch),
+                chunk: chunk,
+                range: try child.timeRange(),
+                files: files
+            )
         }
         var prepared = try await FileSetJob.prepare(job, context: context) { asset, range in
             HLSKind.Work(
@@ -135,7 +149,7 @@ enum LadderSplit {
                     asset: asset,
                     options: options,
                     timeRange: range,
-                    part: .join(chunks: directories)
+                    part: .join(chunks: chunks)
                 )
             )
         }

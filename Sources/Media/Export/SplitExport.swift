@@ -245,13 +245,22 @@ extension SplitExport {
     /// Where a ladder is cut for a fleet: chunks of whole 6 s segments (about `segmentLength`,
     /// rounded to whole segments), each starting at the first frame at or after its place on the
     /// 6 s grid, the same frame that starts a segment when one process makes the whole ladder.
-    /// No scene cuts: the grid is the ladder's. `nil` when it would be one chunk.
+    /// No scene cuts: the grid is the ladder's. `nil` when it would be one chunk, or when the
+    /// frames are not all as long as each other (a variable frame rate, or a first frame cut
+    /// short by where the range starts): a chunk's first pictures are shown after its encoder's
+    /// reorder delay, two frames, and with frames of different lengths that delay differs from
+    /// chunk to chunk, so the chunks' pictures would not line up with the whole ladder's
+    /// (decision 129).
     public static func ladderPlan(
         _ asset: Asset,
         range: TimeRange,
         segmentLength: Int64
     ) throws(MediaError) -> (plan: SplitPlan, ranges: [TimeRange], rangeStart: Int64)? {
         let frames = try SplitFrames.scan(asset, range: range)
+        // Every frame as long as the others, the first one included: a range that starts inside
+        // a frame (or a picture that starts after the sound) shortens the first one.
+        let steps = zip(frames.starts, frames.starts.dropFirst()).map { $1 - $0 }
+        guard let shortest = steps.min(), let longest = steps.max(), longest - shortest <= 1_000 else { return nil }
         let plan = try SplitPlan.make(
             frameTimes: frames.starts,
             rangeEnd: frames.rangeEnd,

@@ -1,13 +1,58 @@
+import CFFmpeg
 import Foundation
 import Streaming
 
 /// The join of a ladder split across workers: the chunks' video segments moved onto one
-/// timeline and staged with the sound encoded here. No picture is decoded or encoded again.
+/// timeline and staged with the sound encoded here. No picture is decoded or encoded again,
+/// unless a chunk's files are gone: that chunk is encoded again here.
 extension LadderSession {
-    /// Stages every video rendition's segments from `chunks` (directories, in order) into
-    /// `files`, each segment's decode times moved by what the chunks before it last, and the
-    /// initialization segment, which every chunk must have written byte for byte alike.
-    func joinChunks(_ chunks: [String], into files: StagedFiles) throws(MediaError) -> [LadderPackage.Rendition] {
+    /// Makes sure every chunk's files are there, whole: every file its job listed, at the size
+    /// it listed; each rendition's initialization segment and segments numbered without a gap
+    /// from its first to the next chunk's. A chunk that is not is encoded again, here, into its
+    /// directory.
+    /// Returns the indices of the chunks encoded again.
+    func completeChunks(_ chunks: [JoinedChunk]) throws(MediaError) -> [Int] {
+        var again: [Int] = []
+        for (position, joined) in chunks.enumerated() {
+            let next = position + 1 < chunks.count ? chunks[position + 1].chunk.firstSegment : nil
+            let listed = joined.files.allSatisfy { name, bytes in
+                let attributes = try? FileManager.default.attributesOfItem(
+                    atPath: (joined.directory as NSString).appendingPathComponent(name)
+                )
+                return (attributes?[.size] as? NSNumber)?.int64Value == bytes
+            }
+            let whole =
+                listed
+                && plan.renditions.allSatisfy { rendition in
+                    let directory = joined.directory
+                    guard FileManager.default.fileExists(atPath: "\(directory)/\(rendition.name)-init.mp4") else {
+                        return false
+                    }
+                    let numbers = Self.segmentNames(rendition.name, in: directory).map(Self.number)
+                    let expected = next.map { Array(joined.chunk.firstSegment..<$0) }
+                    return !numbers.isEmpty && numbers.first == joined.chunk.firstSegment
+                        && numbers == Array(joined.chunk.firstSegment..<(joined.chunk.firstSegment + numbers.count))
+                        && (expected == nil || numbers == expected!)
+                }
+            if whole { continue }
+            try? FileManager.default.removeItem(atPath: joined.directory)
+            // An asset is read once: the chunk reads the input again through a fresh one.
+            let session = try LadderSession(
+                asset: try Asset(location: asset.location, limits: asset.limits),
+                options: options,
+                timeRange: joined.range,
+                part: .chunk(joined.chunk)
+            )
+            _ = try session.run(directory: joined.directory)
+            again.append(joined.chunk.index)
+        }
+        return again
+    }
+
+    /// Stages every video rendition's segments from the chunks (in order) into `files`, each
+    /// chunk's decode times moved to where it starts on the ladder's timeline, and the
+    /// initialization segment, whose codec configuration every chunk must share.
+    func joinChunks(_ chunks: [JoinedChunk], into files: StagedFiles) throws(MediaError) -> [LadderPackage.Rendition] {
         func read(_ path: String) throws(MediaError) -> [UInt8] {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw MediaError(
@@ -20,47 +65,39 @@ extension LadderSession {
         var joined: [LadderPackage.Rendition] = []
         for rendition in plan.renditions {
             let initialization = "\(rendition.name)-init.mp4"
-            var reference: [UInt8]?
-            var tracks: [FragmentedMP4.Track] = []
+            var reference: (bytes: [UInt8], track: FragmentedMP4.Track)?
             var segments: [String] = []
-            var offset: Int64 = 0
-            for (index, directory) in chunks.enumerated() {
+            for (index, chunk) in chunks.enumerated() {
+                let directory = chunk.directory
                 let own = try read((directory as NSString).appendingPathComponent(initialization))
-                if let reference {
-                    guard own == reference else {
-                        throw MediaError(
-                            .encodeFailed,
-                            "chunk \(index) of the ladder wrote another \(initialization) than chunk 0: its encoder differs (another FFmpeg or x264 on that worker?)"
-                        )
+                let track: FragmentedMP4.Track
+                do {
+                    guard let first = try FragmentedMP4.tracks(inInitialization: own).first else {
+                        throw FragmentedMP4.Problem("no track")
                     }
-                } else {
-                    reference = own
-                    do { tracks = try FragmentedMP4.tracks(inInitialization: own) } catch {
-                        throw MediaError(.encodeFailed, "\(initialization) of chunk 0 cannot be read: \(error)")
-                    }
+                    track = first
+                } catch {
+                    throw MediaError(.encodeFailed, "\(initialization) of chunk \(index) cannot be read: \(error)")
                 }
-                guard let track = tracks.first else {
-                    throw MediaError(.encodeFailed, "\(initialization) has no track")
-                }
-                let names = Self.segmentNames(rendition.name, in: directory)
-                guard !names.isEmpty else {
-                    throw MediaError(
-                        .outputUnwritable,
-                        "chunk \(index) of the ladder has no \(rendition.name) segment in \(directory)"
-                    )
-                }
-                if let last = segments.last, Self.number(last) + 1 != Self.number(names[0]) {
+                // The edit list may differ (the first chunk's keeps the range's lead-in); the
+                // codec, its parameter sets and the timescale may not.
+                if let reference, reference.track != track {
                     throw MediaError(
                         .encodeFailed,
-                        "chunk \(index) of the ladder starts at \(names[0]) after \(last): its segments do not continue the ladder's"
+                        "chunk \(index) of the ladder wrote \(initialization) with another codec configuration than chunk 0 (another FFmpeg or x264 on that worker, or a damaged file)"
                     )
                 }
+                if reference == nil { reference = (own, track) }
+                let names = Self.segmentNames(rendition.name, in: directory)
+                let offset = Int64((Double(chunk.chunk.offset) * Double(track.timescale) / 1e6).rounded())
                 var lasted: Int64 = 0
+                var longest: Int64 = 0
                 for name in names {
                     let bytes = try read((directory as NSString).appendingPathComponent(name))
                     do {
-                        let fragments = try FragmentedMP4.fragments(inSegment: bytes, tracks: tracks)
+                        let fragments = try FragmentedMP4.fragments(inSegment: bytes, tracks: [track])
                         lasted += fragments.reduce(Int64(0)) { $0 + Int64($1.duration) }
+                        longest = max(longest, Int64(fragments.flatMap(\.samples).map(\.duration).max() ?? 0))
                         try files.write(name, try FragmentedMP4.rebased(bytes, by: offset, timescale: track.timescale))
                     } catch let error as MediaError {
                         throw error
@@ -69,9 +106,18 @@ extension LadderSession {
                     }
                     segments.append(name)
                 }
-                offset += lasted
+                // A chunk lasts its span, to a frame: the next one starts where it ends.
+                if let end = chunk.chunk.end {
+                    let span = Int64((Double(end - chunk.chunk.offset) * Double(track.timescale) / 1e6).rounded())
+                    guard abs(lasted - span) <= max(longest, 1) else {
+                        throw MediaError(
+                            .encodeFailed,
+                            "chunk \(index) of the ladder's \(rendition.name) lasts \(lasted) ticks of 1/\(track.timescale) s, its span \(span)"
+                        )
+                    }
+                }
             }
-            try files.write(initialization, reference ?? [])
+            try files.write(initialization, reference?.bytes ?? [])
             joined.append(
                 LadderPackage.Rendition(
                     name: rendition.name,

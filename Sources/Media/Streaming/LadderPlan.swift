@@ -67,11 +67,32 @@ public struct LadderChunk: Sendable, Hashable, Codable {
     public var offset: Int64
     /// The number of its first segment in the ladder (segments are 6 s: 1 + offset / 6 s).
     public var firstSegment: Int
+    /// Where the next chunk's first frame is (µs from the range's start): this chunk's last
+    /// frame lasts until then. `nil`: the last chunk.
+    public var end: Int64?
 
-    public init(index: Int, offset: Int64, firstSegment: Int) {
+    public init(index: Int, offset: Int64, firstSegment: Int, end: Int64? = nil) {
         self.index = index
         self.offset = offset
         self.firstSegment = firstSegment
+        self.end = end
+    }
+}
+
+/// A chunk as the join takes it: where its files are, and its plan and range (to encode it
+/// again when its files are gone).
+public struct JoinedChunk: Sendable, Hashable {
+    public var directory: String
+    public var chunk: LadderChunk
+    public var range: TimeRange
+    /// The files the chunk's job said it wrote, with their sizes (its result's `files`).
+    public var files: [String: Int64]
+
+    public init(directory: String, chunk: LadderChunk, range: TimeRange, files: [String: Int64] = [:]) {
+        self.directory = directory
+        self.chunk = chunk
+        self.range = range
+        self.files = files
     }
 }
 
@@ -80,7 +101,7 @@ public struct LadderChunk: Sendable, Hashable, Codable {
 public enum LadderPart: Sendable, Hashable {
     case whole
     case chunk(LadderChunk)
-    case join(chunks: [String])
+    case join(chunks: [JoinedChunk])
 
     var encodesVideo: Bool { if case .join = self { false } else { true } }
     var encodesAudio: Bool { if case .chunk = self { false } else { true } }

@@ -104,6 +104,13 @@ public final class LadderSession: @unchecked Sendable {
 
     private func encodeAndPackage(into files: StagedFiles) throws(MediaError) -> LadderResult {
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        // A join first makes sure every chunk is there (before it spends time on the sound).
+        var warnings = asset.warnings
+        if case .join(let chunks) = part {
+            for index in try completeChunks(chunks) {
+                warnings.append("chunk \(index) was missing from the scratch directory: the join encoded it again")
+            }
+        }
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         var videoOutput: AssetReaderTrackOutput?
         var audioOutput: AssetReaderTrackOutput?
@@ -182,15 +189,17 @@ public final class LadderSession: @unchecked Sendable {
             for segment in rendition.segments { try files.adopt(segment) }
             try files.adopt(rendition.initialization)
         }
-        let last = ["manifest.mpd", "master.m3u8"]
-        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where !last.contains(name) {
+        // A chunk's files are only its media: its join writes the ladder's playlists.
+        let last = part.chunk == nil ? ["manifest.mpd", "master.m3u8"] : []
+        for (name, text) in package.files.sorted(by: { $0.key < $1.key })
+        where !last.contains(name) && part.chunk == nil {
             try files.write(name, Array(text.utf8))
         }
         // The input's file name only: a remote input's host and path are not for a public page.
         let title = (asset.displayName as NSString).lastPathComponent
-        try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8))
+        if part.chunk == nil { try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8)) }
         for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
-        return LadderResult(plan: plan, written: written, package: package, warnings: asset.warnings)
+        return LadderResult(plan: plan, written: written, package: package, warnings: warnings)
     }
 
     /// Reads the asset once, a thread per medium moving its samples through the encoders.

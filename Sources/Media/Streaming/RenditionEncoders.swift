@@ -185,6 +185,10 @@ final class RenditionEncoders: @unchecked Sendable {
             framesWritten += 1
             progress(sample.endMicroseconds)
         }
+        // A chunk's last frame lasts until the next chunk's first: the chunks join end to end.
+        if let chunk, let chunkEnd = chunk.end {
+            end = av_rescale_q(chunkEnd - chunk.offset, microsecondBase, timeBase)
+        }
         for rung in rungs {
             if let held = rung.held { try send(held, until: end, to: rung) }
             rung.held = nil
