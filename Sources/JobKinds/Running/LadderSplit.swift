@@ -46,6 +46,8 @@ enum LadderSplit {
         else { return nil }
         // Whole segments, at most the longest chunk, and no more children than a graph holds.
         let most = (resolved.expectedDuration ?? 0) / Int64(JobGraphStateMachine.maximumChildren - 1) + 1
+        // So long that even the longest chunks would be too many: one worker makes it.
+        guard most <= longestChunk else { return nil }
         let length = min(max(asked, most, 6_000_000), longestChunk)
         guard
             let (plan, ranges, first) = try await onDedicatedThread(

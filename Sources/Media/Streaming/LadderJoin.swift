@@ -15,6 +15,13 @@ extension LadderSession {
         var again: [Int] = []
         for (position, joined) in chunks.enumerated() {
             let next = position + 1 < chunks.count ? chunks[position + 1].chunk.firstSegment : nil
+            // Rows changed around jobctl must not trap the worker.
+            if let next, next <= joined.chunk.firstSegment {
+                throw MediaError(
+                    .internalError,
+                    "the ladder's chunks are out of order: chunk \(joined.chunk.index) starts at segment \(joined.chunk.firstSegment), the next at \(next)"
+                )
+            }
             let listed = joined.files.allSatisfy { name, bytes in
                 let attributes = try? FileManager.default.attributesOfItem(
                     atPath: (joined.directory as NSString).appendingPathComponent(name)
