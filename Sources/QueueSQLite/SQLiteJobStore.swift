@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import JobctlCore
 import Queue
 import QueueMigrations
 import Synchronization
@@ -123,9 +124,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             )
         }
         if let error = error as? DatabaseError, error.resultCode.primaryResultCode == .SQLITE_CANTOPEN {
-            let directory =
-                (path as NSString).deletingLastPathComponent.isEmpty
-                ? "." : (path as NSString).deletingLastPathComponent
+            let directory = PathText.directory(of: path)
             var isDirectory: ObjCBool = false
             let reason =
                 !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue

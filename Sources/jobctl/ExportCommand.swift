@@ -2,6 +2,7 @@ import ArgumentParser
 import CommandLineSupport
 import Dispatch
 import Foundation
+import JobctlCore
 import Media
 
 struct ExportCommand: AsyncParsableCommand {
@@ -139,9 +140,7 @@ struct ExportCommand: AsyncParsableCommand {
     /// (their process is gone) at least 10 minutes ago. A live export's file, or another
     /// host's on a shared directory (its PID means nothing here, but it is being written), stays.
     static func removeLeftovers(of output: String) {
-        let directory =
-            (output as NSString).deletingLastPathComponent.isEmpty
-            ? "." : (output as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: output)
         let prefix = "." + (output as NSString).lastPathComponent + ".export-"
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".jobctl.tmp") {
@@ -209,8 +208,7 @@ extension ExportCommand {
             )
         }
         // Scratch beside the output (its file system), hidden, removed when the export ends.
-        let directory = (output as NSString).deletingLastPathComponent
-        let scratch = ((directory.isEmpty ? "." : directory) as NSString).appendingPathComponent(
+        let scratch = (PathText.directory(of: output) as NSString).appendingPathComponent(
             ".\((output as NSString).lastPathComponent).\(tag).split"
         )
         return SplitExportSession(

@@ -307,7 +307,7 @@ struct LadderSessionTests {
         }
     }
 
-    @Test("a one-letter relative output directory (Foundation's path code trapped on it)")
+    @Test("a one-letter relative output (Foundation's path code trapped on it): a ladder's directory, an export's file")
     func oneLetterDirectory() async throws {
         try await withTemporaryDirectory("ladder-one-letter") { directory in
             let input = try await Self.clip(
@@ -318,6 +318,9 @@ struct LadderSessionTests {
             let made = try await Jobctl.run(["hls", input, "-o", "n"], in: directory.path)
             #expect(made.status == 0, "\(made.stderr)")
             #expect(FileManager.default.fileExists(atPath: directory.file("n/master.m3u8")))
+            let exported = try await Jobctl.run(["export", input, "--preset", "low", "-o", "a"], in: directory.path)
+            #expect(exported.status == 0, "\(exported.stderr)")
+            #expect(FileManager.default.fileExists(atPath: directory.file("a")))
         }
     }
 

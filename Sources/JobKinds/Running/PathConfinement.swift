@@ -51,7 +51,7 @@ public struct PathConfinement: Sendable, Hashable {
     /// exist to be written to anyway), and so is the file if it is already there (a symlink).
     public func checkOutput(_ path: String) throws(JobError) {
         guard let root = outputRoot.map(Self.resolved), !MediaLocation.isRemote(path) else { return }
-        let directory = Self.resolved((path as NSString).deletingLastPathComponent)
+        let directory = Self.resolved(PathText.parent(of: path))
         let name = (path as NSString).lastPathComponent
         let target = Self.resolved((directory as NSString).appendingPathComponent(name))
         guard name != "..", name != ".", Self.isInside(directory, root) || directory == root,

@@ -119,7 +119,7 @@ public enum Submission {
         let stem = (name as NSString).deletingPathExtension
         let directory =
             input.contains("://")
-            ? FileManager.default.currentDirectoryPath : (input as NSString).deletingLastPathComponent
+            ? FileManager.default.currentDirectoryPath : PathText.parent(of: input)
         return (directory as NSString).appendingPathComponent("\(stem.isEmpty ? "output" : stem).\(suffix)")
     }
 }

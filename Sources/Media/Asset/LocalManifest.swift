@@ -93,7 +93,7 @@ enum LocalManifest {
             )
             if let why = problem(name) { throw refuse("it names '\(template.prefix(80))', \(why)") }
         }
-        if let link = linkLeadingOut(from: (path as NSString).deletingLastPathComponent) {
+        if let link = linkLeadingOut(from: PathText.parent(of: path)) {
             throw refuse("its directory holds '\(link)', a link leading outside it")
         }
         let notes =

@@ -66,7 +66,7 @@ final class InputGuard: @unchecked Sendable {
             scope = Self.origin(of: url) ?? .origin(scheme: "", host: "", port: 0)
         } else {
             let path = url.hasPrefix("file:") ? String(url.dropFirst(5)) : url
-            scope = .directory(OutputDestination.resolved((path as NSString).deletingLastPathComponent))
+            scope = .directory(OutputDestination.resolved(PathText.parent(of: path)))
         }
     }
 

@@ -146,6 +146,6 @@ extension LadderSession {
     }
 
     static func number(_ segment: String) -> Int {
-        Int(segment.dropLast(4).reversed().prefix { $0.isNumber }.reversed().map(String.init).joined()) ?? -1
+        Int(String(segment.dropLast(4).reversed().prefix(while: \.isNumber).reversed())) ?? -1
     }
 }

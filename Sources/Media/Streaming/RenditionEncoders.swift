@@ -38,7 +38,8 @@ final class RenditionEncoders: @unchecked Sendable {
     private(set) var framesWritten = 0
     private var timeBase = AVRational(num: 1, den: 1_000_000)
 
-    var muxers: [OutputFile] { rungs.map(\.file) + (audioFile.map { [$0] } ?? []) }
+    /// Every muxer, video first: fixed once the encoders are made (read for every sample).
+    private(set) var muxers: [OutputFile] = []
 
     /// The bytes encoded so far, every rendition together.
     var encodedBytes: Int64 { muxers.reduce(0) { $0 + $1.packetBytes.load(ordering: .relaxed) } }
@@ -116,6 +117,7 @@ final class RenditionEncoders: @unchecked Sendable {
                     file: file
                 )
             }
+            muxers = named.map(\.1)
             for (name, file) in named { try Self.open(file, name, files: files, chunk: chunk) }
         } catch {
             abort()

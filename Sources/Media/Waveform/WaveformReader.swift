@@ -291,9 +291,7 @@ public final class WaveformReader: @unchecked Sendable {
         let budget = OutputBudget(limit: asset.limits.maxOutputBytes)
         func write(_ path: String, _ produce: (WaveformData.ChunkWriter) throws(MediaError) -> Void) throws(MediaError)
         {
-            let directory =
-                (path as NSString).deletingLastPathComponent.isEmpty
-                ? "." : (path as NSString).deletingLastPathComponent
+            let directory = PathText.directory(of: path)
             if staged[directory] == nil {
                 staged[directory] = try StagedFiles(directory: directory)
                 staged[directory]!.budget = budget

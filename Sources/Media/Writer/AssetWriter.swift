@@ -189,8 +189,7 @@ public final class AssetWriter: @unchecked Sendable {
             throw error
         }
         let directory = open(
-            (destination as NSString).deletingLastPathComponent.isEmpty
-                ? "." : (destination as NSString).deletingLastPathComponent,
+            PathText.directory(of: destination),
             O_RDONLY
         )
         if directory >= 0 {

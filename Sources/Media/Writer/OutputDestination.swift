@@ -82,10 +82,10 @@ public enum OutputDestination {
             defer { free(real) }
             return String(cString: real)
         }
-        let parent = (absolute as NSString).deletingLastPathComponent
+        let parent = PathText.parent(of: absolute)
         guard parent != absolute, !parent.isEmpty else { return absolute }
         let last = (absolute as NSString).lastPathComponent
-        if last == ".." { return (resolved(parent) as NSString).deletingLastPathComponent }
+        if last == ".." { return PathText.parent(of: resolved(parent)) }
         if last == "." { return resolved(parent) }
         return (resolved(parent) as NSString).appendingPathComponent(last)
     }

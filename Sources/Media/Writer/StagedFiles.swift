@@ -71,10 +71,7 @@ public final class StagedFiles {
         var info = stat()
         while !path.isEmpty && path != "/" && path != "." && lstat(path, &info) != 0 {
             missing.insert(path, at: 0)
-            // By hand: Foundation's `deletingLastPathComponent` traps on a one-character
-            // relative path on Linux (`-o n` crashed every file-set command).
-            guard let slash = path.lastIndex(of: "/") else { break }
-            path = slash == path.startIndex ? "/" : String(path[..<slash])
+            path = PathText.parent(of: path)
         }
         for component in missing {
             if mkdir(component, 0o755) == 0 {
