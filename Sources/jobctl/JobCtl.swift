@@ -36,6 +36,7 @@ struct JobCtl: AsyncParsableCommand {
     /// errors: `error: usage: …`, exit 64), and arguments that are not UTF-8 refused before
     /// parsing (Swift would replace their bytes with U+FFFD, naming a file that does not exist).
     static func main() async {
+        fixMmapThreshold()
         if let problem = invalidArgument() {
             Terminal.printError("error: usage: \(problem)")
             Glibc.exit(CommandFailure.usageExitCode)
@@ -66,6 +67,18 @@ struct JobCtl: AsyncParsableCommand {
             }
             Glibc.exit(code.rawValue)
         }
+    }
+
+    /// Keeps glibc's threshold for serving an allocation with its own mapping at 128 KiB. By
+    /// default the first large block freed raises it (up to 32 MiB), after which pictures and
+    /// packets come from the heap arenas, which fragment and do not shrink: a seven-rendition
+    /// ladder held 12 MiB more at its peak (docs/benchmarks.md, "HLS ladder"). The environment's
+    /// `MALLOC_MMAP_THRESHOLD_`, when set, wins.
+    static func fixMmapThreshold() {
+        // mallopt and M_MMAP_THRESHOLD (-3) are in <malloc.h>, which the Glibc module leaves out.
+        typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+        guard getenv("MALLOC_MMAP_THRESHOLD_") == nil, let symbol = dlsym(nil, "mallopt") else { return }
+        _ = unsafeBitCast(symbol, to: Mallopt.self)(-3, 128 << 10)
     }
 
     /// Why an argument cannot be used, if one is not valid UTF-8.

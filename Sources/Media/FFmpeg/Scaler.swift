@@ -8,6 +8,12 @@ final class Scaler {
     let format: AVPixelFormat
     private var context: OpaquePointer?
     private var source: (width: Int32, height: Int32, format: Int32) = (0, 0, -1)
+    /// Pictures this scaler converted into, kept to convert into again: each result is a new
+    /// reference to one of them, and one whose every reference is gone (`av_frame_is_writable`)
+    /// is used again, as the ffmpeg CLI's filters draw from buffer pools. Allocating and freeing
+    /// a picture per frame and rendition left the heap fragmented (docs/benchmarks.md, "HLS ladder").
+    private var pool: [Frame] = []
+    static let poolSize = 4
 
     init(width: Int32, height: Int32, format: AVPixelFormat) {
         self.width = width
@@ -42,11 +48,14 @@ final class Scaler {
             guard context != nil else { throw FFError(code: cff_averror(EINVAL), operation: "sws_getContext") }
             source = geometry
         }
-        let output = Frame()
-        output.pointer.pointee.width = width
-        output.pointer.pointee.height = height
-        output.pointer.pointee.format = format.rawValue
+        if let free = pool.first(where: { av_frame_is_writable($0.pointer) != 0 }) {
+            try check(sws_scale_frame(context, free.pointer, frame), "sws_scale_frame")
+            return try Frame.referencing(free.pointer)
+        }
+        let output = try Frame.video(width: width, height: height, format: format)
         try check(sws_scale_frame(context, output.pointer, frame), "sws_scale_frame")
-        return output
+        guard pool.count < Self.poolSize else { return output }
+        pool.append(output)
+        return try Frame.referencing(output.pointer)
     }
 }

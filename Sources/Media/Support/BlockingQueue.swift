@@ -9,7 +9,9 @@ import Foundation
 /// Sendable: every field is read and written under `condition` (an `NSCondition`).
 final class BlockingQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var items: [Element] = []
+    /// Queued elements from `head` on; a popped slot is cleared at once, so the queue never
+    /// keeps a consumed element (a packet, a decoded picture) alive.
+    private var items: [Element?] = []
     private var head = 0
     private let capacity: Int
     private var closed = false
@@ -54,7 +56,8 @@ final class BlockingQueue<Element>: @unchecked Sendable {
             condition.wait()
         }
         guard !cancelled, head < items.count else { return nil }
-        let element = items[head]
+        guard let element = items[head] else { preconditionFailure("a queued slot is empty") }
+        items[head] = nil
         queuedWeight -= weight(element)
         head += 1
         if head == items.count {
