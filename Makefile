@@ -76,7 +76,7 @@ demo: build
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
 # together (most tests wait on worker processes, ffmpeg or PostgreSQL).
 TEST_PARALLELISM ?= 3
-UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|SafeHTTPTests|APITests|StreamingTests)\.
+UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|SafeHTTPTests|APITests|StreamingTests|DashboardTests)\.
 MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests|ObjectStorageTests)\.
 test: test-deps lint

@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // FFmpeg 5.1 (Debian bookworm) through a module map and static inline shims.
@@ -137,7 +138,7 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability", "Dashboard",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -151,6 +152,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.embedInCode("openapi.json")]
+        ),
+        // The dashboard on `jobctl serve` (issue 30), without HTTP: the filter language, the
+        // session cookie, the pages (Mustache templates embedded in the binary).
+        .target(
+            name: "Dashboard",
+            dependencies: [
+                "Queue", "JobctlCore",
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.embedInCode("Templates"), .embedInCode("Assets")]
         ),
         // The transport of `jobctl serve`: the Hummingbird application, TLS, request tasks, and
         // long polls parked below Hummingbird (LongPollInterceptor, PollDesk) in front of JobAPI's
@@ -224,6 +236,7 @@ let package = Package(
         ),
         .testTarget(name: "SafeHTTPTests", dependencies: ["SafeHTTP", "JobctlCore", "MediaTestKit"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming"]),
+        .testTarget(name: "DashboardTests", dependencies: ["Dashboard", "Queue", "QueueTestKit"]),
         // The signer against AWS's vectors, configuration and credentials (pure, and with a
         // local metadata endpoint), and the S3 operations against a real SeaweedFS server.
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "SafeHTTP", "MediaTestKit"]),
@@ -243,7 +256,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "JobAPI", "Queue", "JobKinds", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media",
+                "JobAPI", "Queue", "JobKinds", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media", "Dashboard",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

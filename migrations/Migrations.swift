@@ -19,6 +19,7 @@ public enum Migrations {
         Migration("0004_hardening", PackageResources._004_hardening_sqlite_sql),
         Migration("0005_job_graphs", PackageResources._005_job_graphs_sqlite_sql),
         Migration("0006_uploads", PackageResources._006_uploads_sqlite_sql),
+        Migration("0007_dashboard", PackageResources._007_dashboard_sqlite_sql),
     ]
 
     public static let postgres: [Migration] = [
@@ -27,5 +28,6 @@ public enum Migrations {
         Migration("0003_hardening", PackageResources._003_hardening_postgres_sql),
         Migration("0004_job_graphs", PackageResources._004_job_graphs_postgres_sql),
         Migration("0005_uploads", PackageResources._005_uploads_postgres_sql),
+        Migration("0006_dashboard", PackageResources._006_dashboard_postgres_sql),
     ]
 }

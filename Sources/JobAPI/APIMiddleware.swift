@@ -93,6 +93,8 @@ struct KeyAuthentication: RouterMiddleware {
         next: (Request, APIRequestContext) async throws -> Response
     ) async throws -> Response {
         if openPaths.contains(request.uri.path) { return try await next(request, context) }
+        // The dashboard signs in with a session cookie of its own (DashboardRoutes).
+        if DashboardRoutes.owns(request.uri.path) { return try await next(request, context) }
         let address = context.remoteAddress?.ipAddress ?? "unknown"
         if let wait = failureLimiter.wait(address) { throw APIError.rateLimited(wait) }
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {

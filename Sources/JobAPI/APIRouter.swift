@@ -67,6 +67,9 @@ public struct APIConfiguration: Sendable {
     /// How long a key row read from the database is used again: a revoked key is refused
     /// within this long (`.zero`: read on every request).
     public var keyCacheLifetime: Duration
+    /// Marks the dashboard's cookies `Secure`: the server speaks TLS, or sits behind a proxy
+    /// that does (`jobctl serve --secure-cookies`).
+    public var secureCookies: Bool
 
     public init(
         store: any JobDatabase,
@@ -81,8 +84,10 @@ public struct APIConfiguration: Sendable {
         publicMetrics: Bool = false,
         watchInterval: Duration = .seconds(1),
         keyCacheLifetime: Duration = .seconds(2),
-        maximumWatchesPerKey: Int = 1000
+        maximumWatchesPerKey: Int = 1000,
+        secureCookies: Bool = false
     ) {
+        self.secureCookies = secureCookies
         self.store = store
         self.catalog = catalog
         self.paths = paths
@@ -190,6 +195,13 @@ public enum APIRoutes {
         router.post("/v1/jobs/{id}/retry", use: jobs.retry)
         get(router, "/v1/jobs/{id}/deliveries", jobs.deliveries)
         router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
+        DashboardRoutes(
+            store: configuration.store,
+            secureCookies: configuration.secureCookies,
+            logger: logger,
+            now: { Date() }
+        )
+        .add(to: router) { path, handler in get(router, path, handler) }
         table.set(router.routes.map { ($0.method, $0.path.description) })
         return router
     }

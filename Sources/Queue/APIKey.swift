@@ -79,6 +79,8 @@ public struct JobQuery: Sendable, Hashable {
     /// Only jobs submitted by themselves, not a graph's children (what listings show unless
     /// asked for a parent's children).
     public var topLevelOnly = false
+    /// Every one of these holds too (the dashboard's filters); none: no more conditions.
+    public var conditions: [JobCondition] = []
     public var limit: Int
 
     /// A position in the listing order: a job's creation time and id.

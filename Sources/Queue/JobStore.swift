@@ -289,4 +289,4 @@ public protocol JobStoreChangeNotifying: JobStore {
 /// and the API keys. Every store (SQLite, PostgreSQL, in memory) is all of it, so code that
 /// needs a capability asks for this type and a store missing one fails to compile, instead of
 /// a cast that fails at run time.
-public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore
+public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore & DashboardStore

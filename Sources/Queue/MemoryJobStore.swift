@@ -12,6 +12,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     let state = Mutex(Tables())
     private let subscribers = Mutex<[UUID: AsyncStream<Void>.Continuation]>([:])
     let apiKeyTable = Mutex<[String: (key: APIKey, secretHash: String)]>([:])
+    let dashboardTables = Mutex(DashboardTables())
 
     /// - Parameter clock: the store's notion of now (tests move it to expire leases).
     public init(clock: @escaping @Sendable () -> Date = { Date() }) {
@@ -304,6 +305,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                     && (query.owner == nil || job.owner == query.owner)
                     && (query.parent == nil || job.parent == query.parent)
                     && (!query.topLevelOnly || job.parent == nil)
+                    && query.conditions.allSatisfy { $0.matches(job) }
                     && query.after.map {
                         (job.createdAt.milliseconds, job.id.rawValue) < ($0.createdAt, $0.id.rawValue)
                     }

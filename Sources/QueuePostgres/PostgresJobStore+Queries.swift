@@ -80,39 +80,42 @@ extension PostgresJobStore {
     }
 
     public func jobs(_ query: JobQuery) async throws -> [Job] {
-        try await withConnection { connection in
-            let (status, owner) = (query.status?.rawValue, query.owner)
-            let (afterTime, afterID) = (query.after?.createdAt, query.after?.id.rawValue)
-            let parent = query.parent?.rawValue
-            let topLevel = query.topLevelOnly
-            // Watched ids drive the lookup through the primary key; a listing walks the time index.
-            let rows: PostgresRowSequence
-            if let ids = query.ids?.map(\.rawValue) {
-                rows = try await connection.query(
-                    """
-                    SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
-                    WHERE id = ANY(\(ids)::text[])
-                        AND (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
-                        AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
-                        AND (\(parent)::text IS NULL OR parent_id = \(parent))
-                        AND (NOT \(topLevel) OR parent_id IS NULL)
-                    ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
-                    """,
-                    logger: self.logger
-                )
-            } else {
-                rows = try await connection.query(
-                    """
-                    SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
-                    WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(owner)::text IS NULL OR owner = \(owner))
-                        AND (\(afterTime)::bigint IS NULL OR (created_at, id) < (\(afterTime), \(afterID)))
-                        AND (\(parent)::text IS NULL OR parent_id = \(parent))
-                        AND (NOT \(topLevel) OR parent_id IS NULL)
-                    ORDER BY created_at DESC, id DESC LIMIT \(query.limit)
-                    """,
-                    logger: self.logger
-                )
+        var bindings = PostgresBindings(capacity: 8 + query.conditions.count)
+        func bind(_ value: some PostgresNonThrowingEncodable & Sendable) -> String {
+            bindings.append(value)
+            return "$\(bindings.count)"
+        }
+        var filters: [String] = []
+        // Watched ids drive the lookup through the primary key; a listing walks the time index.
+        if let ids = query.ids?.map(\.rawValue) { filters.append("id = ANY(\(bind(ids))::text[])") }
+        if let status = query.status?.rawValue { filters.append("status = \(bind(status))") }
+        if let owner = query.owner { filters.append("owner = \(bind(owner))") }
+        if let after = query.after {
+            filters.append("(created_at, id) < (\(bind(after.createdAt))::bigint, \(bind(after.id.rawValue))::text)")
+        }
+        if let parent = query.parent?.rawValue { filters.append("parent_id = \(bind(parent))") }
+        if query.topLevelOnly { filters.append("parent_id IS NULL") }
+        let offset = bindings.count
+        let conditions = JobConditionSQL.clause(
+            query.conditions,
+            placeholder: { "$\($0 + offset + 1)" },
+            lowercase: { "lower(\($0) COLLATE \"C\")" }
+        )
+        for argument in conditions.arguments {
+            switch argument {
+            case .text(let text): bindings.append(text)
+            case .integer(let number): bindings.append(number)
             }
+        }
+        filters.append(conditions.sql)
+        let limit = bind(query.limit)
+        let sql = """
+            SELECT \(StoredColumns.job) FROM jobctl.jobs WHERE \(filters.joined(separator: " AND "))
+            ORDER BY created_at DESC, id DESC LIMIT \(limit)
+            """
+        let statement = PostgresQuery(unsafeSQL: sql, binds: bindings)
+        return try await withConnection { connection in
+            let rows = try await connection.query(statement, logger: self.logger)
             var jobs: [Job] = []
             for try await row in rows { jobs.append(try Stored(row.makeRandomAccess()).job(tracks: [])) }
             return try await self.attachTracks(jobs, connection)

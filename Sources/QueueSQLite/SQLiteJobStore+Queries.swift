@@ -72,23 +72,30 @@ extension SQLiteJobStore {
         let ids = try query.ids.map { String(decoding: try JSONEncoder().encode($0.map(\.rawValue)), as: UTF8.self) }
         // Watched ids drive the lookup through the primary key; a listing walks the time index.
         let watched = ids == nil ? "" : "id IN (SELECT value FROM json_each(?6)) AND"
+        // The dashboard's conditions are numbered after the eight fixed arguments.
+        let conditions = JobConditionSQL.clause(query.conditions) { "?\($0 + 9)" }
         return try await read { db in
+            var arguments: [(any DatabaseValueConvertible)?] = [
+                query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue,
+                query.limit, ids, query.parent?.rawValue, query.topLevelOnly,
+            ]
+            for argument in conditions.arguments {
+                switch argument {
+                case .text(let text): arguments.append(text)
+                case .integer(let number): arguments.append(number)
+                }
+            }
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT \(StoredColumns.job) FROM jobs
                         WHERE \(watched) (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
                             AND (?3 IS NULL OR (created_at, id) < (?3, ?4)) AND (?7 IS NULL OR parent_id = ?7)
-                            AND (?8 = 0 OR parent_id IS NULL)
+                            AND (?8 = 0 OR parent_id IS NULL) AND \(conditions.sql)
                         ORDER BY created_at DESC, id DESC LIMIT ?5
                         """
                 ),
-                arguments: StatementArguments(
-                    [
-                        query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue,
-                        query.limit, ids, query.parent?.rawValue, query.topLevelOnly,
-                    ]
-                )
+                arguments: StatementArguments(arguments)
             )
             return try rows.map { try SQLiteJobStore.job($0, db) }
         }

@@ -135,3 +135,76 @@ extension Checks {
         #expect(try await h.store.jobs(status: nil, limit: 10).isEmpty)
     }
 }
+
+// Conformance checks: the dashboard's conditions.
+extension Checks {
+    static func listConditions(_ h: Harness) async throws {
+        // Twelve jobs over kinds, presets, priorities, inputs and times; some claimed by each worker.
+        var jobs: [Job] = []
+        let inputs = ["/data/Talk.MOV", "/data/talk_100%.mov", "/data/interview.mp4", "s3://media/Keynote.mov"]
+        for index in 0..<12 {
+            var request = Harness.request("cond-\(index)", priority: index % 3 * 5, maxAttempts: 1)
+            request.kind = index % 4 == 0 ? "hls" : "export"
+            request.preset = index % 2 == 0 ? "low" : "medium"
+            request.input = inputs[index % inputs.count]
+            request.output = "/out/cond-\(index).mp4"
+            jobs.append(try await h.handle(index).submit(request).job)
+            h.clock.advance(by: .milliseconds(10))
+        }
+        let byA = try await h.store.claim(as: workerA, limit: 2, lease: .seconds(30))
+        let byB = try await h.handle(1).claim(as: workerB, limit: 1, lease: .seconds(30))
+        #expect(byA.count == 2 && byB.count == 1)
+        if let done = byA.first { #expect(try await h.store.complete(done.lease, result: .object([:]), tracks: [])) }
+        // Read back: statuses and workers as the store has them now.
+        let all = try await h.store.jobs(JobQuery(limit: 100))
+        #expect(all.count == 12)
+        let middle = jobs[6].createdAt.milliseconds
+        let cases: [(String, [JobCondition])] = [
+            ("status any of", [JobCondition(.status, .anyOf(["unknown", "reading"]))]),
+            ("not status", [JobCondition(.status, .anyOf(["unknown"]), negated: true)]),
+            ("kind", [JobCondition(.kind, .anyOf(["hls"]))]),
+            ("preset and kind", [JobCondition(.preset, .anyOf(["low"])), JobCondition(.kind, .anyOf(["export"]))]),
+            ("worker", [JobCondition(.worker, .anyOf([workerA.name]))]),
+            ("not worker: the unclaimed too", [JobCondition(.worker, .anyOf([workerA.name]), negated: true)]),
+            ("priority", [JobCondition(.priority, .anyOf(["5", "10"]))]),
+            ("priority at least", [JobCondition(.priority, .atLeast(10))]),
+            (
+                "created window",
+                [JobCondition(.created, .atLeast(middle)), JobCondition(.created, .below(middle + 30))]
+            ),
+            ("id", [JobCondition(.id, .anyOf([jobs[3].id.rawValue, jobs[7].id.rawValue]))]),
+            ("text, any case", [JobCondition(.text, .containsAny(["talk"]))]),
+            ("text in the output", [JobCondition(.text, .containsAny(["cond-1"]))]),
+            ("text OR", [JobCondition(.text, .containsAny(["keynote", "interview"]))]),
+            ("LIKE characters literally", [JobCondition(.input, .containsAny(["100%"]))]),
+            ("an underscore is not a wildcard", [JobCondition(.input, .containsAny(["talk_1"]))]),
+            ("_ matches nothing else", [JobCondition(.input, .containsAny(["a_k"]))]),
+            ("not text", [JobCondition(.text, .containsAny(["talk"]), negated: true)]),
+            ("output only", [JobCondition(.output, .containsAny(["cond-11"]))]),
+            ("nothing any of", [JobCondition(.kind, .anyOf([]))]),
+        ]
+        for (index, (name, conditions)) in cases.enumerated() {
+            let expected = all.filter { job in conditions.allSatisfy { $0.matches(job) } }.map(\.id)
+            var query = JobQuery(limit: 100)
+            query.conditions = conditions
+            let got = try await h.handle(index).jobs(query).map(\.id)
+            #expect(got == expected, "\(name)")
+        }
+        // The oracle itself, on what the cases above rely on.
+        let talk = all.filter { JobCondition(.text, .containsAny(["TALK"])).matches($0) }
+        #expect(talk.count == 6, "Talk.MOV and talk_100%.mov, three each")
+        #expect(all.filter { JobCondition(.input, .containsAny(["a_k"])).matches($0) }.isEmpty, "LIKE would match talk")
+        #expect(all.filter { JobCondition(.worker, .anyOf([workerA.name]), negated: true).matches($0) }.count == 10)
+        // Conditions and a cursor together: the second page of queued exports.
+        var page = JobQuery(limit: 2)
+        page.conditions = [JobCondition(.status, .anyOf(["unknown"])), JobCondition(.kind, .anyOf(["export"]))]
+        let first = try await h.store.jobs(page)
+        #expect(first.count == 2)
+        if let last = first.last {
+            page.after = JobQuery.Cursor(createdAt: last.createdAt.milliseconds, id: last.id)
+            let second = try await h.handle(1).jobs(page)
+            let expected = all.filter { $0.status == .unknown && $0.kind == "export" }.map(\.id)
+            #expect((first + second).map(\.id) == Array(expected.prefix(4)))
+        }
+    }
+}

@@ -77,6 +77,14 @@ public enum JobStoreConformance {
         /// `jobs(_:)` by owner and by cursor: pages of one owner, newest first, each job exactly
         /// once while more jobs are submitted between pages; the owner reads back.
         case listPages
+        /// `jobs(_:)` with the dashboard's conditions: each kind of test, negated, with LIKE's
+        /// special characters taken literally, with a cursor; every store as the oracle says.
+        case listConditions
+        /// Dashboard sessions: created, read before and at expiry on another handle, swept when
+        /// expired, ended once.
+        case dashboardSessions
+        /// The dashboard's audit trail: newest first, of one job or all, limited.
+        case auditTrail
         /// API keys: created, read back with their hash, listed oldest first, revoked once.
         case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
@@ -130,6 +138,9 @@ public enum JobStoreConformance {
             case .release: try await Checks.release(harness)
             case .list: try await Checks.list(harness)
             case .listPages: try await Checks.listPages(harness)
+            case .listConditions: try await Checks.listConditions(harness)
+            case .dashboardSessions: try await Checks.dashboardSessions(harness)
+            case .auditTrail: try await Checks.auditTrail(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .fanOut: try await Checks.fanOut(harness)

@@ -85,6 +85,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "path"))
     var tlsKey: String?
 
+    @Flag(
+        help: ArgumentHelp(
+            "Mark the dashboard's cookies Secure: jobctl is behind a reverse proxy that serves HTTPS (with --tls-cert they always are)."
+        )
+    )
+    var secureCookies = false
+
     @OptionGroup var webhooks: WebhookOptions
     @OptionGroup var presets: PresetOptions
     @OptionGroup var database: DatabaseOptions
@@ -151,7 +158,8 @@ struct ServeCommand: AsyncParsableCommand {
                     rateLimit: rateLimit > 0 ? RateLimit(perSecond: rateLimit) : nil,
                     metrics: registry,
                     publicMetrics: publicMetrics,
-                    maximumWatchesPerKey: maxWatchesPerKey
+                    maximumWatchesPerKey: maxWatchesPerKey,
+                    secureCookies: secureCookies || tlsCert != nil
                 )
                 let scheme = tlsCert == nil ? "http" : "https"
                 let app: APIService
@@ -165,6 +173,9 @@ struct ServeCommand: AsyncParsableCommand {
                     ) { address in
                         let shown = address.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? listen
                         Terminal.printError("listening on \(scheme)://\(shown)")
+                        Terminal.printError(
+                            "dashboard: \(scheme)://\(shown)/ui/ (sign in with an API key: jobctl keys create)"
+                        )
                     }
                 } catch let error as APIServerError {
                     throw CommandFailure.refused(code: .tlsInvalid, error.description)

@@ -128,3 +128,16 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
         return try await store.redeliver(id)
     }
 }
+
+extension CountingStore: DashboardStore {
+    func createSession(_ session: DashboardSession) async throws { try await store.createSession(session) }
+    func session(idHash: String, at now: Date) async throws -> DashboardSession? {
+        called()
+        return try await store.session(idHash: idHash, at: now)
+    }
+    func deleteSession(idHash: String) async throws -> Bool { try await store.deleteSession(idHash: idHash) }
+    func recordAudit(_ record: AuditRecord) async throws { try await store.recordAudit(record) }
+    func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
+        try await store.auditRecords(job: job, limit: limit)
+    }
+}

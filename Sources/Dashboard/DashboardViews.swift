@@ -1,0 +1,342 @@
+import Foundation
+import Queue
+
+/// The sign-in page.
+public struct SignInView: Sendable {
+    public let root: String
+    public let signedIn: PageFrame.SignedIn? = nil
+    public let flash: String?
+    /// The sign-in form's own token (its cookie holds the same value).
+    public let csrf: String
+    public let error: String?
+
+    public init(root: String, csrf: String, error: String?, flash: String? = nil) {
+        self.root = root
+        self.csrf = csrf
+        self.error = error
+        self.flash = flash
+    }
+}
+
+/// A page that only says something (not found, refused).
+public struct MessageView: Sendable {
+    public let root: String
+    public let signedIn: PageFrame.SignedIn?
+    public let flash: String?
+    public let heading: String
+    public let message: String
+
+    public init(frame: PageFrame, heading: String, message: String) {
+        root = frame.root
+        signedIn = frame.signedIn
+        flash = frame.flash
+        self.heading = heading
+        self.message = message
+    }
+}
+
+/// How the pages name things.
+public enum DashboardText {
+    /// The CLI's word for a status (the stored names are AVFoundation's).
+    public static func status(_ status: JobStatus) -> String {
+        switch status {
+        case .unknown: "queued"
+        case .reading: "running"
+        case .completed: "completed"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// `2026-11-27T10:00:00.123Z`, for `<time datetime>`.
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    /// `11-27 10:00:00` (UTC): short enough for a table cell.
+    public static func short(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "MM-dd HH:mm:ss"
+        return formatter.string(from: date) + " UTC"
+    }
+
+    /// A percentage for a `<progress>`, only while there is some progress to show.
+    static func percent(_ job: Job) -> Int? {
+        job.status == .reading || (job.status == .unknown && job.progress > 0)
+            ? Int((job.progress * 100).rounded(.down)) : nil
+    }
+}
+
+/// The jobs page.
+public struct JobsView: Sendable {
+    public let root: String
+    public let signedIn: PageFrame.SignedIn?
+    public let flash: String?
+    public let q: String
+    public let error: String?
+    public let tabs: [Tab]
+    public let countsAge: String?
+    public let jobs: [Row]
+    /// The link to the next (older) page, if there is one.
+    public let next: String?
+    /// Seconds between live refreshes.
+    public let refresh: Int
+
+    public struct Tab: Sendable {
+        public let label: String
+        public let link: String
+        public let current: Bool
+        public let count: Int?
+    }
+
+    public struct Row: Sendable {
+        public let id: String
+        public let shortID: String
+        public let status: String
+        public let statusLabel: String
+        public let percent: Int?
+        public let errorCode: String?
+        public let kind: String
+        public let preset: String
+        public let input: String
+        public let worker: String?
+        public let created: String
+        public let createdShort: String
+
+        public init(_ job: Job) {
+            id = job.id.rawValue
+            shortID = String(job.id.rawValue.suffix(12))
+            status = job.status.rawValue
+            statusLabel = DashboardText.status(job.status)
+            percent = DashboardText.percent(job)
+            errorCode = job.error?.code.rawValue
+            kind = job.kind.rawValue
+            preset = job.preset
+            input = job.displayInput
+            worker = job.worker
+            created = DashboardText.timestamp(job.createdAt)
+            createdShort = DashboardText.short(job.createdAt)
+        }
+    }
+
+    public init(
+        frame: PageFrame,
+        q: String,
+        error: String?,
+        tabs: [Tab],
+        countsAge: String?,
+        jobs: [Job],
+        next: String?,
+        refresh: Int = 2
+    ) {
+        root = frame.root
+        signedIn = frame.signedIn
+        flash = frame.flash
+        self.q = q
+        self.error = error
+        self.tabs = tabs
+        self.countsAge = countsAge
+        self.jobs = jobs.map(Row.init)
+        self.next = next
+        self.refresh = refresh
+    }
+
+    /// The status tabs: the default view (not ended), each status, and everything; the one
+    /// whose filter is `q` is current. `link` makes a page's URL for a filter.
+    public static func tabs(q: String, counts: [JobStatus: Int]?, link: (String) -> String) -> [Tab] {
+        var tabs = [
+            (
+                label: "Not ended", filter: JobFilterQuery.notEnded,
+                count: counts.map { $0[.unknown, default: 0] + $0[.reading, default: 0] }
+            )
+        ]
+        for status in JobStatus.allCases {
+            let name = DashboardText.status(status)
+            tabs.append(
+                (
+                    name.prefix(1).uppercased() + name.dropFirst(), "status:\(name)",
+                    counts.map { $0[status, default: 0] }
+                )
+            )
+        }
+        tabs.append(("All", "", counts.map { $0.values.reduce(0, +) }))
+        return tabs.map { Tab(label: $0.label, link: link($0.filter), current: $0.filter == q, count: $0.count) }
+    }
+}
+
+/// One job's page.
+public struct JobView: Sendable {
+    public let root: String
+    public let signedIn: PageFrame.SignedIn?
+    public let flash: String?
+    public let csrf: String
+    public let refresh: Int
+
+    public let id: String
+    public let shortID: String
+    public let status: String
+    public let statusLabel: String
+    public let percent: Int?
+    public let waiting: String?
+    public let error: ErrorLine?
+    public let kind: String
+    public let preset: String
+    public let input: String
+    public let output: String
+    public let priority: Int
+    public let attempt: Int
+    public let maxAttempts: Int
+    public let worker: String?
+    public let parent: String?
+    public let timeline: [Event]
+    public let tracks: [Track]
+    public let hasTracks: Bool
+    public let children: [Child]
+    public let hasChildren: Bool
+    public let canAct: Bool
+    public let canCancel: Bool
+    public let canRetry: Bool
+    public let audit: [Audit]
+    public let hasAudit: Bool
+
+    public struct ErrorLine: Sendable {
+        public let code: String
+        public let message: String
+    }
+
+    public struct Track: Sendable {
+        public let index: Int
+        public let mediaType: String
+        public let codec: String
+        public let status: String
+        public let read: Int64
+        public let written: Int64
+    }
+
+    public struct Event: Sendable {
+        public let at: String
+        public let atShort: String
+        public let what: String
+    }
+
+    public struct Child: Sendable {
+        public let id: String
+        public let label: String
+        public let status: String
+        public let statusLabel: String
+        public let worker: String
+    }
+
+    public struct Audit: Sendable {
+        public let at: String
+        public let atShort: String
+        public let action: String
+        public let keyID: String
+        public let outcome: String
+    }
+
+    /// `canAct`: the session's key may cancel and retry (submit or admin scope).
+    public init(
+        frame: PageFrame,
+        csrf: String,
+        job: Job,
+        children: [Job],
+        audit: [AuditRecord],
+        canAct: Bool,
+        now: Date
+    ) {
+        root = frame.root
+        signedIn = frame.signedIn
+        flash = frame.flash
+        self.csrf = csrf
+        refresh = job.status.isTerminal ? 0 : 2
+        id = job.id.rawValue
+        shortID = String(job.id.rawValue.suffix(12))
+        status = job.status.rawValue
+        statusLabel = DashboardText.status(job.status)
+        percent = DashboardText.percent(job)
+        waiting = Self.waiting(job, now: now)
+        error = job.error.map { ErrorLine(code: $0.code.rawValue, message: $0.message) }
+        kind = job.kind.rawValue
+        preset = job.preset
+        input = job.displayInput
+        output = job.displayOutput
+        priority = job.priority
+        attempt = job.attempt
+        maxAttempts = job.maxAttempts
+        worker = job.worker
+        parent = job.parent?.rawValue
+        timeline = Self.timeline(job)
+        tracks = job.tracks.map {
+            Track(
+                index: $0.index,
+                mediaType: $0.mediaType,
+                codec: $0.codec ?? "",
+                status: DashboardText.status($0.status),
+                read: $0.read,
+                written: $0.written
+            )
+        }
+        hasTracks = !job.tracks.isEmpty
+        self.children = children.map { child in
+            Child(
+                id: child.id.rawValue,
+                label: "Part \((child.childIndex ?? 0) + 1)",
+                status: child.status.rawValue,
+                statusLabel: DashboardText.status(child.status),
+                worker: child.worker ?? ""
+            )
+        }
+        hasChildren = !children.isEmpty
+        self.canCancel = canAct && !job.status.isTerminal && !job.cancelRequested
+        self.canRetry = canAct && (job.status == .failed || job.status == .cancelled)
+        self.canAct = self.canCancel || self.canRetry
+        self.audit = audit.map {
+            Audit(
+                at: DashboardText.timestamp($0.at),
+                atShort: DashboardText.short($0.at),
+                action: $0.action,
+                keyID: $0.keyID,
+                outcome: $0.outcome
+            )
+        }
+        hasAudit = !audit.isEmpty
+    }
+
+    /// Why a job that has not ended is where it is.
+    static func waiting(_ job: Job, now: Date) -> String? {
+        if job.cancelRequested && !job.status.isTerminal {
+            return "Cancelling: the worker stops at its next heartbeat."
+        }
+        switch job.status {
+        case .unknown where job.runAt > now:
+            return "Waiting to be retried: no worker takes it before \(DashboardText.short(job.runAt))."
+        case .unknown where job.children != nil:
+            return "Waiting for its parts to finish."
+        case .unknown:
+            return "Waiting for a worker: queued jobs run by priority, then oldest first."
+        case .reading:
+            return "Running on \(job.worker ?? "a worker"), attempt \(job.attempt) of \(job.maxAttempts)."
+        default:
+            return nil
+        }
+    }
+
+    static func timeline(_ job: Job) -> [Event] {
+        var events = [(job.createdAt, "Submitted")]
+        if let started = job.startedAt {
+            events.append((started, "Started on \(job.worker ?? "a worker") (attempt \(job.attempt))"))
+        }
+        if let finished = job.finishedAt {
+            let outcome =
+                job.error.map { "\(DashboardText.status(job.status).capitalized): \($0.code.rawValue)" }
+                ?? DashboardText.status(job.status).capitalized
+            events.append((finished, outcome))
+        }
+        return events.map { Event(at: DashboardText.timestamp($0.0), atShort: DashboardText.short($0.0), what: $0.1) }
+    }
+}

@@ -1,0 +1,383 @@
+import Dashboard
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Queue
+import Synchronization
+
+/// The dashboard's pages under `/ui/` (docs/dashboard.md): signed in with an API key through a
+/// session cookie, not a bearer header; every action a form POST with the session's token.
+/// The key's scope and tenancy are the API's: a read key looks and never acts, a key that is
+/// not admin sees its own jobs only.
+struct DashboardRoutes: Sendable {
+    let store: any JobDatabase
+    let pages = DashboardPages()
+    /// `Secure` on the cookies: the server speaks TLS (or says it is behind a proxy that does).
+    let secureCookies: Bool
+    /// Sign-in failures per address: slowed down as failed API keys are.
+    let failures = RateLimiter(RateLimit(perSecond: 10))
+    let counts = StatusCountCache(lifetime: .seconds(10))
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// Whether `path` is the dashboard's (`/ui`, `/ui/…`).
+    static func owns(_ path: String) -> Bool { path == "/ui" || path.hasPrefix("/ui/") }
+
+    func add(to router: Router<APIRequestContext>, get: (RouterPath, @escaping Handler) -> Void) {
+        // The router takes `/ui` and `/ui/` as one path; relative links need the slash.
+        get("/ui") { request, context in
+            guard request.uri.path.hasSuffix("/") else { return Self.redirect("ui/") }
+            return try await signedIn(request, context, root: "") { try await jobs(request, $0) }
+        }
+        get("/ui/signin") { request, context in signInPage(request, error: nil) }
+        router.post("/ui/signin") { request, context in try await signIn(request, context) }
+        router.post("/ui/signout") { request, context in
+            try await signedIn(request, context, root: "", action: true) { try await signOut(request, $0) }
+        }
+        get("/ui/assets/{name}") { _, context in try asset(context) }
+        get("/ui/jobs/{id}") { request, context in
+            try await signedIn(request, context, root: "../") { try await job(request, context, $0) }
+        }
+        for action in ["cancel", "retry"] {
+            router.post("/ui/jobs/{id}/\(action)") { request, context in
+                try await signedIn(request, context, root: "../../", action: true) {
+                    try await act(action, request, context, $0)
+                }
+            }
+        }
+    }
+
+    typealias Handler = @Sendable (Request, APIRequestContext) async throws -> Response
+
+    /// Who is signed in on a request, and with what.
+    struct Session: Sendable {
+        let key: APIKey
+        let row: DashboardSession
+        let root: String
+        var frame: PageFrame {
+            PageFrame.signedIn(root: root, key: key, csrf: row.csrfToken, onJobs: true)
+        }
+    }
+
+    // MARK: Sessions
+
+    /// Runs `page` for the signed-in session, or sends the browser to sign in. An action (a
+    /// POST) also needs the session's form token, and is refused (403) without it.
+    private func signedIn(
+        _ request: Request,
+        _ context: APIRequestContext,
+        root: String,
+        action: Bool = false,
+        page: (Session) async throws -> Response
+    ) async throws -> Response {
+        let cookie = SessionCookie.value(named: SessionCookie.name, in: request.headers[.cookie])
+        guard let cookie, let row = try await store.session(idHash: SessionCookie.hash(cookie), at: now()),
+            let key = try await store.apiKey(id: row.keyID)?.key, key.revokedAt == nil
+        else {
+            if action { return refusal(root: root, "Your session has ended. Sign in again.", status: .forbidden) }
+            return Self.redirect("\(root)signin")
+        }
+        let session = Session(key: key, row: row, root: root)
+        if action {
+            let form = try await Self.form(request, context)
+            guard let token = form["csrf"], SessionCookie.sameToken(token, row.csrfToken) else {
+                logger.warning("Refused a dashboard action without its form token", metadata: ["key.id": "\(key.id)"])
+                return refusal(
+                    root: root,
+                    "This form has expired or did not come from this dashboard.",
+                    status: .forbidden
+                )
+            }
+        }
+        return try await page(session)
+    }
+
+    private func signInPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
+        let token = SessionCookie.randomToken()
+        var response = html(pages.render(SignInView(root: "", csrf: token, error: error), as: "signin"), status: status)
+        response.headers[values: .setCookie].append(
+            SessionCookie.header(name: SessionCookie.signInName, value: token, maxAge: 3600, secure: secureCookies)
+        )
+        return response
+    }
+
+    private func signIn(_ request: Request, _ context: APIRequestContext) async throws -> Response {
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        if let wait = failures.wait(address) {
+            return signInPage(
+                request,
+                error: "Too many failed sign-ins from here: wait \(wait) s.",
+                status: .tooManyRequests
+            )
+        }
+        let form = try await Self.form(request, context)
+        let cookie = SessionCookie.value(named: SessionCookie.signInName, in: request.headers[.cookie])
+        guard let cookie, let token = form["csrf"], SessionCookie.sameToken(token, cookie) else {
+            return signInPage(request, error: "The sign-in form expired. Try again.", status: .forbidden)
+        }
+        guard let text = form["key"], let key = try await APIKeys.verify(Substring(text), in: store) else {
+            _ = failures.take(address)
+            logger.warning("Refused a dashboard sign-in", metadata: ["address": "\(address)"])
+            return signInPage(request, error: "That key is not valid, or was revoked.", status: .unauthorized)
+        }
+        let (id, session) = SessionCookie.open(for: key, at: now())
+        try await store.createSession(session)
+        logger.info("Signed in to the dashboard", metadata: ["key.id": "\(key.id)", "address": "\(address)"])
+        var response = Self.redirect("./")
+        response.headers[values: .setCookie].append(
+            SessionCookie.header(
+                name: SessionCookie.name,
+                value: id,
+                maxAge: Int(SessionCookie.lifetime),
+                secure: secureCookies
+            )
+        )
+        response.headers[values: .setCookie].append(
+            SessionCookie.removal(name: SessionCookie.signInName, secure: secureCookies)
+        )
+        return response
+    }
+
+    private func signOut(_ request: Request, _ session: Session) async throws -> Response {
+        _ = try await store.deleteSession(idHash: session.row.idHash)
+        var response = Self.redirect("signin")
+        response.headers[values: .setCookie].append(
+            SessionCookie.removal(name: SessionCookie.name, secure: secureCookies)
+        )
+        return response
+    }
+
+    // MARK: Pages
+
+    private func jobs(_ request: Request, _ session: Session) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let typed = parameters.get("q") ?? JobFilterQuery.notEnded
+        var query = JobQuery(owner: session.key.scope == .admin ? nil : session.key.id, limit: 50)
+        query.topLevelOnly = true
+        var problem: String?
+        var shown = typed
+        do {
+            let filter = try JobFilterQuery(typed, now: now())
+            query.conditions = filter.conditions
+            shown = filter.text
+        } catch { problem = error.description }
+        if let cursor = parameters.get("after") {
+            guard let value = ListCursor.decode(cursor) else {
+                return refusal(session, "That page link is not one this dashboard made.", status: .badRequest)
+            }
+            query.after = value
+        }
+        var jobs: [Job] = []
+        if problem == nil {
+            query.limit += 1
+            jobs = try await store.jobs(query)
+        }
+        let more = jobs.count == query.limit
+        if more { jobs.removeLast() }
+        let link = { (filter: String) in "?q=" + Self.queryEscaped(filter) }
+        // Counts over the whole queue are an admin's; another key's would be its own jobs', which
+        // the store does not count yet (docs/dashboard.md, "Not yet").
+        let counted = session.key.scope == .admin ? try await counts.read { try await store.statusCounts() } : nil
+        let view = JobsView(
+            frame: session.frame,
+            q: shown,
+            error: problem,
+            tabs: JobsView.tabs(q: shown, counts: counted?.counts, link: link),
+            countsAge: counted.map { DashboardText.short($0.at) },
+            jobs: jobs,
+            next: more ? jobs.last.map { link(shown) + "&after=" + ListCursor.encode($0) } : nil
+        )
+        return html(pages.render(view, as: "jobs"))
+    }
+
+    private func job(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+        guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
+            JobRoutes.visible(job, to: session.key)
+        else {
+            return refusal(session, "There is no such job, or it is not yours to see.", status: .notFound)
+        }
+        var children: [Job] = []
+        if job.children != nil {
+            var query = JobQuery(parent: job.id, limit: 500)
+            query.topLevelOnly = false
+            children = try await store.jobs(query).sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
+        }
+        let audit = try await store.auditRecords(job: job.id, limit: 50)
+        var frame = session.frame
+        frame.flash = request.uri.queryParameters.get("done").flatMap(Self.flash)
+        let view = JobView(
+            frame: frame,
+            csrf: session.row.csrfToken,
+            job: job,
+            children: children,
+            audit: audit,
+            canAct: session.key.scope >= .submit,
+            now: now()
+        )
+        return html(pages.render(view, as: "job"))
+    }
+
+    /// What a `?done=` after an action says (fixed texts: nothing from the URL is shown).
+    static func flash(_ done: String) -> String? {
+        switch done {
+        case "cancelled": "Cancelled."
+        case "cancelling": "Cancel requested: the worker stops at its next heartbeat."
+        case "retried": "Queued again."
+        case "ended": "It had ended already: nothing to cancel."
+        case "not-retryable": "Only failed or cancelled jobs can be retried."
+        default: nil
+        }
+    }
+
+    // MARK: Actions
+
+    private func act(
+        _ action: String,
+        _ request: Request,
+        _ context: APIRequestContext,
+        _ session: Session
+    ) async throws -> Response {
+        guard session.key.scope >= .submit else {
+            return refusal(
+                session,
+                "This key is read-only: it can look at jobs but not act on them.",
+                status: .forbidden
+            )
+        }
+        guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
+            JobRoutes.visible(job, to: session.key)
+        else {
+            return refusal(session, "There is no such job, or it is not yours to act on.", status: .notFound)
+        }
+        let done: String
+        do {
+            if action == "cancel" {
+                switch try await store.cancel(id) {
+                case .cancelled: done = "cancelled"
+                case .requested: done = "cancelling"
+                }
+            } else {
+                _ = try await store.retry(id, force: false)
+                done = "retried"
+            }
+        } catch let error as JobStoreError where error.code == .conflict {
+            done = action == "cancel" ? "ended" : "not-retryable"
+        }
+        try await store.recordAudit(
+            AuditRecord(at: now(), keyID: session.key.id, action: action, jobID: id, outcome: done)
+        )
+        logger.info(
+            "Dashboard action",
+            metadata: ["key.id": "\(session.key.id)", "action": "\(action)", "job": "\(id)", "outcome": "\(done)"]
+        )
+        return Self.redirect("../\(id.rawValue)?done=\(done)")
+    }
+
+    // MARK: Responses
+
+    private func asset(_ context: APIRequestContext) throws -> Response {
+        guard let name = context.parameters.get("name"), let asset = DashboardPages.assets[name] else {
+            throw APIError(.notFound, "no such file")
+        }
+        return Response(
+            status: .ok,
+            headers: Self.securityHeaders(type: asset.type, cache: "public, max-age=300"),
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes))
+        )
+    }
+
+    private func refusal(_ session: Session, _ message: String, status: HTTPResponse.Status) -> Response {
+        refusal(frame: session.frame, message, status: status)
+    }
+
+    private func refusal(root: String, _ message: String, status: HTTPResponse.Status) -> Response {
+        refusal(frame: PageFrame(root: root), message, status: status)
+    }
+
+    private func refusal(frame: PageFrame, _ message: String, status: HTTPResponse.Status) -> Response {
+        let heading =
+            switch status {
+            case .forbidden: "Not allowed"
+            case .notFound: "Not found"
+            default: "That did not work"
+            }
+        return html(
+            pages.render(MessageView(frame: frame, heading: heading, message: message), as: "message"),
+            status: status
+        )
+    }
+
+    private func html(_ page: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: Self.securityHeaders(type: "text/html; charset=utf-8", cache: "no-store"),
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page))
+        )
+    }
+
+    /// The policy every dashboard response carries: scripts, styles and media from this origin
+    /// only, no inline script, no framing, forms that post here only.
+    static let contentSecurityPolicy =
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
+        + "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+    static func securityHeaders(type: String, cache: String) -> HTTPFields {
+        [
+            .contentType: type,
+            .cacheControl: cache,
+            .contentSecurityPolicy: contentSecurityPolicy,
+            .xContentTypeOptions: "nosniff",
+            .init("X-Frame-Options")!: "DENY",
+            .init("Referrer-Policy")!: "same-origin",
+        ]
+    }
+
+    /// 303 to a path relative to the request's: right under any base path a proxy adds.
+    static func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+    }
+
+    /// The fields of an `application/x-www-form-urlencoded` body (at most 16 KB).
+    static func form(_ request: Request, _ context: APIRequestContext) async throws -> [String: String] {
+        let body = try await request.body.collect(upTo: 16 * 1024)
+        return parseForm(String(buffer: body))
+    }
+
+    static func parseForm(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]) else { continue }
+            fields[name] = parts.count == 2 ? decode(parts[1]) : ""
+        }
+        return fields
+    }
+
+    private static func decode(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    static func queryEscaped(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~:,")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+}
+
+/// The queue's status counts, read at most once per `lifetime` (a page refreshes every 2 s; a
+/// `COUNT` over a million jobs should not run that often).
+final class StatusCountCache: Sendable {
+    let lifetime: Duration
+    private let cached = Mutex<(counts: [JobStatus: Int], at: Date, read: ContinuousClock.Instant)?>(nil)
+
+    init(lifetime: Duration) { self.lifetime = lifetime }
+
+    func read(_ fetch: () async throws -> [JobStatus: Int]) async throws -> (counts: [JobStatus: Int], at: Date) {
+        if let hit = cached.withLock({ $0 }), ContinuousClock.now - hit.read < lifetime { return (hit.counts, hit.at) }
+        let counts = try await fetch()
+        let entry = (counts: counts, at: Date(), read: ContinuousClock.now)
+        cached.withLock { $0 = entry }
+        return (counts, entry.at)
+    }
+}

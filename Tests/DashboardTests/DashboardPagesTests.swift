@@ -1,0 +1,108 @@
+import Foundation
+import Queue
+import QueueTestKit
+import Testing
+
+@testable import Dashboard
+
+/// The templates parse, fill and escape; the views say what a person needs.
+@Suite("Dashboard pages")
+struct DashboardPagesTests {
+    let pages = DashboardPages()
+    let key = APIKey(id: "0123456789ab", name: "ops <team>", scope: .submit, createdAt: Date())
+
+    func job(_ status: JobStatus = .unknown, input: String = "/in/a.mov") -> Job {
+        Job.sample(status: status, input: input)
+    }
+
+    @Test("every value is escaped: an input path, a key's name")
+    func escaping() {
+        let frame = PageFrame.signedIn(root: "", key: key, csrf: "t", onJobs: true)
+        let page = pages.render(
+            JobsView(
+                frame: frame,
+                q: "\"><script>",
+                error: nil,
+                tabs: [],
+                countsAge: nil,
+                jobs: [job(input: "/in/<img src=x onerror=alert(1)>.mov")],
+                next: nil
+            ),
+            as: "jobs"
+        )
+        #expect(!page.contains("<img src=x"))
+        #expect(page.contains("&lt;img src=x onerror=alert(1)&gt;"))
+        #expect(!page.contains("\"><script>"))
+        #expect(page.contains("ops &lt;team&gt;"))
+        #expect(
+            !page.contains("<script>") || page.components(separatedBy: "<script").count == 2,
+            "only the page's own script tag"
+        )
+    }
+
+    @Test("the layout: the script from the assets, a skip link, the sign-out form with its token")
+    func layout() {
+        let page = pages.render(
+            MessageView(
+                frame: PageFrame.signedIn(root: "../", key: key, csrf: "TOKEN", onJobs: false),
+                heading: "Not found",
+                message: "m"
+            ),
+            as: "message"
+        )
+        #expect(page.contains(#"<script src="../assets/app.js" defer></script>"#))
+        #expect(page.contains(##"<a class="skip" href="#main">"##))
+        #expect(page.contains(#"<input type="hidden" name="csrf" value="TOKEN">"#))
+        #expect(page.hasPrefix("<!doctype html>"))
+        let signedOut = pages.render(SignInView(root: "", csrf: "T", error: "bad"), as: "signin")
+        #expect(!signedOut.contains("Sign out") && signedOut.contains(#"role="alert">bad<"#))
+    }
+
+    @Test("a job's page offers the actions that apply, to a key that may act")
+    func actions() {
+        func view(_ status: JobStatus, canAct: Bool = true) -> JobView {
+            JobView(
+                frame: PageFrame(root: "../"),
+                csrf: "t",
+                job: job(status),
+                children: [],
+                audit: [],
+                canAct: canAct,
+                now: Date(milliseconds: 1_795_780_900_000)
+            )
+        }
+        #expect(view(.unknown).canCancel && !view(.unknown).canRetry)
+        #expect(view(.failed).canRetry && !view(.failed).canCancel)
+        #expect(view(.cancelled).canRetry)
+        #expect(!view(.completed).canAct)
+        #expect(!view(.unknown, canAct: false).canAct)
+        let page = pages.render(view(.failed), as: "job")
+        #expect(page.contains(#"action="../jobs/0192f000-0000-7000-8000-000000000001/retry""#))
+        #expect(!page.contains("/cancel\""))
+    }
+
+    @Test("why a job waits")
+    func waiting() {
+        let now = Date(milliseconds: 1_795_780_900_000)
+        var queued = job()
+        #expect(JobView.waiting(queued, now: now)?.hasPrefix("Waiting for a worker") == true)
+        queued.runAt = now.addingTimeInterval(30)
+        #expect(JobView.waiting(queued, now: now)?.hasPrefix("Waiting to be retried") == true)
+        var running = job(.reading)
+        running.worker = "w1"
+        running.attempt = 2
+        #expect(JobView.waiting(running, now: now) == "Running on w1, attempt 2 of 3.")
+        running.cancelRequested = true
+        #expect(JobView.waiting(running, now: now)?.hasPrefix("Cancelling") == true)
+        #expect(JobView.waiting(job(.completed), now: now) == nil)
+    }
+
+    @Test("tabs: the default view, each status by its CLI name, all; counts when given")
+    func tabs() {
+        let tabs = JobsView.tabs(q: "status:failed", counts: [.unknown: 2, .reading: 1, .failed: 4]) { "?q=\($0)" }
+        #expect(tabs.map(\.label) == ["Not ended", "Queued", "Running", "Completed", "Failed", "Cancelled", "All"])
+        #expect(tabs.first { $0.current }?.label == "Failed")
+        #expect(tabs.map(\.count) == [3, 2, 1, 0, 4, 0, 7])
+        #expect(JobsView.tabs(q: "", counts: nil) { $0 }.allSatisfy { $0.count == nil })
+    }
+}

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Uses the dashboard in headless Chromium as a person would: browser-dashboard.py CONFIG.
+
+CONFIG is a JSON file: {"base": "http://127.0.0.1:PORT", "submit_key": "jck_…",
+"read_key": "jck_…", "job": {…a POST /v1/jobs body…}, "worker": [argv of a worker],
+"screenshots": "DIR"}. With no worker running yet, it signs in, submits the job through the
+API and sees it appear without a reload, cancels it and retries it from the job's page, starts
+the worker and sees the job complete without a reload; then signs in with the read key, which
+is offered no action and is refused one (403), and forges an action without the form's token
+(403). Each page is saved as a screenshot, also at 360 px wide. Prints a JSON report; exits 1
+on any failure (a missing browser included: it never skips).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+report = {"ok": True, "steps": []}
+
+
+def fail(message):
+    report["ok"] = False
+    report["failure"] = message
+    print(json.dumps(report))
+    sys.exit(1)
+
+
+def step(name):
+    report["steps"].append(name)
+
+
+def wait_for(driver, what, condition, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    fail(f"timed out waiting for {what} on {driver.current_url}")
+
+
+def main():
+    config = json.load(open(sys.argv[1]))
+    base = config["base"]
+    shots = config["screenshots"]
+    os.makedirs(shots, exist_ok=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"]:
+        options.add_argument(flag)
+    try:
+        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    except Exception as error:
+        fail(f"cannot start headless Chromium: {error}")
+    worker = None
+    try:
+        worker = run(driver, config, base, shots)
+    finally:
+        if worker:
+            worker.terminate()
+            worker.wait(timeout=30)
+        driver.quit()
+    print(json.dumps(report))
+
+
+def shot(driver, shots, name):
+    driver.save_screenshot(os.path.join(shots, f"{name}.png"))
+
+
+def sign_in(driver, base, key):
+    driver.get(f"{base}/ui/")
+    wait_for(driver, "the sign-in page", lambda: driver.current_url.endswith("/ui/signin"))
+    field = driver.find_element(By.ID, "key")
+    if field.get_attribute("type") != "password":
+        fail("the key field is not a password field")
+    field.send_keys(key)
+    driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]").click()
+    wait_for(driver, "the jobs page", lambda: driver.find_element(By.TAG_NAME, "h1").text == "Jobs")
+
+
+def badge(driver):
+    return driver.find_element(By.CSS_SELECTOR, "#live .badge").text
+
+
+def run(driver, config, base, shots):
+    driver.get(f"{base}/ui/")
+    wait_for(driver, "the sign-in page", lambda: "signin" in driver.current_url)
+    shot(driver, shots, "signin")
+    step("signed out: sent to sign in")
+
+    sign_in(driver, base, config["submit_key"])
+    driver.execute_script("window.__noReload = true")
+    step("signed in")
+
+    request = urllib.request.Request(
+        f"{base}/v1/jobs",
+        data=json.dumps(config["job"]).encode(),
+        headers={"Authorization": f"Bearer {config['submit_key']}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    job = json.load(urllib.request.urlopen(request))
+    job_id = job["id"]
+    report["job"] = job_id
+    wait_for(
+        driver,
+        "the new job to appear without a reload",
+        lambda: driver.find_elements(By.CSS_SELECTOR, f"#live a[title='{job_id}']"),
+        seconds=10,
+    )
+    if not driver.execute_script("return window.__noReload === true"):
+        fail("the jobs page reloaded to show the new job")
+    shot(driver, shots, "jobs")
+    driver.set_window_size(360, 800)
+    shot(driver, shots, "jobs-360")
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    report["width_at_360"] = width
+    if width > 400:
+        fail(f"the jobs page is {width} px wide in a 360 px window")
+    driver.set_window_size(1280, 900)
+    step("the submitted job appeared live")
+
+    driver.find_element(By.CSS_SELECTOR, f"#live a[title='{job_id}']").click()
+    wait_for(driver, "the job page", lambda: job_id in driver.find_element(By.TAG_NAME, "h1").text)
+    driver.find_element(By.XPATH, "//button[normalize-space()='Cancel']").click()
+    wait_for(driver, "the job to be cancelled", lambda: badge(driver) == "cancelled")
+    if "Cancelled." not in driver.find_element(By.CSS_SELECTOR, ".flash").text:
+        fail("no word that the job was cancelled")
+    step("cancelled from the job's page")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Retry']").click()
+    wait_for(driver, "the job to be queued again", lambda: badge(driver) == "queued")
+    driver.execute_script("window.__noReload = true")
+    step("retried from the job's page")
+
+    worker = subprocess.Popen(config["worker"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(driver, "the job to complete without a reload", lambda: badge(driver) == "completed", seconds=90)
+    if not driver.execute_script("return window.__noReload === true"):
+        fail("the job page reloaded to show the completion")
+    text = driver.find_element(By.TAG_NAME, "main").text
+    for expected in ["Actions taken", "cancel by key", "retry by key", "Timeline"]:
+        if expected not in text:
+            fail(f"the job page does not show '{expected}'")
+    shot(driver, shots, "job")
+    step("completed live, with its audit trail")
+
+    # Keyboard: the skip link is the first stop, and every control can be reached.
+    driver.find_element(By.TAG_NAME, "body").send_keys("\t")
+    focused = driver.switch_to.active_element
+    if focused.get_attribute("class") != "skip":
+        fail("the first tab stop is not the skip link")
+    unlabelled = driver.execute_script("""
+        return [...document.querySelectorAll('input:not([type=hidden]), button, select')]
+          .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+          .map(e => e.outerHTML)""")
+    if unlabelled:
+        fail(f"controls without a label: {unlabelled}")
+    step("keyboard and labels")
+
+    # Forged: the same session, an action without the form's token.
+    status = driver.execute_script(
+        "return fetch(arguments[0], {method: 'POST', credentials: 'same-origin',"
+        " headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body: ''}).then(r => r.status)",
+        f"{base}/ui/jobs/{job_id}/retry",
+    )
+    if status != 403:
+        fail(f"an action without the form token was answered {status}")
+    step("a forged action was refused")
+
+    driver.find_element(By.XPATH, "//button[normalize-space()='Sign out']").click()
+    wait_for(driver, "the sign-in page", lambda: "signin" in driver.current_url)
+    sign_in(driver, base, config["read_key"])
+    if driver.find_elements(By.CSS_SELECTOR, f"#live a[title='{job_id}']"):
+        fail("a read key of another tenant sees the job")
+    token = driver.find_element(By.CSS_SELECTOR, "form.signout input[name=csrf]").get_attribute("value")
+    driver.get(f"{base}/ui/jobs/{job_id}")
+    if driver.find_elements(By.XPATH, "//button[normalize-space()='Retry' or normalize-space()='Cancel']"):
+        fail("a read key is offered actions")
+    status = driver.execute_script(
+        "return fetch(arguments[0], {method: 'POST', credentials: 'same-origin',"
+        " headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body: 'csrf=' + arguments[1]})"
+        ".then(r => r.status)",
+        f"{base}/ui/jobs/{job_id}/retry",
+        token,
+    )
+    if status != 403:
+        fail(f"an action with a read key was answered {status}")
+    shot(driver, shots, "job-read-only")
+    step("a read key looks and is refused an action")
+    return worker
+
+
+if __name__ == "__main__":
+    main()
