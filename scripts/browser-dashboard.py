@@ -147,8 +147,47 @@ def run(driver, config, base, shots):
     for expected in ["Actions taken", "cancel by key", "retry by key", "Timeline"]:
         if expected not in text:
             fail(f"the job page does not show '{expected}'")
-    shot(driver, shots, "job")
     step("completed live, with its audit trail")
+
+    # The output plays: a reload shows it (the live part has it already), and it seeks.
+    driver.get(driver.current_url.split("?")[0])
+    played = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const v = document.querySelector('video.output');
+        if (!v) return done({error: 'no video on the page'});
+        v.muted = true;
+        const report = () => done({duration: v.duration, time: v.currentTime, error: v.error && v.error.message});
+        v.addEventListener('error', report);
+        const go = () => v.play().then(() => setTimeout(() => { v.currentTime = 0.5;
+            v.addEventListener('seeked', report, {once: true}); }, 300)).catch(e => done({error: String(e)}));
+        if (v.readyState >= 1) go(); else v.addEventListener('loadedmetadata', go, {once: true});
+    """)
+    report["video"] = played
+    if played.get("error") or abs(played.get("duration", 0) - 1) > 0.1 or played.get("time", 0) < 0.4:
+        fail(f"the output did not play and seek: {played}")
+    shot(driver, shots, "job")
+    step("the output plays and seeks in the page")
+
+    request = urllib.request.Request(
+        f"{base}/v1/jobs",
+        data=json.dumps(config["thumbnails"]).encode(),
+        headers={"Authorization": f"Bearer {config['submit_key']}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    thumbs = json.load(urllib.request.urlopen(request))["id"]
+    driver.get(f"{base}/ui/jobs/{thumbs}")
+    wait_for(driver, "the thumbnails job to complete", lambda: badge(driver) == "completed", seconds=60)
+    driver.get(f"{base}/ui/jobs/{thumbs}")
+    wait_for(
+        driver,
+        "its pictures to load",
+        lambda: driver.execute_script(
+            "const i = [...document.querySelectorAll('.images img')];"
+            " return i.length == 2 && i.every(x => x.complete && x.naturalWidth > 0)"
+        ),
+    )
+    shot(driver, shots, "thumbnails")
+    step("a thumbnails job's pictures on its page")
 
     # Keyboard: the skip link is the first stop, and every control can be reached.
     driver.find_element(By.TAG_NAME, "body").send_keys("\t")

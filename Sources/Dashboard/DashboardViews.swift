@@ -202,6 +202,23 @@ public struct JobView: Sendable {
     public let canRetry: Bool
     public let audit: [Audit]
     public let hasAudit: Bool
+    /// The output shown inline: a video (an export, a ladder's master playlist), pictures.
+    public let video: String?
+    public let images: [Image]
+    public let hasImages: Bool
+    /// Every file, as links.
+    public let files: [FileLink]
+    public let hasFiles: Bool
+
+    public struct Image: Sendable {
+        public let url: String
+        public let alt: String
+    }
+
+    public struct FileLink: Sendable {
+        public let url: String
+        public let name: String
+    }
 
     public struct ErrorLine: Sendable {
         public let code: String
@@ -246,6 +263,7 @@ public struct JobView: Sendable {
         job: Job,
         children: [Job],
         audit: [AuditRecord],
+        files: [String] = [],
         canAct: Bool,
         now: Date
     ) {
@@ -305,6 +323,29 @@ public struct JobView: Sendable {
             )
         }
         hasAudit = !audit.isEmpty
+        let links = files.prefix(Self.shownFiles).map { name in
+            FileLink(url: "\(job.id.rawValue)/files/\(Self.pathEscaped(name))", name: name)
+        }
+        self.files = Array(links)
+        hasFiles = !links.isEmpty
+        video =
+            links.first { $0.name == "master.m3u8" }?.url
+            ?? links.first { ["mp4", "m4v", "mov"].contains(($0.name as NSString).pathExtension.lowercased()) }?.url
+        images = links.filter {
+            ["jpg", "jpeg", "png", "webp"].contains(($0.name as NSString).pathExtension.lowercased())
+        }
+        .prefix(Self.shownImages).map { Image(url: $0.url, alt: "\($0.name) of job \(job.id.rawValue)") }
+        hasImages = !images.isEmpty
+    }
+
+    /// At most this many files are linked, and pictures shown, on a job's page.
+    static let shownFiles = 200
+    static let shownImages = 24
+
+    static func pathEscaped(_ name: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
     }
 
     /// Why a job that has not ended is where it is.

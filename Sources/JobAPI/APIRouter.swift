@@ -197,6 +197,7 @@ public enum APIRoutes {
         router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
         DashboardRoutes(
             store: configuration.store,
+            confinement: configuration.paths,
             secureCookies: configuration.secureCookies,
             logger: logger,
             now: { Date() }

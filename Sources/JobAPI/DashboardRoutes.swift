@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobKinds
 import Logging
 import NIOCore
 import Queue
@@ -12,6 +13,8 @@ import Synchronization
 /// not admin sees its own jobs only.
 struct DashboardRoutes: Sendable {
     let store: any JobDatabase
+    /// `serve`'s roots: where a tenant's output files are on this host.
+    let confinement: PathConfinement
     let pages = DashboardPages()
     /// `Secure` on the cookies: the server speaks TLS (or says it is behind a proxy that does).
     let secureCookies: Bool
@@ -38,6 +41,9 @@ struct DashboardRoutes: Sendable {
         get("/ui/assets/{name}") { _, context in try asset(context) }
         get("/ui/jobs/{id}") { request, context in
             try await signedIn(request, context, root: "../") { try await job(request, context, $0) }
+        }
+        get("/ui/jobs/{id}/files/{name}") { request, context in
+            try await signedIn(request, context, root: "../../../") { try await file(request, context, $0) }
         }
         for action in ["cancel", "retry"] {
             router.post("/ui/jobs/{id}/\(action)") { request, context in
@@ -212,6 +218,7 @@ struct DashboardRoutes: Sendable {
             job: job,
             children: children,
             audit: audit,
+            files: Self.fileNames(of: job).filter { localFile($0, of: job) != nil },
             canAct: session.key.scope >= .submit,
             now: now()
         )
@@ -287,7 +294,7 @@ struct DashboardRoutes: Sendable {
         )
     }
 
-    private func refusal(_ session: Session, _ message: String, status: HTTPResponse.Status) -> Response {
+    func refusal(_ session: Session, _ message: String, status: HTTPResponse.Status) -> Response {
         refusal(frame: session.frame, message, status: status)
     }
 

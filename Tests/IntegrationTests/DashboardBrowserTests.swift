@@ -27,6 +27,9 @@ struct DashboardBrowserTests {
             "submit_key": server.key,
             "read_key": readKey,
             "job": ["input": input, "output": "dashboard.mp4", "preset": "low", "range": "0s+1s"],
+            "thumbnails": [
+                "kind": "thumbnails", "input": input, "output": "thumbs", "thumbnails": ["at": ["0.2s", "0.8s"]],
+            ] as [String: Any],
             "worker": [Jobctl.path, "worker", "--db", db, "--name", "browser-worker"] + server.roots,
             "screenshots": shots,
         ]
@@ -38,8 +41,8 @@ struct DashboardBrowserTests {
             result.status == 0 && report?["ok"] as? Bool == true,
             "\(result.stdoutText) \(result.stderr) \(server.process.log)"
         )
-        #expect((report?["steps"] as? [String])?.count == 9, "\(report ?? [:])")
-        for name in ["signin", "jobs", "jobs-360", "job", "job-read-only"] {
+        #expect((report?["steps"] as? [String])?.count == 11, "\(report ?? [:])")
+        for name in ["signin", "jobs", "jobs-360", "job", "thumbnails", "job-read-only"] {
             #expect(FileManager.default.fileExists(atPath: "\(shots)/\(name).png"), "no screenshot \(name)")
         }
         // The output is real: ffprobe reads what the browser watched complete.

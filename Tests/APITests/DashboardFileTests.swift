@@ -1,0 +1,152 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JobAPI
+import NIOCore
+import Queue
+import QueueSQLite
+import Testing
+
+/// A job's output files on its page: only its own listed files, only to who may see the job,
+/// only inside its output directory, with byte ranges.
+@Suite("Dashboard files")
+struct DashboardFileTests {
+    typealias F = APIRouteTests.Fixture
+    typealias B = DashboardRouteTests
+    static let worker = WorkerIdentity(name: "files-test", host: "localhost", pid: 1, version: "test")
+
+    /// A completed job of `key` whose output is `output` (relative to the key's directory).
+    static func completed(_ f: F, key: String, output: String, result: JSONValue) async throws -> Job {
+        let owner = String(key.split(separator: "_")[1])
+        var request = JobRequest(input: "in.mov", output: output, preset: "low", presetSettings: .object([:]))
+        request.owner = owner
+        let job = try await f.store.submit(request).job
+        let claimed = try #require(try await f.store.claim(as: worker, limit: 1, lease: .seconds(30)).first)
+        #expect(try await f.store.complete(claimed.lease, result: result, tracks: []))
+        return try #require(try await f.store.job(job.id))
+    }
+
+    static func write(_ f: F, key: String, _ path: String, bytes: Int) throws {
+        let owner = String(key.split(separator: "_")[1])
+        let full = f.directory.file("\(owner)/\(path)")
+        try FileManager.default.createDirectory(
+            atPath: (full as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
+        )
+        try Data((0..<bytes).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: full))
+    }
+
+    @Test("an export's MP4: whole, a range, past the end; another tenant's and unlisted names are not found")
+    func export() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let job = try await Self.completed(f, key: f.submit, output: "talk.mp4", result: .object([:]))
+        try Self.write(f, key: f.submit, "talk.mp4", bytes: 1000)
+        try Self.write(f, key: f.submit, "other.mp4", bytes: 10)
+        try await f.app.test(.router) { client in
+            let browser = try await B.signIn(client, key: f.submit)
+            let path = "/ui/jobs/\(job.id.rawValue)/files/"
+            let page = String(
+                buffer: try await client.execute(
+                    uri: "/ui/jobs/\(job.id.rawValue)",
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                ).body
+            )
+            #expect(
+                page.contains(
+                    #"<video class="output" controls preload="metadata" src="\#(job.id.rawValue)/files/talk.mp4">"#
+                )
+            )
+            let whole = try await client.execute(
+                uri: path + "talk.mp4",
+                method: .get,
+                headers: [.cookie: browser.cookie]
+            )
+            #expect(whole.status == .ok && whole.body.readableBytes == 1000)
+            #expect(whole.headers[.contentType] == "video/mp4" && whole.headers[.acceptRanges] == "bytes")
+            #expect(whole.headers[.contentSecurityPolicy]?.contains("sandbox") == true)
+            var ranged = HTTPFields([HTTPField(name: .cookie, value: browser.cookie)])
+            ranged[.range] = "bytes=100-199"
+            let part = try await client.execute(uri: path + "talk.mp4", method: .get, headers: ranged)
+            #expect(part.status == .partialContent && part.body.readableBytes == 100)
+            #expect(part.headers[.contentRange] == "bytes 100-199/1000")
+            #expect(part.body.getBytes(at: 0, length: 1) == [UInt8(100 % 251)])
+            ranged[.range] = "bytes=-10"
+            #expect(
+                try await client.execute(uri: path + "talk.mp4", method: .get, headers: ranged).headers[.contentRange]
+                    == "bytes 990-999/1000"
+            )
+            ranged[.range] = "bytes=5000-"
+            #expect(
+                try await client.execute(uri: path + "talk.mp4", method: .get, headers: ranged).status
+                    == .rangeNotSatisfiable
+            )
+            for name in ["other.mp4", "..%2Ftalk.mp4", "%2E%2E"] {
+                let response = try await client.execute(
+                    uri: path + name,
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                )
+                #expect(response.status == .notFound, "\(name)")
+            }
+            let stranger = try await B.signIn(client, key: f.other)
+            #expect(
+                try await client.execute(uri: path + "talk.mp4", method: .get, headers: [.cookie: stranger.cookie])
+                    .status == .notFound
+            )
+            #expect(try await client.execute(uri: path + "talk.mp4", method: .get).status == .seeOther, "signed out")
+        }
+    }
+
+    @Test("a file set's pictures inline; a file swapped for a link out of the job's directory is not served")
+    func fileSet() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let files: JSONValue = .object([
+            "files": .array(["t-001.jpg", "t-002.jpg", "notes.txt"].map { .object(["name": .string($0)]) })
+        ])
+        let job = try await Self.completed(f, key: f.submit, output: "thumbs", result: files)
+        try Self.write(f, key: f.submit, "thumbs/t-001.jpg", bytes: 50)
+        try Self.write(f, key: f.submit, "thumbs/notes.txt", bytes: 5)
+        // Another tenant's secret, and a link to it where the job's second picture should be.
+        try Self.write(f, key: f.other, "secret.jpg", bytes: 7)
+        let otherID = String(f.other.split(separator: "_")[1])
+        let owner = String(f.submit.split(separator: "_")[1])
+        try FileManager.default.createSymbolicLink(
+            atPath: f.directory.file("\(owner)/thumbs/t-002.jpg"),
+            withDestinationPath: f.directory.file("\(otherID)/secret.jpg")
+        )
+        try await f.app.test(.router) { client in
+            let browser = try await B.signIn(client, key: f.submit)
+            let page = String(
+                buffer: try await client.execute(
+                    uri: "/ui/jobs/\(job.id.rawValue)",
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                ).body
+            )
+            #expect(page.contains(#"<img src="\#(job.id.rawValue)/files/t-001.jpg""#))
+            #expect(!page.contains("t-002.jpg"), "a linked file is offered")
+            let path = "/ui/jobs/\(job.id.rawValue)/files/"
+            #expect(
+                try await client.execute(uri: path + "t-001.jpg", method: .get, headers: [.cookie: browser.cookie])
+                    .headers[.contentType] == "image/jpeg"
+            )
+            #expect(
+                try await client.execute(uri: path + "t-002.jpg", method: .get, headers: [.cookie: browser.cookie])
+                    .status == .notFound
+            )
+            let text = try await client.execute(
+                uri: path + "notes.txt",
+                method: .get,
+                headers: [.cookie: browser.cookie]
+            )
+            #expect(
+                text.headers[.contentDisposition] == "attachment"
+                    && text.headers[.contentType] == "application/octet-stream"
+            )
+        }
+    }
+}
