@@ -20,6 +20,7 @@ public enum Migrations {
         Migration("0005_job_graphs", PackageResources._005_job_graphs_sqlite_sql),
         Migration("0006_uploads", PackageResources._006_uploads_sqlite_sql),
         Migration("0007_dashboard", PackageResources._007_dashboard_sqlite_sql),
+        Migration("0008_fleet", PackageResources._008_fleet_sqlite_sql),
     ]
 
     public static let postgres: [Migration] = [
@@ -29,5 +30,6 @@ public enum Migrations {
         Migration("0004_job_graphs", PackageResources._004_job_graphs_postgres_sql),
         Migration("0005_uploads", PackageResources._005_uploads_postgres_sql),
         Migration("0006_dashboard", PackageResources._006_dashboard_postgres_sql),
+        Migration("0007_fleet", PackageResources._007_fleet_postgres_sql),
     ]
 }

@@ -86,6 +86,17 @@ def sign_in(driver, base, key):
     wait_for(driver, "the jobs page", lambda: driver.find_element(By.TAG_NAME, "h1").text == "Jobs")
 
 
+def submit(base, key, body):
+    """Submits a job through the HTTP API, as the user's service would; returns its id."""
+    request = urllib.request.Request(
+        f"{base}/v1/jobs",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    return json.load(urllib.request.urlopen(request))["id"]
+
+
 def badge(driver):
     return driver.find_element(By.CSS_SELECTOR, "#live .badge").text
 
@@ -100,14 +111,7 @@ def run(driver, config, base, shots):
     driver.execute_script("window.__noReload = true")
     step("signed in")
 
-    request = urllib.request.Request(
-        f"{base}/v1/jobs",
-        data=json.dumps(config["job"]).encode(),
-        headers={"Authorization": f"Bearer {config['submit_key']}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    job = json.load(urllib.request.urlopen(request))
-    job_id = job["id"]
+    job_id = submit(base, config["submit_key"], config["job"])
     report["job"] = job_id
     wait_for(
         driver,
@@ -168,13 +172,7 @@ def run(driver, config, base, shots):
     shot(driver, shots, "job")
     step("the output plays and seeks in the page")
 
-    request = urllib.request.Request(
-        f"{base}/v1/jobs",
-        data=json.dumps(config["thumbnails"]).encode(),
-        headers={"Authorization": f"Bearer {config['submit_key']}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    thumbs = json.load(urllib.request.urlopen(request))["id"]
+    thumbs = submit(base, config["submit_key"], config["thumbnails"])
     driver.get(f"{base}/ui/jobs/{thumbs}")
     wait_for(driver, "the thumbnails job to complete", lambda: badge(driver) == "completed", seconds=60)
     driver.get(f"{base}/ui/jobs/{thumbs}")
@@ -232,6 +230,21 @@ def run(driver, config, base, shots):
         fail(f"an action with a read key was answered {status}")
     shot(driver, shots, "job-read-only")
     step("a read key looks and is refused an action")
+
+    driver.get(f"{base}/ui/")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Sign out']").click()
+    wait_for(driver, "the sign-in page", lambda: "signin" in driver.current_url)
+    sign_in(driver, base, config["admin_key"])
+    driver.find_element(By.LINK_TEXT, "Fleet").click()
+    wait_for(driver, "the fleet page", lambda: driver.find_element(By.TAG_NAME, "h1").text == "Fleet")
+
+    def charted():
+        chart = driver.find_element(By.CSS_SELECTOR, "svg.chart").get_attribute("aria-label")
+        return "browser-worker" in driver.find_element(By.ID, "live").text and "highest 0 jobs; failed" not in chart
+
+    wait_for(driver, "the worker and the completed jobs on the fleet page", charted, seconds=40)
+    shot(driver, shots, "fleet")
+    step("the fleet page shows the worker and the jobs that ended")
     return worker
 
 

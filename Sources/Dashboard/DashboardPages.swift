@@ -16,6 +16,7 @@ public struct DashboardPages: Sendable {
             ("jobs", PackageResources.jobs_mustache),
             ("job", PackageResources.job_mustache),
             ("message", PackageResources.message_mustache),
+            ("fleet", PackageResources.fleet_mustache),
         ]
         for (name, bytes) in templates {
             // The templates are ours and parsed by the tests: a parse failure is a build defect.
@@ -54,6 +55,9 @@ public struct PageFrame: Sendable {
         public var scope: String
         public var csrf: String
         public var onJobs: Bool
+        public var onFleet: Bool
+        /// The fleet page is an admin's: it shows every tenant's volume.
+        public var isAdmin: Bool
     }
 
     public init(root: String, signedIn: SignedIn? = nil, flash: String? = nil) {
@@ -67,11 +71,19 @@ public struct PageFrame: Sendable {
         key: APIKey,
         csrf: String,
         onJobs: Bool,
+        onFleet: Bool = false,
         flash: String? = nil
     ) -> PageFrame {
         PageFrame(
             root: root,
-            signedIn: SignedIn(keyName: key.name, scope: key.scope.rawValue, csrf: csrf, onJobs: onJobs),
+            signedIn: SignedIn(
+                keyName: key.name,
+                scope: key.scope.rawValue,
+                csrf: csrf,
+                onJobs: onJobs,
+                onFleet: onFleet,
+                isAdmin: key.scope == .admin
+            ),
             flash: flash
         )
     }

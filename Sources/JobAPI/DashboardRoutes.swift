@@ -33,6 +33,9 @@ struct DashboardRoutes: Sendable {
             guard request.uri.path.hasSuffix("/") else { return Self.redirect("ui/") }
             return try await signedIn(request, context, root: "") { try await jobs(request, $0) }
         }
+        get("/ui/fleet") { request, context in
+            try await signedIn(request, context, root: "") { try await fleet($0) }
+        }
         get("/ui/signin") { request, context in signInPage(request, error: nil) }
         router.post("/ui/signin") { request, context in try await signIn(request, context) }
         router.post("/ui/signout") { request, context in
@@ -70,7 +73,7 @@ struct DashboardRoutes: Sendable {
 
     /// Runs `page` for the signed-in session, or sends the browser to sign in. An action (a
     /// POST) also needs the session's form token, and is refused (403) without it.
-    private func signedIn(
+    func signedIn(
         _ request: Request,
         _ context: APIRequestContext,
         root: String,
@@ -99,7 +102,7 @@ struct DashboardRoutes: Sendable {
         return try await page(session)
     }
 
-    private func signInPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
+    func signInPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
         let token = SessionCookie.randomToken()
         var response = html(pages.render(SignInView(root: "", csrf: token, error: error), as: "signin"), status: status)
         response.headers[values: .setCookie].append(
@@ -108,7 +111,7 @@ struct DashboardRoutes: Sendable {
         return response
     }
 
-    private func signIn(_ request: Request, _ context: APIRequestContext) async throws -> Response {
+    func signIn(_ request: Request, _ context: APIRequestContext) async throws -> Response {
         let address = context.remoteAddress?.ipAddress ?? "unknown"
         if let wait = failures.wait(address) {
             return signInPage(
@@ -145,7 +148,7 @@ struct DashboardRoutes: Sendable {
         return response
     }
 
-    private func signOut(_ request: Request, _ session: Session) async throws -> Response {
+    func signOut(_ request: Request, _ session: Session) async throws -> Response {
         _ = try await store.deleteSession(idHash: session.row.idHash)
         var response = Self.redirect("signin")
         response.headers[values: .setCookie].append(
@@ -156,7 +159,7 @@ struct DashboardRoutes: Sendable {
 
     // MARK: Pages
 
-    private func jobs(_ request: Request, _ session: Session) async throws -> Response {
+    func jobs(_ request: Request, _ session: Session) async throws -> Response {
         let parameters = request.uri.queryParameters
         let typed = parameters.get("q") ?? JobFilterQuery.notEnded
         var query = JobQuery(owner: session.key.scope == .admin ? nil : session.key.id, limit: 50)
@@ -197,7 +200,7 @@ struct DashboardRoutes: Sendable {
         return html(pages.render(view, as: "jobs"))
     }
 
-    private func job(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+    func job(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key)
         else {
@@ -225,6 +228,32 @@ struct DashboardRoutes: Sendable {
         return html(pages.render(view, as: "job"))
     }
 
+    func fleet(_ session: Session) async throws -> Response {
+        guard session.key.scope == .admin else {
+            return refusal(
+                session,
+                "The fleet page is for admin keys: it shows every tenant's jobs.",
+                status: .forbidden
+            )
+        }
+        let date = now()
+        let last = MinuteSample.minute(of: date)
+        let minutes = MinuteSample.zeroFilled(
+            try await store.minutes(from: last - 59, through: last),
+            from: last - 59,
+            through: last
+        )
+        let frame = PageFrame.signedIn(
+            root: session.root,
+            key: session.key,
+            csrf: session.row.csrfToken,
+            onJobs: false,
+            onFleet: true
+        )
+        let view = FleetView(frame: frame, workers: try await store.workers(), minutes: minutes, now: date)
+        return html(pages.render(view, as: "fleet"))
+    }
+
     /// What a `?done=` after an action says (fixed texts: nothing from the URL is shown).
     static func flash(_ done: String) -> String? {
         switch done {
@@ -239,7 +268,7 @@ struct DashboardRoutes: Sendable {
 
     // MARK: Actions
 
-    private func act(
+    func act(
         _ action: String,
         _ request: Request,
         _ context: APIRequestContext,
@@ -279,96 +308,6 @@ struct DashboardRoutes: Sendable {
             metadata: ["key.id": "\(session.key.id)", "action": "\(action)", "job": "\(id)", "outcome": "\(done)"]
         )
         return Self.redirect("../\(id.rawValue)?done=\(done)")
-    }
-
-    // MARK: Responses
-
-    private func asset(_ context: APIRequestContext) throws -> Response {
-        guard let name = context.parameters.get("name"), let asset = DashboardPages.assets[name] else {
-            throw APIError(.notFound, "no such file")
-        }
-        return Response(
-            status: .ok,
-            headers: Self.securityHeaders(type: asset.type, cache: "public, max-age=300"),
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes))
-        )
-    }
-
-    func refusal(_ session: Session, _ message: String, status: HTTPResponse.Status) -> Response {
-        refusal(frame: session.frame, message, status: status)
-    }
-
-    private func refusal(root: String, _ message: String, status: HTTPResponse.Status) -> Response {
-        refusal(frame: PageFrame(root: root), message, status: status)
-    }
-
-    private func refusal(frame: PageFrame, _ message: String, status: HTTPResponse.Status) -> Response {
-        let heading =
-            switch status {
-            case .forbidden: "Not allowed"
-            case .notFound: "Not found"
-            default: "That did not work"
-            }
-        return html(
-            pages.render(MessageView(frame: frame, heading: heading, message: message), as: "message"),
-            status: status
-        )
-    }
-
-    private func html(_ page: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status,
-            headers: Self.securityHeaders(type: "text/html; charset=utf-8", cache: "no-store"),
-            body: ResponseBody(byteBuffer: ByteBuffer(string: page))
-        )
-    }
-
-    /// The policy every dashboard response carries: scripts, styles and media from this origin
-    /// only, no inline script, no framing, forms that post here only.
-    static let contentSecurityPolicy =
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
-        + "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-
-    static func securityHeaders(type: String, cache: String) -> HTTPFields {
-        [
-            .contentType: type,
-            .cacheControl: cache,
-            .contentSecurityPolicy: contentSecurityPolicy,
-            .xContentTypeOptions: "nosniff",
-            .init("X-Frame-Options")!: "DENY",
-            .init("Referrer-Policy")!: "same-origin",
-        ]
-    }
-
-    /// 303 to a path relative to the request's: right under any base path a proxy adds.
-    static func redirect(_ location: String) -> Response {
-        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
-    }
-
-    /// The fields of an `application/x-www-form-urlencoded` body (at most 16 KB).
-    static func form(_ request: Request, _ context: APIRequestContext) async throws -> [String: String] {
-        let body = try await request.body.collect(upTo: 16 * 1024)
-        return parseForm(String(buffer: body))
-    }
-
-    static func parseForm(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(parts[0]) else { continue }
-            fields[name] = parts.count == 2 ? decode(parts[1]) : ""
-        }
-        return fields
-    }
-
-    private static func decode(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-    }
-
-    static func queryEscaped(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~:,")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 }
 

@@ -290,3 +290,4 @@ public protocol JobStoreChangeNotifying: JobStore {
 /// needs a capability asks for this type and a store missing one fails to compile, instead of
 /// a cast that fails at run time.
 public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore & DashboardStore
+    & FleetRecorder

@@ -37,4 +37,5 @@ extension MemoryJobStore: DashboardStore {
 struct DashboardTables {
     var sessions: [String: DashboardSession] = [:]
     var audit: [AuditRecord] = []
+    var minutes: [Int64: MinuteSample] = [:]
 }

@@ -55,3 +55,56 @@ extension Checks {
         #expect(try await stores[0].auditRecords(job: JobID("none"), limit: 10).isEmpty)
     }
 }
+
+// Conformance checks: the fleet page's minutes.
+extension Checks {
+    static func fleetMinutes(_ h: Harness) async throws {
+        let stores = h.stores.compactMap { $0 as? any FleetRecorder }
+        try #require(stores.count == h.stores.count, "the store does not record minutes")
+        // Three jobs: one completes and one fails 20 s after starting, 10 s after submission;
+        // the third is cancelled while queued (it never started: no wait or run time).
+        var ids: [JobID] = []
+        for index in 0..<3 { ids.append(try await h.submit("minute-\(index)", maxAttempts: 1, on: index).id) }
+        h.clock.advance(by: .seconds(10))
+        let claimed = try await h.store.claim(as: workerA, limit: 2, lease: .seconds(60))
+        try #require(claimed.count == 2)
+        h.clock.advance(by: .seconds(20))
+        #expect(try await h.store.complete(claimed[0].lease, result: .object([:]), tracks: []))
+        #expect(try await h.handle(1).fail(claimed[1].lease, error: finalError, retryDelay: .zero))
+        let unclaimed = try #require(ids.first { id in !claimed.contains { $0.job.id == id } })
+        _ = try await h.store.cancel(unclaimed)
+        let now = h.clock.now()
+        let minute = MinuteSample.minute(of: now)
+        try await stores[0].recordMinute(minute, at: now)
+        var read = try await stores[1 % stores.count].minutes(from: minute - 5, through: minute + 5)
+        #expect(
+            read == [
+                MinuteSample(
+                    minute: minute,
+                    completed: 1,
+                    failed: 1,
+                    cancelled: 1,
+                    queued: 0,
+                    running: 0,
+                    waitP50: 10_000,
+                    waitP95: 10_000,
+                    runP50: 20_000,
+                    runP95: 20_000
+                )
+            ]
+        )
+        // Recorded again later in the minute: replaced, with the queue as it is then.
+        try await h.submit("minute-late", on: 2)
+        h.clock.advance(by: .seconds(5))
+        try await stores[2 % stores.count].recordMinute(minute, at: h.clock.now())
+        read = try await stores[0].minutes(from: minute, through: minute)
+        #expect(read.count == 1 && read.first?.queued == 1 && read.first?.oldestQueuedMilliseconds == 5_000)
+        #expect(read.first?.completed == 1, "the ended jobs are counted again, not added")
+        // A minute with nothing: recorded as zeros. Minutes past the retention are dropped.
+        try await stores[0].recordMinute(minute - 1, at: h.clock.now())
+        #expect(try await stores[0].minutes(from: minute - 1, through: minute - 1).first?.completed == 0)
+        try await stores[1 % stores.count].recordMinute(minute + MinuteSample.retentionMinutes + 1, at: h.clock.now())
+        let left = try await stores[0].minutes(from: minute - 10, through: minute + MinuteSample.retentionMinutes + 10)
+        #expect(left.map(\.minute) == [minute + MinuteSample.retentionMinutes + 1], "old minutes were kept")
+    }
+}

@@ -85,6 +85,9 @@ public enum JobStoreConformance {
         case dashboardSessions
         /// The dashboard's audit trail: newest first, of one job or all, limited.
         case auditTrail
+        /// The fleet page's minutes: counts, wait and run percentiles and the queue recorded
+        /// from the jobs, replaced when recorded again, dropped after the retention.
+        case fleetMinutes
         /// API keys: created, read back with their hash, listed oldest first, revoked once.
         case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
@@ -141,6 +144,7 @@ public enum JobStoreConformance {
             case .listConditions: try await Checks.listConditions(harness)
             case .dashboardSessions: try await Checks.dashboardSessions(harness)
             case .auditTrail: try await Checks.auditTrail(harness)
+            case .fleetMinutes: try await Checks.fleetMinutes(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .fanOut: try await Checks.fanOut(harness)

@@ -182,7 +182,9 @@ struct ServeCommand: AsyncParsableCommand {
                 }
                 let group = ServiceGroup(
                     configuration: .init(
-                        services: [app, QueueGauges(store: store, logger: logger)],
+                        services: [
+                            app, QueueGauges(store: store, logger: logger), FleetSampler(store: store, logger: logger),
+                        ],
                         gracefulShutdownSignals: [.sigterm, .sigint],
                         logger: logger
                     )

@@ -141,3 +141,13 @@ extension CountingStore: DashboardStore {
         try await store.auditRecords(job: job, limit: limit)
     }
 }
+
+extension CountingStore: FleetRecorder {
+    func recordMinute(_ minute: Int64, at now: Date) async throws {
+        called()
+        try await store.recordMinute(minute, at: now)
+    }
+    func minutes(from first: Int64, through last: Int64) async throws -> [MinuteSample] {
+        try await store.minutes(from: first, through: last)
+    }
+}

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import Logging
 import NIOCore
 import Queue
 import QueueSQLite
@@ -147,6 +148,50 @@ struct DashboardFileTests {
                 text.headers[.contentDisposition] == "attachment"
                     && text.headers[.contentType] == "application/octet-stream"
             )
+        }
+    }
+}
+
+/// The fleet page: an admin's, fed by the sampler's minutes.
+@Suite("Dashboard fleet page")
+struct DashboardFleetTests {
+    typealias F = APIRouteTests.Fixture
+    typealias B = DashboardRouteTests
+
+    @Test("admins see workers and the minutes the sampler recorded; other keys are refused")
+    func fleet() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let worker = WorkerIdentity(name: "fleet-worker-1", host: "render-7", pid: 42, version: "0.1.0")
+        try await f.store.workerStarted(worker)
+        let job = try await DashboardFileTests.completed(f, key: f.submit, output: "x.mp4", result: .object([:]))
+        let sampler = FleetSampler(store: f.store, logger: Logger(label: "fleet-test"))
+        // Also the minute the job ended in, should the clock have turned since.
+        let ended = MinuteSample.minute(of: job.finishedAt ?? Date())
+        let minute = try #require(await sampler.record(after: ended))
+        #expect(minute == MinuteSample.minute(of: Date()))
+        let recorded = try await f.store.minutes(from: ended, through: minute)
+        #expect(recorded.reduce(0) { $0 + $1.completed } == 1, "\(recorded)")
+        try await f.app.test(.router) { client in
+            let admin = try await B.signIn(client, key: f.admin)
+            let page = try await client.execute(uri: "/ui/fleet", method: .get, headers: [.cookie: admin.cookie])
+            #expect(page.status == .ok)
+            let body = String(buffer: page.body)
+            #expect(body.contains("fleet-worker-1") && body.contains("render-7") && body.contains("live"))
+            #expect(body.contains("highest 1 jobs; failed"), "the completed job is charted")
+            #expect(body.contains(#"aria-current="page">Fleet"#))
+            let jobs = String(
+                buffer: try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: admin.cookie]).body
+            )
+            #expect(jobs.contains(">Fleet</a>"))
+            let tenant = try await B.signIn(client, key: f.submit)
+            let refused = try await client.execute(uri: "/ui/fleet", method: .get, headers: [.cookie: tenant.cookie])
+            #expect(refused.status == .forbidden)
+            #expect(!String(buffer: refused.body).contains("fleet-worker-1"))
+            let tenantJobs = String(
+                buffer: try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: tenant.cookie]).body
+            )
+            #expect(!tenantJobs.contains(">Fleet</a>"), "a tenant is offered the fleet page")
         }
     }
 }

@@ -18,6 +18,8 @@ struct DashboardBrowserTests {
         let created = try await Jobctl.run(["keys", "create", "--name", "looker", "--scope", "read", "--db", db])
         try #require(created.status == 0, "keys create: \(created.stderr)")
         let readKey = created.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let admin = try await Jobctl.run(["keys", "create", "--name", "ops", "--scope", "admin", "--db", db])
+        try #require(admin.status == 0, "keys create: \(admin.stderr)")
         let input = try await server.place(.basic)
         // Screenshots stay with the build, for docs/dashboard.md and for a person to look at.
         let shots = URL(fileURLWithPath: Jobctl.path).deletingLastPathComponent()
@@ -26,6 +28,7 @@ struct DashboardBrowserTests {
             "base": server.base,
             "submit_key": server.key,
             "read_key": readKey,
+            "admin_key": admin.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines),
             "job": ["input": input, "output": "dashboard.mp4", "preset": "low", "range": "0s+1s"],
             "thumbnails": [
                 "kind": "thumbnails", "input": input, "output": "thumbs", "thumbnails": ["at": ["0.2s", "0.8s"]],
@@ -41,8 +44,8 @@ struct DashboardBrowserTests {
             result.status == 0 && report?["ok"] as? Bool == true,
             "\(result.stdoutText) \(result.stderr) \(server.process.log)"
         )
-        #expect((report?["steps"] as? [String])?.count == 11, "\(report ?? [:])")
-        for name in ["signin", "jobs", "jobs-360", "job", "thumbnails", "job-read-only"] {
+        #expect((report?["steps"] as? [String])?.count == 12, "\(report ?? [:])")
+        for name in ["signin", "jobs", "jobs-360", "job", "thumbnails", "job-read-only", "fleet"] {
             #expect(FileManager.default.fileExists(atPath: "\(shots)/\(name).png"), "no screenshot \(name)")
         }
         // The output is real: ffprobe reads what the browser watched complete.

@@ -1,0 +1,19 @@
+-- 0008: the dashboard's fleet page (docs/dashboard.md): one row per minute, recorded by
+-- `jobctl serve` from the jobs that ended in it and the queue as it stood; kept two days.
+
+CREATE TABLE job_minutes (
+    minute          INTEGER PRIMARY KEY,           -- Unix time in whole minutes
+    completed       INTEGER NOT NULL,
+    failed          INTEGER NOT NULL,
+    cancelled       INTEGER NOT NULL,
+    queued          INTEGER NOT NULL,
+    running         INTEGER NOT NULL,
+    oldest_queued_ms INTEGER,
+    wait_p50_ms     INTEGER,
+    wait_p95_ms     INTEGER,
+    run_p50_ms      INTEGER,
+    run_p95_ms      INTEGER
+);
+
+-- The jobs that ended in a minute, read by time.
+CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
