@@ -17,6 +17,7 @@ public struct DashboardPages: Sendable {
             ("job", PackageResources.job_mustache),
             ("message", PackageResources.message_mustache),
             ("fleet", PackageResources.fleet_mustache),
+            ("confirm", PackageResources.confirm_mustache),
         ]
         for (name, bytes) in templates {
             // The templates are ours and parsed by the tests: a parse failure is a build defect.

@@ -85,6 +85,9 @@ public struct JobsView: Sendable {
     public let next: String?
     /// Seconds between live refreshes.
     public let refresh: Int
+    /// The session's form token, and whether its key may act (the bulk actions).
+    public let csrf: String
+    public let canAct: Bool
 
     public struct Tab: Sendable {
         public let label: String
@@ -133,6 +136,8 @@ public struct JobsView: Sendable {
         next: String?,
         refresh: Int = 2
     ) {
+        csrf = frame.signedIn?.csrf ?? ""
+        canAct = frame.signedIn.map { $0.scope != APIScope.read.rawValue } ?? false
         root = frame.root
         signedIn = frame.signedIn
         flash = frame.flash
@@ -168,216 +173,46 @@ public struct JobsView: Sendable {
     }
 }
 
-/// One job's page.
-public struct JobView: Sendable {
+/// The confirmation of a bulk action: how many jobs, which (the first few), and the same form
+/// again with `confirm=yes`.
+public struct ConfirmView: Sendable {
     public let root: String
     public let signedIn: PageFrame.SignedIn?
     public let flash: String?
     public let csrf: String
-    public let refresh: Int
+    public let action: String
+    public let verb: String
+    public let target: String
+    public let q: String
+    public let count: Int
+    /// "s" unless there is one job.
+    public let plural: String
+    public let ids: [String]
+    public let shown: [String]
+    public let more: Int?
+    public let limited: Bool
+    public let nothing: Bool
+    public let backLink: String
 
-    public let id: String
-    public let shortID: String
-    public let status: String
-    public let statusLabel: String
-    public let percent: Int?
-    public let waiting: String?
-    public let error: ErrorLine?
-    public let kind: String
-    public let preset: String
-    public let input: String
-    public let output: String
-    public let priority: Int
-    public let attempt: Int
-    public let maxAttempts: Int
-    public let worker: String?
-    public let parent: String?
-    public let timeline: [Event]
-    public let tracks: [Track]
-    public let hasTracks: Bool
-    public let children: [Child]
-    public let hasChildren: Bool
-    public let canAct: Bool
-    public let canCancel: Bool
-    public let canRetry: Bool
-    public let audit: [Audit]
-    public let hasAudit: Bool
-    /// The output shown inline: a video (an export, a ladder's master playlist), pictures.
-    public let video: String?
-    public let images: [Image]
-    public let hasImages: Bool
-    /// Every file, as links.
-    public let files: [FileLink]
-    public let hasFiles: Bool
-
-    public struct Image: Sendable {
-        public let url: String
-        public let alt: String
-    }
-
-    public struct FileLink: Sendable {
-        public let url: String
-        public let name: String
-    }
-
-    public struct ErrorLine: Sendable {
-        public let code: String
-        public let message: String
-    }
-
-    public struct Track: Sendable {
-        public let index: Int
-        public let mediaType: String
-        public let codec: String
-        public let status: String
-        public let read: Int64
-        public let written: Int64
-    }
-
-    public struct Event: Sendable {
-        public let at: String
-        public let atShort: String
-        public let what: String
-    }
-
-    public struct Child: Sendable {
-        public let id: String
-        public let label: String
-        public let status: String
-        public let statusLabel: String
-        public let worker: String
-    }
-
-    public struct Audit: Sendable {
-        public let at: String
-        public let atShort: String
-        public let action: String
-        public let keyID: String
-        public let outcome: String
-    }
-
-    /// `canAct`: the session's key may cancel and retry (submit or admin scope).
-    public init(
-        frame: PageFrame,
-        csrf: String,
-        job: Job,
-        children: [Job],
-        audit: [AuditRecord],
-        files: [String] = [],
-        canAct: Bool,
-        now: Date
-    ) {
+    public init(frame: PageFrame, csrf: String, action: String, target: String, q: String, ids: [JobID], limited: Bool)
+    {
         root = frame.root
         signedIn = frame.signedIn
         flash = frame.flash
         self.csrf = csrf
-        refresh = job.status.isTerminal ? 0 : 2
-        id = job.id.rawValue
-        shortID = String(job.id.rawValue.suffix(12))
-        status = job.status.rawValue
-        statusLabel = DashboardText.status(job.status)
-        percent = DashboardText.percent(job)
-        waiting = Self.waiting(job, now: now)
-        error = job.error.map { ErrorLine(code: $0.code.rawValue, message: $0.message) }
-        kind = job.kind.rawValue
-        preset = job.preset
-        input = job.displayInput
-        output = job.displayOutput
-        priority = job.priority
-        attempt = job.attempt
-        maxAttempts = job.maxAttempts
-        worker = job.worker
-        parent = job.parent?.rawValue
-        timeline = Self.timeline(job)
-        tracks = job.tracks.map {
-            Track(
-                index: $0.index,
-                mediaType: $0.mediaType,
-                codec: $0.codec ?? "",
-                status: DashboardText.status($0.status),
-                read: $0.read,
-                written: $0.written
-            )
-        }
-        hasTracks = !job.tracks.isEmpty
-        self.children = children.map { child in
-            Child(
-                id: child.id.rawValue,
-                label: "Part \((child.childIndex ?? 0) + 1)",
-                status: child.status.rawValue,
-                statusLabel: DashboardText.status(child.status),
-                worker: child.worker ?? ""
-            )
-        }
-        hasChildren = !children.isEmpty
-        self.canCancel = canAct && !job.status.isTerminal && !job.cancelRequested
-        self.canRetry = canAct && (job.status == .failed || job.status == .cancelled)
-        self.canAct = self.canCancel || self.canRetry
-        self.audit = audit.map {
-            Audit(
-                at: DashboardText.timestamp($0.at),
-                atShort: DashboardText.short($0.at),
-                action: $0.action,
-                keyID: $0.keyID,
-                outcome: $0.outcome
-            )
-        }
-        hasAudit = !audit.isEmpty
-        let links = files.prefix(Self.shownFiles).map { name in
-            FileLink(url: "\(job.id.rawValue)/files/\(Self.pathEscaped(name))", name: name)
-        }
-        self.files = Array(links)
-        hasFiles = !links.isEmpty
-        video =
-            links.first { $0.name == "master.m3u8" }?.url
-            ?? links.first { ["mp4", "m4v", "mov"].contains(($0.name as NSString).pathExtension.lowercased()) }?.url
-        images = links.filter {
-            ["jpg", "jpeg", "png", "webp"].contains(($0.name as NSString).pathExtension.lowercased())
-        }
-        .prefix(Self.shownImages).map { Image(url: $0.url, alt: "\($0.name) of job \(job.id.rawValue)") }
-        hasImages = !images.isEmpty
-    }
-
-    /// At most this many files are linked, and pictures shown, on a job's page.
-    static let shownFiles = 200
-    static let shownImages = 24
-
-    static func pathEscaped(_ name: String) -> String {
+        self.action = action
+        verb = action == "cancel" ? "Cancel" : "Retry"
+        self.target = target
+        self.q = q
+        count = ids.count
+        plural = ids.count == 1 ? "" : "s"
+        self.ids = target == "selected" ? ids.map(\.rawValue) : []
+        shown = ids.prefix(20).map(\.rawValue)
+        more = ids.count > 20 ? ids.count - 20 : nil
+        self.limited = limited
+        nothing = ids.isEmpty
         var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
-    }
-
-    /// Why a job that has not ended is where it is.
-    static func waiting(_ job: Job, now: Date) -> String? {
-        if job.cancelRequested && !job.status.isTerminal {
-            return "Cancelling: the worker stops at its next heartbeat."
-        }
-        switch job.status {
-        case .unknown where job.runAt > now:
-            return "Waiting to be retried: no worker takes it before \(DashboardText.short(job.runAt))."
-        case .unknown where job.children != nil:
-            return "Waiting for its parts to finish."
-        case .unknown:
-            return "Waiting for a worker: queued jobs run by priority, then oldest first."
-        case .reading:
-            return "Running on \(job.worker ?? "a worker"), attempt \(job.attempt) of \(job.maxAttempts)."
-        default:
-            return nil
-        }
-    }
-
-    static func timeline(_ job: Job) -> [Event] {
-        var events = [(job.createdAt, "Submitted")]
-        if let started = job.startedAt {
-            events.append((started, "Started on \(job.worker ?? "a worker") (attempt \(job.attempt))"))
-        }
-        if let finished = job.finishedAt {
-            let outcome =
-                job.error.map { "\(DashboardText.status(job.status).capitalized): \($0.code.rawValue)" }
-                ?? DashboardText.status(job.status).capitalized
-            events.append((finished, outcome))
-        }
-        return events.map { Event(at: DashboardText.timestamp($0.0), atShort: DashboardText.short($0.0), what: $0.1) }
+        allowed.insert(charactersIn: "-._~:,")
+        backLink = "./?q=" + (q.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
     }
 }

@@ -76,6 +76,16 @@ extension DashboardRoutes {
         return parseForm(String(buffer: body))
     }
 
+    /// Every field of a form body in order, a name repeated as often as it was sent (checkboxes).
+    static func formPairs(_ request: Request, _ context: APIRequestContext) async throws -> [(String, String)] {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        return String(buffer: body).split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]) else { return nil }
+            return (name, parts.count == 2 ? decode(parts[1]) ?? "" : "")
+        }
+    }
+
     static func parseForm(_ text: String) -> [String: String] {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {

@@ -33,6 +33,11 @@ struct DashboardRoutes: Sendable {
             guard request.uri.path.hasSuffix("/") else { return Self.redirect("ui/") }
             return try await signedIn(request, context, root: "") { try await jobs(request, $0) }
         }
+        router.post("/ui/bulk") { request, context in
+            try await signedIn(request, context, root: "", action: true) {
+                try await bulk(request, context, $0)
+            }
+        }
         get("/ui/fleet") { request, context in
             try await signedIn(request, context, root: "") { try await fleet($0) }
         }
@@ -64,9 +69,14 @@ struct DashboardRoutes: Sendable {
         let key: APIKey
         let row: DashboardSession
         let root: String
+        /// An action's form fields, in order (read once, with its token).
+        var form: [(String, String)] = []
         var frame: PageFrame {
             PageFrame.signedIn(root: root, key: key, csrf: row.csrfToken, onJobs: true)
         }
+
+        /// The last value of a form field.
+        func field(_ name: String) -> String? { form.last { $0.0 == name }?.1 }
     }
 
     // MARK: Sessions
@@ -87,10 +97,10 @@ struct DashboardRoutes: Sendable {
             if action { return refusal(root: root, "Your session has ended. Sign in again.", status: .forbidden) }
             return Self.redirect("\(root)signin")
         }
-        let session = Session(key: key, row: row, root: root)
+        var session = Session(key: key, row: row, root: root)
         if action {
-            let form = try await Self.form(request, context)
-            guard let token = form["csrf"], SessionCookie.sameToken(token, row.csrfToken) else {
+            session.form = try await Self.formPairs(request, context)
+            guard let token = session.field("csrf"), SessionCookie.sameToken(token, row.csrfToken) else {
                 logger.warning("Refused a dashboard action without its form token", metadata: ["key.id": "\(key.id)"])
                 return refusal(
                     root: root,
@@ -188,8 +198,12 @@ struct DashboardRoutes: Sendable {
         // Counts over the whole queue are an admin's; another key's would be its own jobs', which
         // the store does not count yet (docs/dashboard.md, "Not yet").
         let counted = session.key.scope == .admin ? try await counts.read { try await store.statusCounts() } : nil
+        var frame = session.frame
+        frame.flash = Self.bulkFlash(
+            ["done", "count", "skipped"].reduce(into: [:]) { fields, name in fields[name] = parameters.get(name) }
+        )
         let view = JobsView(
-            frame: session.frame,
+            frame: frame,
             q: shown,
             error: problem,
             tabs: JobsView.tabs(q: shown, counts: counted?.counts, link: link),

@@ -99,7 +99,13 @@ struct ObjectUploadResumeTests {
             }
             #expect(bytes == Int64(size))
             let resumed = try #require(journal.resumed.withLock { $0 })
-            #expect(resumed.parts == 5 && resumed.kept == held.count, "\(resumed)")
+            // A part whose bytes had all gone out when the attempt stopped may land on the store
+            // after `held` was listed (the store finishes it; the client had stopped waiting):
+            // the resume keeps every part the store holds then, at least those listed here.
+            #expect(
+                resumed.parts == 5 && resumed.kept >= held.count && resumed.kept < 5,
+                "\(resumed) held \(held.count)"
+            )
             let info = try #require(try await onThread { try client.head(location) })
             let plan = MultipartPlan(size: Int64(size), partSize: 5 << 20)
             let md5s = try (1...5).map { try FileDigest.of(path, range: plan.range(ofPart: $0)).md5 }

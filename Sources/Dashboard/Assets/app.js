@@ -19,7 +19,12 @@
       if (response.redirected || !response.ok) return;
       const page = new DOMParser().parseFromString(await response.text(), "text/html");
       const fresh = page.getElementById("live");
-      if (fresh && fresh.innerHTML !== live.innerHTML) live.innerHTML = fresh.innerHTML;
+      if (fresh && fresh.innerHTML !== live.innerHTML) {
+        // Ticked rows stay ticked across a refresh (the bulk actions' selection).
+        const ticked = new Set([...live.querySelectorAll("input[type=checkbox]:checked")].map((box) => box.value));
+        live.innerHTML = fresh.innerHTML;
+        for (const box of live.querySelectorAll("input[type=checkbox]")) box.checked = ticked.has(box.value);
+      }
     } catch (error) {
       // The server is restarting or the network is down: the next tick tries again.
     } finally {
