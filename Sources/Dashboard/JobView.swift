@@ -43,6 +43,44 @@ public struct JobView: Sendable {
     public let files: [FileLink]
     public let hasFiles: Bool
 
+    /// The job's webhook deliveries, newest first.
+    public var deliveries: [Delivery] = [] { didSet { hasDeliveries = !deliveries.isEmpty } }
+    /// Stored, not computed: the templates see stored properties only.
+    public private(set) var hasDeliveries = false
+
+    public struct Delivery: Sendable {
+        public let id: String
+        public let type: String
+        public let url: String
+        public let status: String
+        public let attempts: Int
+        /// The last answer: `HTTP 200`, or why there was none.
+        public let response: String
+        public let latency: String
+        /// The form's action, when the key may redeliver it (not while it is being sent).
+        public let redeliver: String?
+
+        public init(
+            id: String,
+            type: String,
+            url: String,
+            status: String,
+            attempts: Int,
+            response: String,
+            latency: String,
+            redeliver: String?
+        ) {
+            self.id = id
+            self.type = type
+            self.url = url
+            self.status = status
+            self.attempts = attempts
+            self.response = response
+            self.latency = latency
+            self.redeliver = redeliver
+        }
+    }
+
     public struct Image: Sendable {
         public let url: String
         public let alt: String
@@ -175,7 +213,7 @@ public struct JobView: Sendable {
     static let shownFiles = 200
     static let shownImages = 24
 
-    static func pathEscaped(_ name: String) -> String {
+    public static func pathEscaped(_ name: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name

@@ -53,6 +53,11 @@ struct DashboardRoutes: Sendable {
         get("/ui/jobs/{id}/files/{name}") { request, context in
             try await signedIn(request, context, root: "../../../") { try await file(request, context, $0) }
         }
+        router.post("/ui/jobs/{id}/deliveries/{delivery}/redeliver") { request, context in
+            try await signedIn(request, context, root: "../../../../", action: true) {
+                try await redeliver(context, $0)
+            }
+        }
         for action in ["cancel", "retry"] {
             router.post("/ui/jobs/{id}/\(action)") { request, context in
                 try await signedIn(request, context, root: "../../", action: true) {
@@ -229,7 +234,7 @@ struct DashboardRoutes: Sendable {
         let audit = try await store.auditRecords(job: job.id, limit: 50)
         var frame = session.frame
         frame.flash = request.uri.queryParameters.get("done").flatMap(Self.flash)
-        let view = JobView(
+        var view = JobView(
             frame: frame,
             csrf: session.row.csrfToken,
             job: job,
@@ -239,6 +244,9 @@ struct DashboardRoutes: Sendable {
             canAct: session.key.scope >= .submit,
             now: now()
         )
+        view.deliveries = try await store.deliveries(job: job.id, limit: JobRoutes.deliveriesPerJob).map {
+            JobView.Delivery($0, job: job.id, canRedeliver: session.key.scope >= .submit)
+        }
         return html(pages.render(view, as: "job"))
     }
 
@@ -276,6 +284,8 @@ struct DashboardRoutes: Sendable {
         case "retried": "Queued again."
         case "ended": "It had ended already: nothing to cancel."
         case "not-retryable": "Only failed or cancelled jobs can be retried."
+        case "redelivered": "The webhook will be sent again."
+        case "delivering": "That webhook is being sent right now; redeliver it once it is done."
         default: nil
         }
     }

@@ -121,3 +121,66 @@ struct DashboardBulkTests {
         }
     }
 }
+
+/// A job's webhook deliveries on its page, redelivered from it.
+@Suite("Dashboard deliveries")
+struct DashboardDeliveryTests {
+    typealias F = APIRouteTests.Fixture
+    typealias B = DashboardRouteTests
+
+    @Test("the deliveries are listed without the URL's secrets, and one is redelivered and audited")
+    func deliveries() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        var request = JobRequest(input: "in.mov", output: "o.mp4", preset: "low", presetSettings: .object([:]))
+        request.owner = f.submitID
+        request.webhook = "https://user:secret@hooks.example/done?token=abc"
+        let job = try await f.store.submit(request).job
+        let claimed = try #require(
+            try await f.store.claim(as: DashboardFileTests.worker, limit: 1, lease: .seconds(30)).first
+        )
+        #expect(try await f.store.complete(claimed.lease, result: .object([:]), tracks: []))
+        let delivery = try #require(try await f.store.deliveries(job: job.id, limit: 10).first)
+        try await f.app.test(.router) { client in
+            let browser = try await B.signIn(client, key: f.submit)
+            let page = String(
+                buffer: try await client.execute(
+                    uri: "/ui/jobs/\(job.id.rawValue)",
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                ).body
+            )
+            #expect(page.contains("Webhook deliveries") && page.contains("job.completed"))
+            #expect(
+                page.contains("https://hooks.example/done") && !page.contains("secret") && !page.contains("token=abc")
+            )
+            let action = "/ui/jobs/\(job.id.rawValue)/deliveries/\(delivery.id)/redeliver"
+            #expect(page.contains(#"action="\#(job.id.rawValue)/deliveries/\#(delivery.id)/redeliver""#))
+            var headers = B.formType
+            headers[.cookie] = browser.cookie
+            let forged = try await client.execute(uri: action, method: .post, headers: headers, body: B.form([:]))
+            #expect(forged.status == .forbidden)
+            let done = try await client.execute(
+                uri: action,
+                method: .post,
+                headers: headers,
+                body: B.form(["csrf": browser.csrf])
+            )
+            #expect(done.status == .seeOther)
+            #expect(done.headers[.location] == "../../../\(job.id.rawValue)?done=redelivered")
+            #expect(try await f.store.auditRecords(job: job.id, limit: 5).map(\.action) == ["redeliver"])
+            // Another tenant: not found, nothing recorded.
+            let stranger = try await B.signIn(client, key: f.other)
+            var theirs = B.formType
+            theirs[.cookie] = stranger.cookie
+            let refused = try await client.execute(
+                uri: action,
+                method: .post,
+                headers: theirs,
+                body: B.form(["csrf": stranger.csrf])
+            )
+            #expect(refused.status == .notFound)
+            #expect(try await f.store.auditRecords(job: job.id, limit: 5).count == 1)
+        }
+    }
+}
