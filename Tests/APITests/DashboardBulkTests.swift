@@ -132,14 +132,13 @@ struct DashboardDeliveryTests {
     func deliveries() async throws {
         let f = try await F()
         defer { f.directory.remove() }
-        var request = JobRequest(input: "in.mov", output: "o.mp4", preset: "low", presetSettings: .object([:]))
-        request.owner = f.submitID
-        request.webhook = "https://user:secret@hooks.example/done?token=abc"
-        let job = try await f.store.submit(request).job
-        let claimed = try #require(
-            try await f.store.claim(as: DashboardFileTests.worker, limit: 1, lease: .seconds(30)).first
+        let job = try await DashboardFileTests.completed(
+            f,
+            key: f.submit,
+            output: "o.mp4",
+            result: .object([:]),
+            webhook: "https://user:secret@hooks.example/done?token=abc"
         )
-        #expect(try await f.store.complete(claimed.lease, result: .object([:]), tracks: []))
         let delivery = try #require(try await f.store.deliveries(job: job.id, limit: 10).first)
         try await f.app.test(.router) { client in
             let browser = try await B.signIn(client, key: f.submit)

@@ -18,10 +18,17 @@ struct DashboardFileTests {
     static let worker = WorkerIdentity(name: "files-test", host: "localhost", pid: 1, version: "test")
 
     /// A completed job of `key` whose output is `output` (relative to the key's directory).
-    static func completed(_ f: F, key: String, output: String, result: JSONValue) async throws -> Job {
+    static func completed(
+        _ f: F,
+        key: String,
+        output: String,
+        result: JSONValue,
+        webhook: String? = nil
+    ) async throws -> Job {
         let owner = String(key.split(separator: "_")[1])
         var request = JobRequest(input: "in.mov", output: output, preset: "low", presetSettings: .object([:]))
         request.owner = owner
+        request.webhook = webhook
         let job = try await f.store.submit(request).job
         let claimed = try #require(try await f.store.claim(as: worker, limit: 1, lease: .seconds(30)).first)
         #expect(try await f.store.complete(claimed.lease, result: result, tracks: []))
