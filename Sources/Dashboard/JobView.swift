@@ -136,7 +136,8 @@ public struct JobView: Sendable {
         audit: [AuditRecord],
         files: [String] = [],
         canAct: Bool,
-        now: Date
+        now: Date,
+        ahead: Int? = nil
     ) {
         root = frame.root
         signedIn = frame.signedIn
@@ -148,7 +149,7 @@ public struct JobView: Sendable {
         status = job.status.rawValue
         statusLabel = DashboardText.status(job.status)
         percent = DashboardText.percent(job)
-        waiting = Self.waiting(job, now: now)
+        waiting = Self.waiting(job, now: now, ahead: ahead)
         error = job.error.map { ErrorLine(code: $0.code.rawValue, message: $0.message) }
         kind = job.kind.rawValue
         preset = job.preset
@@ -220,7 +221,10 @@ public struct JobView: Sendable {
     }
 
     /// Why a job that has not ended is where it is.
-    static func waiting(_ job: Job, now: Date) -> String? {
+    /// The most queued jobs counted before one (`DashboardStore.queuedAhead`).
+    public static let aheadLimit = 1000
+
+    static func waiting(_ job: Job, now: Date, ahead: Int? = nil) -> String? {
         if job.cancelRequested && !job.status.isTerminal {
             return "Cancelling: the worker stops at its next heartbeat."
         }
@@ -230,7 +234,15 @@ public struct JobView: Sendable {
         case .unknown where job.children != nil:
             return "Waiting for its parts to finish."
         case .unknown:
-            return "Waiting for a worker: queued jobs run by priority, then oldest first."
+            let place =
+                switch ahead {
+                case nil: ""
+                case 0?: " It is next."
+                case let count? where count >= aheadLimit: " \(aheadLimit) or more jobs come before it."
+                case 1?: " 1 job comes before it."
+                case let count?: " \(count) jobs come before it."
+                }
+            return "Waiting for a worker: queued jobs run by priority, then oldest first." + place
         case .reading:
             return "Running on \(job.worker ?? "a worker"), attempt \(job.attempt) of \(job.maxAttempts)."
         default:

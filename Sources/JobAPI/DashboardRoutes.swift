@@ -242,7 +242,9 @@ struct DashboardRoutes: Sendable {
             audit: audit,
             files: Self.fileNames(of: job).filter { localFile($0, of: job) != nil },
             canAct: session.key.scope >= .submit,
-            now: now()
+            now: now(),
+            ahead: job.status == .unknown && job.children == nil
+                ? try await store.queuedAhead(of: job, at: now(), limit: JobView.aheadLimit) : nil
         )
         view.deliveries = try await store.deliveries(job: job.id, limit: JobRoutes.deliveriesPerJob).map {
             JobView.Delivery($0, job: job.id, canRedeliver: session.key.scope >= .submit)

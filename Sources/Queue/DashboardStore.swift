@@ -58,4 +58,7 @@ public protocol DashboardStore: Sendable {
     func recordAudit(_ record: AuditRecord) async throws
     /// The newest records first, of one job or of all; at most `limit`.
     func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord]
+    /// How many queued jobs, due by `now`, come before `job` in claim order (higher priority,
+    /// then older, then by id): 0 when it is next. Counted up to `limit` (the count stops there).
+    func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int
 }

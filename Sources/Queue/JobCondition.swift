@@ -135,8 +135,9 @@ public enum JobConditionSQL {
             case .below(let bound):
                 test = "\(column(condition.field)) < \(bind(.integer(bound)))"
             }
-            // NULL (no worker yet) fails a test and passes its negation, as `matches` says.
-            return condition.negated ? "NOT COALESCE(\(test), FALSE)" : "COALESCE(\(test), FALSE)"
+            // NULL (no worker yet) fails a test (a WHERE drops it) and passes its negation, as
+            // `matches` says. The test itself stays bare so that an index on its column serves it.
+            return condition.negated ? "NOT COALESCE(\(test), FALSE)" : test
         }
         return (parts.isEmpty ? "TRUE" : parts.joined(separator: " AND "), arguments)
     }

@@ -26,6 +26,17 @@ extension MemoryJobStore: DashboardStore {
         dashboardTables.withLock { $0.audit.append(record) }
     }
 
+    public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+        let ahead = read { tables in
+            tables.jobs.values.map(\.job).filter {
+                $0.status == .unknown && $0.runAt.milliseconds <= now.milliseconds && $0.id != job.id
+                    && Job.claimOrder($0, job)
+            }
+            .count
+        }
+        return min(ahead, limit)
+    }
+
     public func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         dashboardTables.withLock { tables in
             Array(tables.audit.reversed().filter { job == nil || $0.jobID == job }.prefix(limit))

@@ -67,6 +67,23 @@ extension PostgresJobStore: DashboardStore {
         }
     }
 
+    public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+        try await withConnection { connection in
+            let (created, id) = (job.createdAt.milliseconds, job.id.rawValue)
+            let rows = try await connection.query(
+                """
+                SELECT COUNT(*) FROM (SELECT 1 FROM jobctl.jobs
+                    WHERE status = 'unknown' AND run_at <= \(now.milliseconds) AND id <> \(id)
+                        AND (priority > \(job.priority) OR (priority = \(job.priority) AND (created_at, id) < (\(created), \(id))))
+                    LIMIT \(limit)) AS ahead
+                """,
+                logger: self.logger
+            )
+            for try await count in rows.decode(Int64.self) { return Int(count) }
+            return 0
+        }
+    }
+
     public func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         try await withConnection { connection in
             let id = job?.rawValue

@@ -62,6 +62,21 @@ extension SQLiteJobStore: DashboardStore {
         }
     }
 
+    public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM (SELECT 1 FROM jobs
+                        WHERE status = 'unknown' AND run_at <= ?1 AND id != ?4
+                            AND (priority > ?2 OR (priority = ?2 AND (created_at, id) < (?3, ?4)))
+                        LIMIT ?5)
+                    """,
+                arguments: [now.milliseconds, job.priority, job.createdAt.milliseconds, job.id.rawValue, limit]
+            ) ?? 0
+        }
+    }
+
     public func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         try await read { db in
             try Row.fetchAll(

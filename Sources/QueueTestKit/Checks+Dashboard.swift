@@ -108,3 +108,29 @@ extension Checks {
         #expect(left.map(\.minute) == [minute + MinuteSample.retentionMinutes + 1], "old minutes were kept")
     }
 }
+
+// Conformance checks: a queued job's place in line.
+extension Checks {
+    static func queuedAhead(_ h: Harness) async throws {
+        let stores = h.stores.compactMap { $0 as? any DashboardStore }
+        try #require(stores.count == h.stores.count, "the store does not count a job's place in line")
+        // In claim order: high (10), then a, b (0, oldest first); c is due later; d is running.
+        let a = try await h.submit("ahead-a", on: 0)
+        h.clock.advance(by: .milliseconds(5))
+        let b = try await h.submit("ahead-b", on: 1)
+        let high = try await h.submit("ahead-high", priority: 10, on: 2)
+        let d = try await h.submit("ahead-d", priority: 20, on: 0)
+        let claimed = try await h.store.claim(as: workerA, limit: 1, lease: .seconds(30))
+        #expect(claimed.map(\.job.id) == [d.id])
+        h.clock.advance(by: .milliseconds(5))
+        let c = try await h.submit("ahead-c", priority: 10, on: 1)
+        let now = h.clock.now()
+        #expect(try await stores[0].queuedAhead(of: high, at: now, limit: 100) == 0)
+        #expect(try await stores[1 % stores.count].queuedAhead(of: a, at: now, limit: 100) == 2, "high and c")
+        #expect(try await stores[0].queuedAhead(of: b, at: now, limit: 100) == 3)
+        #expect(try await stores[0].queuedAhead(of: b, at: now, limit: 2) == 2, "counted up to the limit")
+        // A job not due yet (its retry backoff) is not in line before others.
+        #expect(try await stores[0].queuedAhead(of: a, at: now.addingTimeInterval(-0.004), limit: 100) == 1)
+        _ = c
+    }
+}

@@ -88,6 +88,8 @@ public enum JobStoreConformance {
         /// The fleet page's minutes: counts, wait and run percentiles and the queue recorded
         /// from the jobs, replaced when recorded again, dropped after the retention.
         case fleetMinutes
+        /// A queued job's place in line: claim order, due jobs only, counted up to a limit.
+        case queuedAhead
         /// API keys: created, read back with their hash, listed oldest first, revoked once.
         case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
@@ -145,6 +147,7 @@ public enum JobStoreConformance {
             case .dashboardSessions: try await Checks.dashboardSessions(harness)
             case .auditTrail: try await Checks.auditTrail(harness)
             case .fleetMinutes: try await Checks.fleetMinutes(harness)
+            case .queuedAhead: try await Checks.queuedAhead(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .fanOut: try await Checks.fanOut(harness)

@@ -140,6 +140,9 @@ extension CountingStore: DashboardStore {
     func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         try await store.auditRecords(job: job, limit: limit)
     }
+    func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+        try await store.queuedAhead(of: job, at: now, limit: limit)
+    }
 }
 
 extension CountingStore: FleetRecorder {
