@@ -63,7 +63,11 @@ demo: build
 	$(JOBCTL) waveform $(DEMO)/talk.mp4 -o $(DEMO)/peaks.json --png $(DEMO)/waveform.png && \
 	echo "== jobctl hls $(DEMO)/talk.mp4 -o $(DEMO)/hls" && \
 	$(JOBCTL) hls $(DEMO)/talk.mp4 -o $(DEMO)/hls && \
-	echo "   to watch it: python3 -m http.server -d $(DEMO)/hls 8000, then open http://localhost:8000/player.html"
+	echo "   to watch it: python3 -m http.server -d $(DEMO)/hls 8000, then open http://localhost:8000/player.html" && \
+	echo "== jobctl keys create --name demo --scope admin (the key to sign in to the dashboard with)" && \
+	$(JOBCTL) keys create --name demo --scope admin --db $(DEMO)/jobs.sqlite && \
+	echo "   the dashboard: $(JOBCTL) serve --db $(DEMO)/jobs.sqlite --listen 127.0.0.1:8080," && \
+	echo "   then open http://127.0.0.1:8080/ui/ and sign in with the key above (docs/dashboard.md)"
 
 # The whole test suite (Swift Testing, real FFmpeg, ffprobe as the oracle) in three phases:
 # test-unit (in process, seconds: the state machines, the conformance suites on the in-memory
