@@ -21,6 +21,7 @@ public enum Migrations {
         Migration("0006_uploads", PackageResources._006_uploads_sqlite_sql),
         Migration("0007_dashboard", PackageResources._007_dashboard_sqlite_sql),
         Migration("0008_fleet", PackageResources._008_fleet_sqlite_sql),
+        Migration("0009_listing", PackageResources._009_listing_sqlite_sql),
     ]
 
     public static let postgres: [Migration] = [
@@ -31,5 +32,6 @@ public enum Migrations {
         Migration("0005_uploads", PackageResources._005_uploads_postgres_sql),
         Migration("0006_dashboard", PackageResources._006_dashboard_postgres_sql),
         Migration("0007_fleet", PackageResources._007_fleet_postgres_sql),
+        Migration("0008_listing", PackageResources._008_listing_postgres_sql),
     ]
 }

@@ -70,34 +70,40 @@ extension SQLiteJobStore {
 
     public func jobs(_ query: JobQuery) async throws -> [Job] {
         let ids = try query.ids.map { String(decoding: try JSONEncoder().encode($0.map(\.rawValue)), as: UTF8.self) }
-        // Watched ids drive the lookup through the primary key; a listing walks the time index.
-        let watched = ids == nil ? "" : "id IN (SELECT value FROM json_each(?6)) AND"
-        // The dashboard's conditions are numbered after the eight fixed arguments.
-        let conditions = JobConditionSQL.clause(query.conditions) { "?\($0 + 9)" }
-        return try await read { db in
-            var arguments: [(any DatabaseValueConvertible)?] = [
-                query.status?.rawValue, query.owner, query.after?.createdAt, query.after?.id.rawValue,
-                query.limit, ids, query.parent?.rawValue, query.topLevelOnly,
-            ]
-            for argument in conditions.arguments {
-                switch argument {
-                case .text(let text): arguments.append(text)
-                case .integer(let number): arguments.append(number)
-                }
+        // Only the clauses a query has, each bare: SQLite then picks the index that serves it
+        // (watched ids through the primary key, a key's jobs of a status through
+        // jobs_by_owner_status, the rest walking jobs_by_time) instead of one plan for all.
+        var filters: [String] = []
+        var arguments: [DatabaseValue] = []
+        func bind(_ value: some DatabaseValueConvertible) -> String {
+            arguments.append(value.databaseValue)
+            return "?"
+        }
+        if let ids { filters.append("id IN (SELECT value FROM json_each(\(bind(ids))))") }
+        if let status = query.status?.rawValue { filters.append("status = \(bind(status))") }
+        if let owner = query.owner { filters.append("owner = \(bind(owner))") }
+        if let after = query.after {
+            filters.append("(created_at, id) < (\(bind(after.createdAt)), \(bind(after.id.rawValue)))")
+        }
+        if let parent = query.parent?.rawValue { filters.append("parent_id = \(bind(parent))") }
+        if query.topLevelOnly { filters.append("parent_id IS NULL") }
+        let conditions = JobConditionSQL.clause(query.conditions) { _ in "?" }
+        for argument in conditions.arguments {
+            switch argument {
+            case .text(let text): arguments.append(text.databaseValue)
+            case .integer(let number): arguments.append(number.databaseValue)
             }
-            let rows = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT \(StoredColumns.job) FROM jobs
-                        WHERE \(watched) (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR owner = ?2)
-                            AND (?3 IS NULL OR (created_at, id) < (?3, ?4)) AND (?7 IS NULL OR parent_id = ?7)
-                            AND (?8 = 0 OR parent_id IS NULL) AND \(conditions.sql)
-                        ORDER BY created_at DESC, id DESC LIMIT ?5
-                        """
-                ),
-                arguments: StatementArguments(arguments)
-            )
-            return try rows.map { try SQLiteJobStore.job($0, db) }
+        }
+        filters.append(conditions.sql)
+        let sql = """
+            SELECT \(StoredColumns.job) FROM jobs WHERE \(filters.joined(separator: " AND "))
+            ORDER BY created_at DESC, id DESC LIMIT \(bind(query.limit))
+            """
+        let statementArguments = StatementArguments(arguments)
+        return try await read { db in
+            try Row.fetchAll(db.cachedStatement(sql: sql), arguments: statementArguments).map {
+                try SQLiteJobStore.job($0, db)
+            }
         }
     }
 
