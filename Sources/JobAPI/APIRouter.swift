@@ -199,6 +199,7 @@ public enum APIRoutes {
             store: configuration.store,
             confinement: configuration.paths,
             secureCookies: configuration.secureCookies,
+            keyLimiter: configuration.rateLimit.map(RateLimiter.init),
             logger: logger,
             now: { Date() }
         )

@@ -20,6 +20,9 @@ struct DashboardRoutes: Sendable {
     let secureCookies: Bool
     /// Sign-in failures per address: slowed down as failed API keys are.
     let failures = RateLimiter(RateLimit(perSecond: 10))
+    /// Requests per key, as `serve --rate-limit` allows the API (`nil`: no limit): a page
+    /// costs a render, so one key must not be able to take the server.
+    let keyLimiter: RateLimiter?
     let counts = StatusCountCache(lifetime: .seconds(10))
     let logger: Logger
     let now: @Sendable () -> Date
@@ -101,6 +104,15 @@ struct DashboardRoutes: Sendable {
         else {
             if action { return refusal(root: root, "Your session has ended. Sign in again.", status: .forbidden) }
             return Self.redirect("\(root)signin")
+        }
+        if let wait = keyLimiter?.take(key.id) {
+            var response = refusal(
+                frame: PageFrame(root: root),
+                "Too many requests from this key: wait \(wait) s.",
+                status: .tooManyRequests
+            )
+            response.headers[.retryAfter] = "\(wait)"
+            return response
         }
         var session = Session(key: key, row: row, root: root)
         if action {

@@ -183,3 +183,28 @@ struct DashboardDeliveryTests {
         }
     }
 }
+
+/// The dashboard's pages count against a key's rate limit, as the API's requests do.
+@Suite("Dashboard rate limit")
+struct DashboardRateLimitTests {
+    @Test("past its burst a key's pages are 429 with Retry-After; another key's are not")
+    func limited() async throws {
+        let f = try await APIRouteTests.Fixture { $0.rateLimit = RateLimit(perSecond: 0.01, burst: 3) }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            // Signing in shows the jobs page once: one of the three.
+            let browser = try await DashboardRouteTests.signIn(client, key: f.submit)
+            for _ in 0..<2 {
+                #expect(
+                    try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: browser.cookie]).status
+                        == .ok
+                )
+            }
+            let refused = try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: browser.cookie])
+            #expect(refused.status == .tooManyRequests)
+            #expect(Int(refused.headers[.retryAfter] ?? "") ?? 0 > 0)
+            let other = try await DashboardRouteTests.signIn(client, key: f.other)
+            #expect(try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: other.cookie]).status == .ok)
+        }
+    }
+}
