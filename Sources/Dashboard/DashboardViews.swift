@@ -64,6 +64,14 @@ public enum DashboardText {
         return formatter.string(from: date) + " UTC"
     }
 
+    /// `text` percent-encoded for a URL the pages make: everything but ASCII letters, digits and
+    /// `-._~` (plus `alsoKeeping`: `:,` in a `?q=` filter, where they read better).
+    public static func urlEscaped(_ text: String, alsoKeeping kept: String = "") -> String {
+        var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        allowed.insert(charactersIn: kept)
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
     /// A percentage for a `<progress>`, only while there is some progress to show.
     static func percent(_ job: Job) -> Int? {
         job.status == .reading || (job.status == .unknown && job.progress > 0)
@@ -211,8 +219,6 @@ public struct ConfirmView: Sendable {
         more = ids.count > 20 ? ids.count - 20 : nil
         self.limited = limited
         nothing = ids.isEmpty
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~:,")
-        backLink = "./?q=" + (q.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+        backLink = "./?q=" + DashboardText.urlEscaped(q, alsoKeeping: ":,")
     }
 }

@@ -196,7 +196,7 @@ public struct JobView: Sendable {
         }
         hasAudit = !audit.isEmpty
         let links = files.prefix(Self.shownFiles).map { name in
-            FileLink(url: "\(job.id.rawValue)/files/\(Self.pathEscaped(name))", name: name)
+            FileLink(url: "\(job.id.rawValue)/files/\(DashboardText.urlEscaped(name))", name: name)
         }
         self.files = Array(links)
         hasFiles = !links.isEmpty
@@ -213,12 +213,6 @@ public struct JobView: Sendable {
     /// At most this many files are linked, and pictures shown, on a job's page.
     static let shownFiles = 200
     static let shownImages = 24
-
-    public static func pathEscaped(_ name: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
-    }
 
     /// Why a job that has not ended is where it is.
     /// The most queued jobs counted before one (`DashboardStore.queuedAhead`).

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JobctlCore
 import Queue
 
 /// The dashboard's session cookie and the tokens its forms carry (docs/dashboard.md, "Sessions").
@@ -19,21 +20,10 @@ public enum SessionCookie {
     public static let lifetime: TimeInterval = 12 * 3600
 
     /// A new random token: 256 bits in base64url (43 characters).
-    public static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
+    public static func randomToken() -> String { SecretText.base64URL(Data(SecretText.randomBytes(32))) }
 
     /// What the store keeps of a session id: lowercase hex SHA-256.
-    public static func hash(_ id: String) -> String {
-        SHA256.hash(data: Data(id.utf8)).map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
-        }
-        .joined()
-    }
+    public static func hash(_ id: String) -> String { SecretText.hex(SHA256.hash(data: Data(id.utf8))) }
 
     /// A new session for `key`, opened at `now`: the cookie's id, and the row to store.
     public static func open(for key: APIKey, at now: Date) -> (id: String, session: DashboardSession) {
@@ -82,11 +72,5 @@ public enum SessionCookie {
     }
 
     /// Compares two tokens in time that depends only on their length.
-    public static func sameToken(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        guard x.count == y.count, !x.isEmpty else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
-    }
+    public static func sameToken(_ a: String, _ b: String) -> Bool { !a.isEmpty && SecretText.constantTimeEqual(a, b) }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JobctlCore
 import Queue
 import Synchronization
 
@@ -16,9 +17,8 @@ public enum APIKeys {
     ) -> (
         key: APIKey, secretHash: String, text: String
     ) {
-        var generator = SystemRandomNumberGenerator()
-        let id = hex((0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let secret = base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        let id = SecretText.hex(SecretText.randomBytes(6))
+        let secret = SecretText.base64URL(Data(SecretText.randomBytes(32)))
         let key = APIKey(
             id: id,
             name: name,
@@ -38,28 +38,7 @@ public enum APIKeys {
         return (String(parts[1]), String(parts[2]))
     }
 
-    public static func hash(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
-
-    /// Lowercase hex, two digits a byte.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
-    }
-
-    /// Base64url without padding (RFC 4648 §5): keys and list cursors, safe in headers and URLs.
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// Compares two hashes in time that depends only on their length.
-    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
-    }
+    public static func hash(_ secret: String) -> String { SecretText.hex(SHA256.hash(data: Data(secret.utf8))) }
 
     /// The key `text` stands for, if it exists, is not revoked, and its secret matches. With a
     /// `cache`, a row read within its lifetime is used again (the secret is still hashed and
@@ -78,7 +57,7 @@ public enum APIKeys {
             if let row { cache?.keep(row, for: id) }
         }
         guard let (key, stored) = row else { return nil }
-        guard constantTimeEqual(hash(secret), stored), key.revokedAt == nil else { return nil }
+        guard SecretText.constantTimeEqual(hash(secret), stored), key.revokedAt == nil else { return nil }
         return key
     }
 }

@@ -49,7 +49,7 @@ extension JobView.Delivery {
             response: delivery.lastStatusCode.map { "HTTP \($0)" } ?? last?.error.map { String($0.prefix(200)) } ?? "",
             latency: last.map { "\($0.latency) ms" } ?? "",
             redeliver: canRedeliver && delivery.status != .delivering
-                ? "\(job.rawValue)/deliveries/\(JobView.pathEscaped(delivery.id))/redeliver" : nil
+                ? "\(job.rawValue)/deliveries/\(DashboardText.urlEscaped(delivery.id))/redeliver" : nil
         )
     }
 }

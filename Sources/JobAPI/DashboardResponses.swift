@@ -70,13 +70,13 @@ extension DashboardRoutes {
         Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
     }
 
-    /// The fields of an `application/x-www-form-urlencoded` body (at most 16 KB).
+    /// The fields of an `application/x-www-form-urlencoded` body, the last value of a name.
     static func form(_ request: Request, _ context: APIRequestContext) async throws -> [String: String] {
-        let body = try await request.body.collect(upTo: 16 * 1024)
-        return parseForm(String(buffer: body))
+        Dictionary(try await formPairs(request, context), uniquingKeysWith: { _, last in last })
     }
 
-    /// Every field of a form body in order, a name repeated as often as it was sent (checkboxes).
+    /// Every field of a form body (at most 64 KB) in order, a name repeated as often as it was
+    /// sent (checkboxes).
     static func formPairs(_ request: Request, _ context: APIRequestContext) async throws -> [(String, String)] {
         let body = try await request.body.collect(upTo: 64 * 1024)
         return String(buffer: body).split(separator: "&").compactMap { pair in
@@ -86,23 +86,9 @@ extension DashboardRoutes {
         }
     }
 
-    static func parseForm(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(parts[0]) else { continue }
-            fields[name] = parts.count == 2 ? decode(parts[1]) : ""
-        }
-        return fields
-    }
-
     static func decode(_ text: Substring) -> String? {
         text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 
-    static func queryEscaped(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~:,")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-    }
+    static func queryEscaped(_ text: String) -> String { DashboardText.urlEscaped(text, alsoKeeping: ":,") }
 }

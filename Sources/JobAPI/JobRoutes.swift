@@ -273,7 +273,7 @@ struct JobRoutes: Sendable {
 /// The opaque `next_cursor`: base64url of `CREATED_MS:ID`.
 enum ListCursor {
     static func encode(_ job: Job) -> String {
-        APIKeys.base64URL(Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8))
+        SecretText.base64URL(Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8))
     }
 
     static func decode(_ text: String) -> JobQuery.Cursor? {
