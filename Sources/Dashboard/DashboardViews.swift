@@ -91,8 +91,11 @@ public struct JobsView: Sendable {
     public let jobs: [Row]
     /// The link to the next (older) page, if there is one.
     public let next: String?
-    /// Seconds between live refreshes.
-    public let refresh: Int
+    /// The jobs shown that have not ended, separated by spaces: what the page's event stream
+    /// watches (with new submissions).
+    public let watch: String
+    /// The key's newest job when the page was made: the stream tells of a newer one.
+    public let newest: String
     /// The session's form token, and whether its key may act (the bulk actions).
     public let csrf: String
     public let canAct: Bool
@@ -142,7 +145,7 @@ public struct JobsView: Sendable {
         countsAge: String?,
         jobs: [Job],
         next: String?,
-        refresh: Int = 2
+        newest: JobID? = nil
     ) {
         csrf = frame.signedIn?.csrf ?? ""
         canAct = frame.signedIn.map { $0.scope != APIScope.read.rawValue } ?? false
@@ -155,7 +158,8 @@ public struct JobsView: Sendable {
         self.countsAge = countsAge
         self.jobs = jobs.map(Row.init)
         self.next = next
-        self.refresh = refresh
+        watch = LiveVersion.watchList(jobs.filter { !$0.status.isTerminal })
+        self.newest = newest?.rawValue ?? ""
     }
 
     /// The status tabs: the default view (not ended), each status, and everything; the one
@@ -220,5 +224,30 @@ public struct ConfirmView: Sendable {
         self.limited = limited
         nothing = ids.isEmpty
         backLink = "./?q=" + DashboardText.urlEscaped(q, alsoKeeping: ":,")
+    }
+}
+
+/// What a page has seen of a job, as a short token: its status, attempt, worker, cancel request
+/// and whole percent. A page sends the tokens of the jobs it shows with its event stream, and
+/// the stream tells it of any job whose token differs, from the start: a change between the
+/// page's render and the stream's start is not lost.
+public enum LiveVersion {
+    public static func of(_ job: Job) -> String {
+        let seen = [
+            job.status.rawValue, "\(job.attempt)", job.worker ?? "", job.cancelRequested ? "c" : "",
+            "\(Int((job.progress * 100).rounded(.down)))",
+        ]
+        .joined(separator: "\u{1}")
+        // FNV-1a: a fingerprint, not a secret (the page shows all of it anyway).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in seen.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 36)
+    }
+
+    /// `ID.TOKEN` for each job, separated by spaces: a page's `data-watch`.
+    public static func watchList(_ jobs: some Sequence<Job>) -> String {
+        jobs.prefix(100).map { "\($0.id.rawValue).\(of($0))" }.joined(separator: " ")
     }
 }

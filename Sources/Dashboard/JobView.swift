@@ -7,7 +7,9 @@ public struct JobView: Sendable {
     public let signedIn: PageFrame.SignedIn?
     public let flash: String?
     public let csrf: String
-    public let refresh: Int
+    /// The jobs whose changes refresh the page (the job, and its parts not ended yet),
+    /// separated by spaces: what its event stream watches.
+    public let watch: String
 
     public let id: String
     public let shortID: String
@@ -143,7 +145,7 @@ public struct JobView: Sendable {
         signedIn = frame.signedIn
         flash = frame.flash
         self.csrf = csrf
-        refresh = job.status.isTerminal ? 0 : 2
+        watch = LiveVersion.watchList([job] + children.filter { !$0.status.isTerminal })
         id = job.id.rawValue
         shortID = String(job.id.rawValue.suffix(12))
         status = job.status.rawValue

@@ -200,6 +200,8 @@ public enum APIRoutes {
             confinement: configuration.paths,
             secureCookies: configuration.secureCookies,
             keyLimiter: configuration.rateLimit.map(RateLimiter.init),
+            watch: watch,
+            maximumStream: configuration.maximumStream,
             logger: logger,
             now: { Date() }
         )

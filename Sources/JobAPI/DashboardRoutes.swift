@@ -24,6 +24,10 @@ struct DashboardRoutes: Sendable {
     /// costs a render, so one key must not be able to take the server.
     let keyLimiter: RateLimiter?
     let counts = StatusCountCache(lifetime: .seconds(10))
+    /// The server's one watch (the pages' live updates share it with the API's streams).
+    let watch: JobWatch
+    /// How long one page's event stream lasts before the browser reconnects.
+    let maximumStream: Duration
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -50,6 +54,9 @@ struct DashboardRoutes: Sendable {
             try await signedIn(request, context, root: "", action: true) { try await signOut(request, $0) }
         }
         get("/ui/assets/{name}") { _, context in try asset(context) }
+        get("/ui/events") { request, context in
+            try await signedIn(request, context, root: "", stream: true) { try await events(request, context, $0) }
+        }
         get("/ui/jobs/{id}") { request, context in
             try await signedIn(request, context, root: "../") { try await job(request, context, $0) }
         }
@@ -96,6 +103,7 @@ struct DashboardRoutes: Sendable {
         _ context: APIRequestContext,
         root: String,
         action: Bool = false,
+        stream: Bool = false,
         page: (Session) async throws -> Response
     ) async throws -> Response {
         let cookie = SessionCookie.value(named: SessionCookie.name, in: request.headers[.cookie])
@@ -103,6 +111,8 @@ struct DashboardRoutes: Sendable {
             let key = try await store.apiKey(id: row.keyID)?.key, key.revokedAt == nil
         else {
             if action { return refusal(root: root, "Your session has ended. Sign in again.", status: .forbidden) }
+            // An event stream's `EventSource` stops at a 401 (a redirect it would follow).
+            if stream { return Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) }
             return Self.redirect("\(root)signin")
         }
         if let wait = keyLimiter?.take(key.id) {
@@ -212,9 +222,9 @@ struct DashboardRoutes: Sendable {
         let more = jobs.count == query.limit
         if more { jobs.removeLast() }
         let link = { (filter: String) in "?q=" + Self.queryEscaped(filter) }
-        // Counts over the whole queue are an admin's; another key's would be its own jobs', which
-        // the store does not count yet (docs/dashboard.md, "Not yet").
-        let counted = session.key.scope == .admin ? try await counts.read { try await store.statusCounts() } : nil
+        // An admin counts the whole queue; another key its own jobs.
+        let owner = session.key.scope == .admin ? nil : session.key.id
+        let counted = try await counts.read(owner: owner) { try await store.statusCounts(owner: owner) }
         var frame = session.frame
         frame.flash = Self.bulkFlash(
             ["done", "count", "skipped"].reduce(into: [:]) { fields, name in fields[name] = parameters.get(name) }
@@ -223,10 +233,11 @@ struct DashboardRoutes: Sendable {
             frame: frame,
             q: shown,
             error: problem,
-            tabs: JobsView.tabs(q: shown, counts: counted?.counts, link: link),
-            countsAge: counted.map { DashboardText.short($0.at) },
+            tabs: JobsView.tabs(q: shown, counts: counted.counts, link: link),
+            countsAge: DashboardText.short(counted.at),
             jobs: jobs,
-            next: more ? jobs.last.map { link(shown) + "&after=" + ListCursor.encode($0) } : nil
+            next: more ? jobs.last.map { link(shown) + "&after=" + ListCursor.encode($0) } : nil,
+            newest: try await newestJob(owner: owner)
         )
         return html(pages.render(view, as: "jobs"))
     }
@@ -349,19 +360,31 @@ struct DashboardRoutes: Sendable {
     }
 }
 
-/// The queue's status counts, read at most once per `lifetime` (a page refreshes every 2 s; a
-/// `COUNT` over a million jobs should not run that often).
+/// Status counts, the queue's (`nil`) or a tenant's, each read at most once per `lifetime` (a
+/// page may refresh every second; a `COUNT` over a million jobs should not run that often).
 final class StatusCountCache: Sendable {
+    typealias Entry = (counts: [JobStatus: Int], at: Date, read: ContinuousClock.Instant)
     let lifetime: Duration
-    private let cached = Mutex<(counts: [JobStatus: Int], at: Date, read: ContinuousClock.Instant)?>(nil)
+    private let cached = Mutex<[String: Entry]>([:])
 
     init(lifetime: Duration) { self.lifetime = lifetime }
 
-    func read(_ fetch: () async throws -> [JobStatus: Int]) async throws -> (counts: [JobStatus: Int], at: Date) {
-        if let hit = cached.withLock({ $0 }), ContinuousClock.now - hit.read < lifetime { return (hit.counts, hit.at) }
+    func read(
+        owner: String?,
+        _ fetch: () async throws -> [JobStatus: Int]
+    ) async throws -> (counts: [JobStatus: Int], at: Date) {
+        // "" for the queue: key ids are never empty.
+        let name = owner ?? ""
+        if let hit = cached.withLock({ $0[name] }), ContinuousClock.now - hit.read < lifetime {
+            return (hit.counts, hit.at)
+        }
         let counts = try await fetch()
         let entry = (counts: counts, at: Date(), read: ContinuousClock.now)
-        cached.withLock { $0 = entry }
+        cached.withLock { cached in
+            // Entries past their lifetime go as new ones come: one per key that looked lately.
+            cached = cached.filter { entry.read - $0.value.read < lifetime }
+            cached[name] = entry
+        }
         return (counts, entry.at)
     }
 }

@@ -31,6 +31,22 @@ package final class JobWatch: Sendable {
         func finish() { continuation.finish() }
     }
 
+    /// A dashboard page's view after a wake-up: its jobs as read (one missing is gone), and
+    /// whether the store notified a change since the last wake-up (a job may have been
+    /// submitted: the jobs page looks for new ones).
+    struct PageUpdate: Sendable {
+        let jobs: [JobID: Snapshot]
+        let notified: Bool
+    }
+
+    /// A dashboard page's watch of the jobs it shows, until `finish()`.
+    struct PageSubscription: Sendable {
+        let updates: AsyncStream<PageUpdate>
+        fileprivate let continuation: AsyncStream<PageUpdate>.Continuation
+
+        func finish() { continuation.finish() }
+    }
+
     /// How a long poll's watch ends: answered once, then forgotten.
     enum Outcome: Sendable {
         /// The job has ended, or the wait is over (the job as it is then).
@@ -45,10 +61,13 @@ package final class JobWatch: Sendable {
     private enum Sink {
         case stream(AsyncStream<Snapshot?>.Continuation)
         case answer(@Sendable (Outcome) -> Void)
+        /// A dashboard page: every wake-up that read its jobs or saw a notification.
+        case page(AsyncStream<PageUpdate>.Continuation)
     }
 
     private struct Watcher {
-        let job: JobID
+        /// One job for a stream or a long poll; a page's jobs (possibly none) for a page.
+        let jobs: [JobID]
         /// The API key watching (each may hold at most `maximumPerKey` watches).
         let owner: String
         /// When the watch ends by itself (a long poll's wait, a stream's lifetime).
@@ -63,6 +82,8 @@ package final class JobWatch: Sendable {
         var wake: AsyncStream<Void>.Continuation?
         /// The server is stopping: long polls are answered at the next wake-up.
         var stopping = false
+        /// The store notified a change since the last read.
+        var notified = false
     }
 
     /// Jobs per read.
@@ -106,7 +127,7 @@ package final class JobWatch: Sendable {
         // Set before the watcher is visible to the loop, which may finish it at once (a
         // deadline already past): the handler must be there to remove it.
         continuation.onTermination = { [weak self] _ in self?.remove(token) }
-        guard admit(token, Watcher(job: id, owner: owner, deadline: deadline, sink: .stream(continuation))) else {
+        guard admit(token, Watcher(jobs: [id], owner: owner, deadline: deadline, sink: .stream(continuation))) else {
             continuation.finish()
             return nil
         }
@@ -126,11 +147,35 @@ package final class JobWatch: Sendable {
         answer: @escaping @Sendable (Outcome) -> Void
     ) -> UUID? {
         let token = UUID()
-        guard admit(token, Watcher(job: id, owner: owner, deadline: deadline, sink: .answer(answer))) else {
+        guard admit(token, Watcher(jobs: [id], owner: owner, deadline: deadline, sink: .answer(answer))) else {
             return nil
         }
         return token
     }
+
+    /// Watches a dashboard page's `ids` (at most `pageLimit`) until `deadline`, and the store's
+    /// notifications: an update follows every wake-up.
+    /// Only the newest updates are kept for a slow watcher. It takes one of `owner`'s share;
+    /// `nil` past it.
+    func watchPage(_ ids: [JobID], owner: String, until deadline: ContinuousClock.Instant) -> PageSubscription? {
+        let (updates, continuation) = AsyncStream<PageUpdate>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let token = UUID()
+        continuation.onTermination = { [weak self] _ in self?.remove(token) }
+        let watcher = Watcher(
+            jobs: Array(ids.prefix(Self.pageLimit)),
+            owner: owner,
+            deadline: deadline,
+            sink: .page(continuation)
+        )
+        guard admit(token, watcher) else {
+            continuation.finish()
+            return nil
+        }
+        return PageSubscription(updates: updates, continuation: continuation)
+    }
+
+    /// The most jobs one page watches.
+    static let pageLimit = 100
 
     /// Forgets a watch without answering it.
     func cancel(_ token: UUID) { remove(token) }
@@ -198,7 +243,10 @@ package final class JobWatch: Sendable {
     private func run(wakeUps: AsyncStream<Void>, wake: AsyncStream<Void>.Continuation) async {
         await withDiscardingTaskGroup { group in
             group.addTask { [store] in
-                for await _ in store.changes() { wake.yield() }
+                for await _ in store.changes() {
+                    self.state.withLock { $0.notified = true }
+                    wake.yield()
+                }
             }
             group.addTask { [interval] in
                 while (try? await Task.sleep(for: interval)) != nil { wake.yield() }
@@ -210,18 +258,25 @@ package final class JobWatch: Sendable {
 
     private func readWatchedJobs() async {
         let now = ContinuousClock.now
-        let watchers = state.withLock { Array($0.watchers) }
-        // Streams past their deadline end (each one's termination handler removes it); long
-        // polls past theirs are answered below, with the job as read now.
+        let (watchers, notified) = state.withLock { state in
+            defer { state.notified = false }
+            return (Array(state.watchers), state.notified)
+        }
+        // Streams and pages past their deadline end (each one's termination handler removes
+        // it); long polls past theirs are answered below, with the job as read now.
         for (_, watcher) in watchers where watcher.deadline <= now {
-            if case .stream(let continuation) = watcher.sink { continuation.finish() }
+            switch watcher.sink {
+            case .stream(let continuation): continuation.finish()
+            case .page(let continuation): continuation.finish()
+            case .answer: break
+            }
         }
         let watching = watchers.filter { _, watcher in
-            if case .stream = watcher.sink { return watcher.deadline > now }
-            return true
+            if case .answer = watcher.sink { return true }
+            return watcher.deadline > now
         }
         guard !watching.isEmpty else { return }
-        let ids = Array(Set(watching.map(\.value.job)))
+        let ids = Array(Set(watching.flatMap(\.value.jobs)))
         var jobs: [JobID: Snapshot] = [:]
         do {
             for start in stride(from: 0, to: ids.count, by: Self.chunk) {
@@ -239,10 +294,21 @@ package final class JobWatch: Sendable {
             for (token, watcher) in watching where watcher.deadline <= now {
                 if case .answer(let answer) = watcher.sink, take(token) { answer(.unavailable) }
             }
+            // The notification is still news at the next wake-up.
+            if notified { state.withLock { $0.notified = true } }
             return
         }
         for (token, watcher) in watching {
-            let snapshot = jobs[watcher.job]
+            if case .page(let continuation) = watcher.sink {
+                // Every wake-up, even with nothing to read: the page's stream sends its
+                // keep-alives between them.
+                let seen = watcher.jobs.compactMap { id in jobs[id].map { (id, $0) } }
+                continuation.yield(
+                    PageUpdate(jobs: Dictionary(seen, uniquingKeysWith: { first, _ in first }), notified: notified)
+                )
+                continue
+            }
+            let snapshot = jobs[watcher.jobs[0]]
             switch watcher.sink {
             case .stream(let continuation):
                 continuation.yield(snapshot)
@@ -252,6 +318,7 @@ package final class JobWatch: Sendable {
                     continue
                 }
                 if job.status.isTerminal || watcher.deadline <= now, take(token) { answer(.job(job)) }
+            case .page: break
             }
         }
     }

@@ -246,8 +246,9 @@ public protocol QueryableJobQueue: Sendable {
     /// The jobs `query` selects, newest first.
     func jobs(_ query: JobQuery) async throws -> [Job]
 
-    /// How many jobs are in each status (statuses with none are absent), for metrics.
-    func statusCounts() async throws -> [JobStatus: Int]
+    /// How many jobs are in each status (statuses with none are absent), for metrics; only
+    /// `owner`'s when not `nil` (a tenant's dashboard).
+    func statusCounts(owner: String?) async throws -> [JobStatus: Int]
 
     /// One trivial statement (`SELECT 1`): whether the database answers, whatever the size of
     /// the job table (health checks).
@@ -291,3 +292,8 @@ public protocol JobStoreChangeNotifying: JobStore {
 /// a cast that fails at run time.
 public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore & DashboardStore
     & FleetRecorder
+
+extension QueryableJobQueue {
+    /// How many jobs are in each status, everybody's.
+    public func statusCounts() async throws -> [JobStatus: Int] { try await statusCounts(owner: nil) }
+}

@@ -320,9 +320,10 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
 
     public func ping() async throws {}
 
-    public func statusCounts() async throws -> [JobStatus: Int] {
+    public func statusCounts(owner: String?) async throws -> [JobStatus: Int] {
         read { tables in
-            tables.jobs.values.reduce(into: [:]) { counts, record in counts[record.job.status, default: 0] += 1 }
+            tables.jobs.values.filter { owner == nil || $0.job.owner == owner }
+                .reduce(into: [:]) { counts, record in counts[record.job.status, default: 0] += 1 }
         }
     }
 

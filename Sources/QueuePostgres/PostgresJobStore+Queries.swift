@@ -128,13 +128,19 @@ extension PostgresJobStore {
         }
     }
 
-    public func statusCounts() async throws -> [JobStatus: Int] {
+    public func statusCounts(owner: String?) async throws -> [JobStatus: Int] {
         try await withConnection { connection in
             var counts: [JobStatus: Int] = [:]
-            for try await (status, count) in try await connection.query(
-                "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status",
-                logger: self.logger
-            ).decode((String, Int).self) {
+            // A tenant's counts come from `jobs_by_owner_status`.
+            let query: PostgresQuery =
+                if let owner {
+                    "SELECT status, COUNT(*) FROM jobctl.jobs WHERE owner = \(owner) GROUP BY status"
+                } else {
+                    "SELECT status, COUNT(*) FROM jobctl.jobs GROUP BY status"
+                }
+            for try await (status, count) in try await connection.query(query, logger: self.logger)
+                .decode((String, Int).self)
+            {
                 if let status = JobStatus(rawValue: status) { counts[status] = count }
             }
             return counts

@@ -111,10 +111,21 @@ extension SQLiteJobStore {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
-    public func statusCounts() async throws -> [JobStatus: Int] {
+    public func statusCounts(owner: String?) async throws -> [JobStatus: Int] {
         try await read { db in
             var counts: [JobStatus: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS count FROM jobs GROUP BY status") {
+            // A tenant's counts come from `jobs_by_owner_status`.
+            let rows =
+                if let owner {
+                    try Row.fetchAll(
+                        db,
+                        sql: "SELECT status, COUNT(*) AS count FROM jobs WHERE owner = ? GROUP BY status",
+                        arguments: [owner]
+                    )
+                } else {
+                    try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS count FROM jobs GROUP BY status")
+                }
+            for row in rows {
                 if let status = JobStatus(rawValue: row["status"]) { counts[status] = row["count"] }
             }
             return counts

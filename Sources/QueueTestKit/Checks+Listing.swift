@@ -88,6 +88,12 @@ extension Checks {
         #expect(Set(read.map(\.id)) == [submitted[2].id, submitted[5].id])
         #expect(try await h.store.jobs(JobQuery(owner: "key-b", ids: watched, limit: 10)).isEmpty)
         #expect(try await h.store.jobs(JobQuery(ids: [], limit: 10)).isEmpty)
+
+        // A tenant's counts (its dashboard): its own jobs only; nobody's is no jobs.
+        #expect(try await h.store.statusCounts(owner: "key-a") == [.unknown: 10])
+        #expect(try await h.handle(1).statusCounts(owner: "key-b") == [.unknown: 7])
+        #expect(try await h.store.statusCounts(owner: "key-z").isEmpty)
+        #expect(try await h.store.statusCounts() == [.unknown: 24])
     }
 
     static func apiKeys(_ h: Harness) async throws {

@@ -86,9 +86,9 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
         called()
         return try await store.jobs(query)
     }
-    func statusCounts() async throws -> [JobStatus: Int] {
+    func statusCounts(owner: String?) async throws -> [JobStatus: Int] {
         called()
-        return try await store.statusCounts()
+        return try await store.statusCounts(owner: owner)
     }
     func ping() async throws {
         called()

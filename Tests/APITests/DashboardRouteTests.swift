@@ -152,7 +152,9 @@ struct DashboardRouteTests {
         }
     }
 
-    @Test("the jobs page: the key's own jobs only, filtered, escaped; admins see counts")
+    @Test(
+        "the jobs page: the key's own jobs only, filtered, escaped; counts of the key's own jobs, the queue's for admins"
+    )
     func jobsPage() async throws {
         let f = try await F()
         defer { f.directory.remove() }
@@ -168,7 +170,8 @@ struct DashboardRouteTests {
             #expect(!page.contains(theirs.id.rawValue) && !page.contains("secret-of-another-tenant"))
             #expect(!page.contains("<script>alert(1)</script>"), "an input path is markup")
             #expect(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
-            #expect(!page.contains("Counts as of"), "a tenant does not see the queue's counts")
+            // Its own two jobs, not the other tenant's third.
+            #expect(page.contains("Not ended <span class=\"count\">2</span>"), "a tenant counts its own jobs")
 
             let filtered = String(
                 buffer: try await client.execute(
@@ -185,7 +188,8 @@ struct DashboardRouteTests {
                     headers: [.cookie: browser.cookie]
                 ).body
             )
-            #expect(!negated.contains(hls.id.rawValue) && negated.contains(mine.id.rawValue))
+            // Rows link to their jobs (the page names the key's newest job for its live updates).
+            #expect(!negated.contains("jobs/\(hls.id.rawValue)") && negated.contains("jobs/\(mine.id.rawValue)"))
             let wrong = try await client.execute(
                 uri: "/ui/?q=colour:red",
                 method: .get,
@@ -208,6 +212,7 @@ struct DashboardRouteTests {
                 buffer: try await client.execute(uri: "/ui/", method: .get, headers: [.cookie: admin.cookie]).body
             )
             #expect(all.contains(theirs.id.rawValue) && all.contains("Counts as of"))
+            #expect(all.contains("Not ended <span class=\"count\">3</span>"), "an admin counts the queue")
         }
     }
 

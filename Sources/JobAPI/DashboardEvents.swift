@@ -1,0 +1,121 @@
+import Dashboard
+import Foundation
+import Hummingbird
+import NIOCore
+import Queue
+import ServiceLifecycle
+
+/// `GET /ui/events?watch=ID.TOKEN+ID.TOKEN&listing=1&newest=ID`: what keeps a dashboard page
+/// live, as Server-Sent Events over the server's one `JobWatch` (the API's event streams
+/// share it).
+///
+/// - `event: change` with a job id as its data, when a watched job's status, attempt, worker,
+///   cancel request or whole percent is not what the page has seen (its `LiveVersion` token),
+///   or the job is gone. The tokens come from the page, so a change between its render and
+///   the stream's start is told at once.
+/// - With `listing=1` (the jobs page), also when the key's newest job is not `newest`: a
+///   submission that may belong on the page. A store notification wakes the check (a submit
+///   on PostgreSQL, any write on SQLite); it reads one row, through an index.
+///
+/// The page fetches its live part again on an event; nothing in an event but an id the key
+/// may see. Only jobs the session's key may see are watched (others are dropped unanswered),
+/// at most `JobWatch.pageLimit`. A stream is one of the key's watches (`--max-watches`), lasts
+/// `maximumStream` like the API's, and answers 401 without a session, which stops the browser's
+/// `EventSource` rather than making it retry.
+extension DashboardRoutes {
+    func events(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let listing = parameters.get("listing") == "1"
+        // `ID.TOKEN` per job: the page's tokens (`LiveVersion`), kept while they are the same.
+        var asked: [JobID: String] = [:]
+        for entry in (parameters.get("watch") ?? "").split(whereSeparator: { $0 == " " || $0 == "," || $0 == "+" })
+            .prefix(JobWatch.pageLimit)
+        {
+            let parts = entry.split(separator: ".", maxSplits: 1)
+            let id = JobID(String(parts[0]))
+            if id.isWellFormed { asked[id] = parts.count > 1 ? String(parts[1]) : "" }
+        }
+        let key = session.key
+        let owner = key.scope == .admin ? nil : key.id
+        var watched: [JobID: String] = [:]
+        if !asked.isEmpty {
+            for job in try await store.jobs(JobQuery(owner: owner, ids: Array(asked.keys), limit: asked.count))
+            where JobRoutes.visible(job, to: key) {
+                watched[job.id] = asked[job.id]
+            }
+        }
+        // The page's newest job, checked at the first update whatever the notifications say.
+        let newest = parameters.get("newest").map { JobID(String($0)) }
+        guard let subscription = watch.watchPage(Array(watched.keys), owner: key.id, until: .now + maximumStream) else {
+            return Response(status: .tooManyRequests, headers: [.retryAfter: "30"])
+        }
+        let end = PageStreamEnd(subscription)
+        context.connectionClosed?.whenComplete { [weak end] _ in end?.subscription.finish() }
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no",
+        ]
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody { [watched, newest, end] writer in
+                defer { end.subscription.finish() }
+                var watched = watched
+                var newest = newest
+                var checkNewest = listing
+                // Reconnect after 2 s if the connection drops (a restart, a proxy's timeout).
+                try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                try await withGracefulShutdownHandler {
+                    var lastWrite = ContinuousClock.now
+                    for await update in end.subscription.updates {
+                        var changed: [JobID] = []
+                        for (id, seen) in watched {
+                            guard let job = update.jobs[id]?.job else {
+                                watched[id] = nil
+                                changed.append(id)
+                                continue
+                            }
+                            let now = LiveVersion.of(job)
+                            if now != seen {
+                                watched[id] = now
+                                changed.append(id)
+                            }
+                        }
+                        // A failed read is tried again at the next notification.
+                        if checkNewest || (listing && update.notified), let top = try? await newestJob(owner: owner) {
+                            checkNewest = false
+                            if top != newest {
+                                newest = top
+                                changed.append(top)
+                            }
+                        }
+                        if !changed.isEmpty {
+                            let events = changed.map { "event: change\ndata: \($0.rawValue)\n\n" }.joined()
+                            try await writer.write(ByteBuffer(string: events))
+                            lastWrite = .now
+                        } else if ContinuousClock.now - lastWrite >= JobRoutes.keepAlive {
+                            try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                            lastWrite = .now
+                        }
+                    }
+                } onGracefulShutdown: {
+                    end.subscription.finish()
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+
+    /// The key's newest top-level job (everybody's for an admin): what a new submission changes.
+    func newestJob(owner: String?) async throws -> JobID? {
+        var query = JobQuery(owner: owner, limit: 1)
+        query.topLevelOnly = true
+        return try await store.jobs(query).first?.id
+    }
+}
+
+/// A page stream's subscription, held by the stream's body and only weakly by the
+/// connection's close callback (as `StreamEnd` is for the API's streams).
+final class PageStreamEnd: Sendable {
+    let subscription: JobWatch.PageSubscription
+    init(_ subscription: JobWatch.PageSubscription) { self.subscription = subscription }
+}
