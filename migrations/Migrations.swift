@@ -22,6 +22,7 @@ public enum Migrations {
         Migration("0007_dashboard", PackageResources._007_dashboard_sqlite_sql),
         Migration("0008_fleet", PackageResources._008_fleet_sqlite_sql),
         Migration("0009_listing", PackageResources._009_listing_sqlite_sql),
+        Migration("0010_search", PackageResources._010_search_sqlite_sql),
     ]
 
     public static let postgres: [Migration] = [

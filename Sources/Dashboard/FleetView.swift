@@ -27,10 +27,21 @@ public struct FleetView: Sendable {
         public let heartbeatAge: String
         public let running: Int
         public let jobs: [String]
+        /// Video frames per second over its running jobs (each averaged over its attempt), or
+        /// "–" when none is writing frames.
+        public let fps: String
     }
 
     /// `minutes`: the last hour's, oldest first, zero-filled (`MinuteSample.zeroFilled`).
-    public init(frame: PageFrame, workers: [WorkerInfo], minutes: [MinuteSample], now: Date) {
+    /// `runningJobs`: the jobs the workers run (their pace gives each worker's fps).
+    public init(
+        frame: PageFrame,
+        workers: [WorkerInfo],
+        runningJobs: [Job] = [],
+        minutes: [MinuteSample],
+        now: Date
+    ) {
+        let jobs = Dictionary(runningJobs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         root = frame.root
         signedIn = frame.signedIn
         flash = frame.flash
@@ -47,7 +58,8 @@ public struct FleetView: Sendable {
                 state: worker.stoppedAt != nil ? "stopped" : age > Self.staleAfter ? "silent" : "live",
                 heartbeatAge: Self.duration(age),
                 running: worker.runningJobs.count,
-                jobs: worker.runningJobs.prefix(5).map(\.rawValue)
+                jobs: worker.runningJobs.prefix(5).map(\.rawValue),
+                fps: Self.fps(worker.runningJobs.compactMap { jobs[$0] }, now: now)
             )
         }
         hasWorkers = !workers.isEmpty
@@ -92,6 +104,12 @@ public struct FleetView: Sendable {
 
     /// A worker whose heartbeat is older than this is shown as silent (its leases run out).
     static let staleAfter: TimeInterval = 60
+
+    /// The frames per second of a worker's jobs together.
+    static func fps(_ jobs: [Job], now: Date) -> String {
+        let rates = jobs.compactMap { JobPace($0, now: now)?.framesPerSecond }
+        return rates.isEmpty ? "–" : JobPace.fps(rates.reduce(0, +))
+    }
 
     static func duration(_ seconds: Double) -> String {
         switch seconds {

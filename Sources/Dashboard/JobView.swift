@@ -17,6 +17,10 @@ public struct JobView: Sendable {
     public let statusLabel: String
     public let percent: Int?
     public let waiting: String?
+    /// A running job's pace: fps, speed and time left (`JobPace`).
+    public let pace: String?
+    /// A waveform job's peaks drawn as SVG markup (`WaveformSVG`), set by the page's route.
+    public var waveform: String?
     public let error: ErrorLine?
     public let kind: String
     public let preset: String
@@ -139,7 +143,8 @@ public struct JobView: Sendable {
         files: [String] = [],
         canAct: Bool,
         now: Date,
-        ahead: Int? = nil
+        ahead: Int? = nil,
+        leaseExpiry: Date? = nil
     ) {
         root = frame.root
         signedIn = frame.signedIn
@@ -151,7 +156,8 @@ public struct JobView: Sendable {
         status = job.status.rawValue
         statusLabel = DashboardText.status(job.status)
         percent = DashboardText.percent(job)
-        waiting = Self.waiting(job, now: now, ahead: ahead)
+        waiting = Self.waiting(job, now: now, ahead: ahead, leaseExpiry: leaseExpiry)
+        pace = JobPace(job, now: now)?.text
         error = job.error.map { ErrorLine(code: $0.code.rawValue, message: $0.message) }
         kind = job.kind.rawValue
         preset = job.preset
@@ -220,7 +226,7 @@ public struct JobView: Sendable {
     /// The most queued jobs counted before one (`DashboardStore.queuedAhead`).
     public static let aheadLimit = 1000
 
-    static func waiting(_ job: Job, now: Date, ahead: Int? = nil) -> String? {
+    static func waiting(_ job: Job, now: Date, ahead: Int? = nil, leaseExpiry: Date? = nil) -> String? {
         if job.cancelRequested && !job.status.isTerminal {
             return "Cancelling: the worker stops at its next heartbeat."
         }
@@ -240,7 +246,13 @@ public struct JobView: Sendable {
                 }
             return "Waiting for a worker: queued jobs run by priority, then oldest first." + place
         case .reading:
-            return "Running on \(job.worker ?? "a worker"), attempt \(job.attempt) of \(job.maxAttempts)."
+            let running = "Running on \(job.worker ?? "a worker"), attempt \(job.attempt) of \(job.maxAttempts)."
+            guard let leaseExpiry else { return running }
+            let lease =
+                leaseExpiry > now
+                ? " Its lease runs to \(DashboardText.short(leaseExpiry)); each heartbeat renews it."
+                : " Its lease ran out at \(DashboardText.short(leaseExpiry)): another worker will take it over."
+            return running + lease
         default:
             return nil
         }

@@ -43,6 +43,18 @@ extension DashboardRoutes {
         return path
     }
 
+    /// A waveform job's peaks drawn for its page, when its `peaks.json` is here and small
+    /// enough (`WaveformSVG.maximumBytes`).
+    func waveform(of job: Job) -> String? {
+        guard job.status == .completed, let path = localFile(WaveformSVG.peaksName, of: job),
+            Self.fileSize(path) <= WaveformSVG.maximumBytes,
+            let handle = FileHandle(forReadingAtPath: path)
+        else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: WaveformSVG.maximumBytes + 1) else { return nil }
+        return WaveformSVG.draw(data)
+    }
+
     func file(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key), let name = context.parameters.get("name"),

@@ -267,8 +267,10 @@ struct DashboardRoutes: Sendable {
             canAct: session.key.scope >= .submit,
             now: now(),
             ahead: job.status == .unknown && job.children == nil
-                ? try await store.queuedAhead(of: job, at: now(), limit: JobView.aheadLimit) : nil
+                ? try await store.queuedAhead(of: job, at: now(), limit: JobView.aheadLimit) : nil,
+            leaseExpiry: job.status == .reading ? try await store.leaseExpiry(of: job.id) : nil
         )
+        view.waveform = waveform(of: job)
         view.deliveries = try await store.deliveries(job: job.id, limit: JobRoutes.deliveriesPerJob).map {
             JobView.Delivery($0, job: job.id, canRedeliver: session.key.scope >= .submit)
         }
@@ -297,7 +299,10 @@ struct DashboardRoutes: Sendable {
             onJobs: false,
             onFleet: true
         )
-        let view = FleetView(frame: frame, workers: try await store.workers(), minutes: minutes, now: date)
+        let workers = try await store.workers()
+        let ids = workers.filter { $0.stoppedAt == nil }.flatMap(\.runningJobs).prefix(JobWatch.chunk)
+        let running = ids.isEmpty ? [] : try await store.jobs(JobQuery(ids: Array(ids), limit: ids.count))
+        let view = FleetView(frame: frame, workers: workers, runningJobs: running, minutes: minutes, now: date)
         return html(pages.render(view, as: "fleet"))
     }
 

@@ -61,4 +61,10 @@ public protocol DashboardStore: Sendable {
     /// How many queued jobs, due by `now`, come before `job` in claim order (higher priority,
     /// then older, then by id): 0 when it is next. Counted up to `limit` (the count stops there).
     func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int
+    /// Brings the text search's index up to date by at most `limit` jobs; how many it took. A
+    /// store whose search needs no index of its own (PostgreSQL, memory) returns 0.
+    func indexSearchText(limit: Int) async throws -> Int
+    /// When a running job's lease ends unless its worker's heartbeat renews it (then another
+    /// worker may take the job over); `nil` for a job that is not running.
+    func leaseExpiry(of job: JobID) async throws -> Date?
 }

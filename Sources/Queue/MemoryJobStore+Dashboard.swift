@@ -26,6 +26,13 @@ extension MemoryJobStore: DashboardStore {
         dashboardTables.withLock { $0.audit.append(record) }
     }
 
+    public func leaseExpiry(of job: JobID) async throws -> Date? {
+        read { tables in tables.jobs[job].flatMap { $0.job.status == .reading ? $0.leaseExpiresAt : nil } }
+    }
+
+    /// Searches read every job: nothing to index.
+    public func indexSearchText(limit: Int) async throws -> Int { 0 }
+
     public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
         let ahead = read { tables in
             tables.jobs.values.map(\.job).filter {

@@ -67,6 +67,25 @@ extension PostgresJobStore: DashboardStore {
         }
     }
 
+    public func leaseExpiry(of job: JobID) async throws -> Date? {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT lease_expires_at FROM jobctl.jobs WHERE id = \(job.rawValue) AND status = 'reading'
+                """,
+                logger: self.logger
+            )
+            for try await (expiry, ) in rows.decode((Int64?,).self) {
+                return expiry.map { Date(milliseconds: $0) }
+            }
+            return nil
+        }
+    }
+
+    /// A text search scans in parallel within the goal at a million jobs (docs/benchmarks.md):
+    /// no index of its own yet.
+    public func indexSearchText(limit: Int) async throws -> Int { 0 }
+
     public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
         try await withConnection { connection in
             let (created, id) = (job.createdAt.milliseconds, job.id.rawValue)

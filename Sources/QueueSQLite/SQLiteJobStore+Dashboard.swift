@@ -62,6 +62,17 @@ extension SQLiteJobStore: DashboardStore {
         }
     }
 
+    public func leaseExpiry(of job: JobID) async throws -> Date? {
+        try await read { db in
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT lease_expires_at FROM jobs WHERE id = ? AND status = 'reading'",
+                arguments: [job.rawValue]
+            )
+            .map { Date(milliseconds: $0) }
+        }
+    }
+
     public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
         try await read { db in
             try Int.fetchOne(

@@ -188,14 +188,20 @@ extension Checks {
             ("not text", [JobCondition(.text, .containsAny(["talk"]), negated: true)]),
             ("output only", [JobCondition(.output, .containsAny(["cond-11"]))]),
             ("nothing any of", [JobCondition(.kind, .anyOf([]))]),
+            ("a quote in a term", [JobCondition(.text, .containsAny(["ta\"lk"]))]),
+            ("two terms", [JobCondition(.text, .containsAny(["data"])), JobCondition(.input, .containsAny(["mov"]))]),
         ]
-        for (index, (name, conditions)) in cases.enumerated() {
-            let expected = all.filter { job in conditions.allSatisfy { $0.matches(job) } }.map(\.id)
-            var query = JobQuery(limit: 100)
-            query.conditions = conditions
-            let got = try await h.handle(index).jobs(query).map(\.id)
-            #expect(got == expected, "\(name)")
+        func check(_ stage: String) async throws {
+            let all = try await h.store.jobs(JobQuery(limit: 100))
+            for (index, (name, conditions)) in cases.enumerated() {
+                let expected = all.filter { job in conditions.allSatisfy { $0.matches(job) } }.map(\.id)
+                var query = JobQuery(limit: 100)
+                query.conditions = conditions
+                let got = try await h.handle(index).jobs(query).map(\.id)
+                #expect(got == expected, "\(name), \(stage)")
+            }
         }
+        try await check("nothing indexed")
         // The oracle itself, on what the cases above rely on.
         let talk = all.filter { JobCondition(.text, .containsAny(["TALK"])).matches($0) }
         #expect(talk.count == 6, "Talk.MOV and talk_100%.mov, three each")
@@ -211,6 +217,18 @@ extension Checks {
             let second = try await h.handle(1).jobs(page)
             let expected = all.filter { $0.status == .unknown && $0.kind == "export" }.map(\.id)
             #expect((first + second).map(\.id) == Array(expected.prefix(4)))
+        }
+        // A store with a search index of its own (SQLite): the same answers with part of the
+        // jobs indexed, all of them, and a job submitted after the index.
+        if let indexing = h.store as? any DashboardStore {
+            _ = try await indexing.indexSearchText(limit: 5)
+            try await check("five indexed")
+            while try await indexing.indexSearchText(limit: 4) > 0 {}
+            try await check("all indexed")
+            var late = Harness.request("cond-late", priority: 0, maxAttempts: 1)
+            late.input = "/data/TALK-late.mov"
+            _ = try await h.store.submit(late)
+            try await check("one submitted since")
         }
     }
 }

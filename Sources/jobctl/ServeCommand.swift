@@ -184,6 +184,7 @@ struct ServeCommand: AsyncParsableCommand {
                     configuration: .init(
                         services: [
                             app, QueueGauges(store: store, logger: logger), FleetSampler(store: store, logger: logger),
+                            SearchIndexer(store: store, logger: logger),
                         ],
                         gracefulShutdownSignals: [.sigterm, .sigint],
                         logger: logger

@@ -140,6 +140,14 @@ extension CountingStore: DashboardStore {
     func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         try await store.auditRecords(job: job, limit: limit)
     }
+    func leaseExpiry(of job: JobID) async throws -> Date? {
+        called()
+        return try await store.leaseExpiry(of: job)
+    }
+    func indexSearchText(limit: Int) async throws -> Int {
+        called()
+        return try await store.indexSearchText(limit: limit)
+    }
     func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
         try await store.queuedAhead(of: job, at: now, limit: limit)
     }

@@ -157,6 +157,55 @@ struct DashboardFileTests {
             )
         }
     }
+
+    @Test("a waveform job's peaks are drawn on its page; peaks that are not audiowaveform's are only linked")
+    func waveform() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let files: JSONValue = .object(["files": .array([.object(["name": .string("peaks.json")])])])
+        let drawn = try await Self.completed(f, key: f.submit, output: "wave", result: files)
+        let broken = try await Self.completed(f, key: f.submit, output: "broken", result: files)
+        let owner = String(f.submit.split(separator: "_")[1])
+        let peaks =
+            #"{"version":2,"channels":1,"sample_rate":48000,"samples_per_pixel":256,"bits":8,"length":4,"data":[-10,12,-128,127,0,0,-64,64]}"#
+        try FileManager.default.createDirectory(
+            atPath: f.directory.file("\(owner)/wave"),
+            withIntermediateDirectories: true
+        )
+        try Data(peaks.utf8).write(to: URL(fileURLWithPath: f.directory.file("\(owner)/wave/peaks.json")))
+        try FileManager.default.createDirectory(
+            atPath: f.directory.file("\(owner)/broken"),
+            withIntermediateDirectories: true
+        )
+        try Data(#"{"data":"<script>"}"#.utf8).write(
+            to: URL(fileURLWithPath: f.directory.file("\(owner)/broken/peaks.json"))
+        )
+        try await f.app.test(.router) { client in
+            let browser = try await B.signIn(client, key: f.submit)
+            func page(_ job: Job) async throws -> String {
+                String(
+                    buffer: try await client.execute(
+                        uri: "/ui/jobs/\(job.id.rawValue)",
+                        method: .get,
+                        headers: [.cookie: browser.cookie]
+                    ).body
+                )
+            }
+            let shown = try await page(drawn)
+            #expect(shown.contains(#"<svg class="waveform""#))
+            // Four pixels across 600, the second at full scale (127 of 128 up, 128 down), the
+            // third silent on the middle line.
+            #expect(
+                shown.contains(
+                    #"points="0.0,54.4 150.0,0.5 300.0,60.0 450.0,30.0 450.0,90.0 300.0,60.0 150.0,120.0 0.0,64.7""#
+                )
+            )
+            #expect(shown.contains("files/peaks.json"))
+            let notDrawn = try await page(broken)
+            #expect(!notDrawn.contains("<svg class=\"waveform\"") && !notDrawn.contains("<script>"))
+            #expect(notDrawn.contains("files/peaks.json"))
+        }
+    }
 }
 
 /// The fleet page: an admin's, fed by the sampler's minutes.

@@ -96,9 +96,56 @@ struct DashboardPagesTests {
         running.worker = "w1"
         running.attempt = 2
         #expect(JobView.waiting(running, now: now) == "Running on w1, attempt 2 of 3.")
+        let renewed = JobView.waiting(running, now: now, leaseExpiry: now.addingTimeInterval(20))
+        #expect(
+            renewed == "Running on w1, attempt 2 of 3. Its lease runs to 11-27 12:02:00 UTC; each heartbeat renews it."
+        )
+        let lapsed = JobView.waiting(running, now: now, leaseExpiry: now.addingTimeInterval(-1))
+        #expect(lapsed?.hasSuffix("another worker will take it over.") == true)
         running.cancelRequested = true
         #expect(JobView.waiting(running, now: now)?.hasPrefix("Cancelling") == true)
         #expect(JobView.waiting(job(.completed), now: now) == nil)
+    }
+
+    @Test("a running job's pace: frames per second of its video, speed when its length is known, time left")
+    func pace() {
+        let now = Date(milliseconds: 1_795_780_900_000)
+        var running = job(.reading)
+        #expect(JobPace(running, now: now) == nil, "no start time")
+        running.startedAt = now.addingTimeInterval(-10)
+        running.progress = 0.25
+        running.tracks = [
+            JobTrack(
+                index: 0,
+                sourceIndex: 0,
+                mediaType: "video",
+                status: .reading,
+                codec: "h264",
+                read: 300,
+                written: 250
+            ),
+            JobTrack(
+                index: 1,
+                sourceIndex: 1,
+                mediaType: "audio",
+                status: .reading,
+                codec: "aac",
+                read: 900,
+                written: 900
+            ),
+        ]
+        let pace = JobPace(running, now: now)
+        #expect(pace?.framesPerSecond == 25, "audio frames are not counted")
+        #expect(pace?.speed == nil, "the length is not known")
+        #expect(pace?.secondsLeft == 30)
+        #expect(pace?.text == "25 fps, about 30 s left")
+        running.range = Job.Range(start: 0, duration: 120)
+        #expect(JobPace(running, now: now)?.text == "25 fps, 3.0× real time, about 30 s left")
+        running.progress = 0.001
+        running.tracks = []
+        #expect(JobPace(running, now: now)?.text == "0.0× real time", "too early for time left; no frames yet")
+        #expect(JobPace(job(.completed), now: now) == nil)
+        #expect(JobPace.fps(7.25) == "7.2 fps" && JobPace.fps(142.4) == "142 fps")
     }
 
     @Test("tabs: the default view, each status by its CLI name, all; counts when given")

@@ -92,8 +92,58 @@ struct FleetTests {
         #expect(view.workers.map(\.state) == ["silent", "live", "stopped"])
         #expect(view.workers[0].heartbeatAge == "5 min" && view.workers[1].heartbeatAge == "2 s")
         #expect(view.workers[1].running == 7 && view.workers[1].jobs.count == 5)
+        #expect(view.workers.map(\.fps) == ["–", "–", "–"], "no running job read")
+        // Two of c's jobs writing frames: their rates add up.
+        let rates = [(0, 10.0, Int64(500)), (1, 5.0, Int64(1000))].map { index, seconds, frames in
+            var job = Job.sample(id: JobID("job-\(index)"), status: .reading)
+            job.startedAt = now.addingTimeInterval(-seconds)
+            job.tracks = [
+                JobTrack(
+                    index: 0,
+                    sourceIndex: 0,
+                    mediaType: "video",
+                    status: .reading,
+                    codec: nil,
+                    read: frames,
+                    written: frames
+                )
+            ]
+            return job
+        }
+        let busy = FleetView(
+            frame: PageFrame(root: ""),
+            workers: [worker("c", heartbeat: 2, jobs: 7)],
+            runningJobs: rates,
+            minutes: [],
+            now: now
+        )
+        #expect(busy.workers[0].fps == "250 fps", "50 + 200")
         #expect(view.queued == "–" && view.recordedThrough == "never")
         let page = DashboardPages().render(view, as: "fleet")
         #expect(page.contains("<svg class=\"chart\"") && !page.contains("&lt;svg"), "the charts are markup, not text")
+    }
+}
+
+@Suite("Waveform drawing")
+struct WaveformSVGTests {
+    @Test("the loudest channel per column, many pixels to a column; what is not peaks is not drawn")
+    func drawing() throws {
+        // Two channels, 1,200 pixels: two pixels to each of 600 columns; the second channel is
+        // the louder at pixel 3 (column 1).
+        var data: [Int] = []
+        for pixel in 0..<1200 {
+            data += pixel == 3 ? [-100, 100, -32768, 32767] : [-1000, 1000, -10, 10]
+        }
+        let json =
+            #"{"version":2,"channels":2,"bits":16,"length":1200,"data":[\#(data.map(String.init).joined(separator: ","))]}"#
+        let svg = try #require(WaveformSVG.draw(Data(json.utf8)))
+        let points = try #require(svg.split(separator: "points=\"").last?.split(separator: "\"").first)
+            .split(separator: " ")
+        #expect(points.count == 1200, "600 columns, a top and a bottom each")
+        #expect(points[1] == "1.0,0.0" && points[0] == "0.0,58.2")
+        #expect(WaveformSVG.draw(Data(#"{"bits":16,"channels":1,"data":[1,2,3]}"#.utf8)) == nil, "an odd count")
+        #expect(WaveformSVG.draw(Data(#"{"bits":12,"data":[1,2]}"#.utf8)) == nil)
+        #expect(WaveformSVG.draw(Data("not json".utf8)) == nil)
+        #expect(WaveformSVG.draw(Data(#"{"data":[]}"#.utf8)) == nil)
     }
 }
