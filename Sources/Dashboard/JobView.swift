@@ -144,7 +144,8 @@ public struct JobView: Sendable {
         canAct: Bool,
         now: Date,
         ahead: Int? = nil,
-        leaseExpiry: Date? = nil
+        leaseExpiry: Date? = nil,
+        attempts: [JobAttempt] = []
     ) {
         root = frame.root
         signedIn = frame.signedIn
@@ -168,7 +169,7 @@ public struct JobView: Sendable {
         maxAttempts = job.maxAttempts
         worker = job.worker
         parent = job.parent?.rawValue
-        timeline = Self.timeline(job)
+        timeline = Self.timeline(job, attempts: attempts)
         tracks = job.tracks.map {
             Track(
                 index: $0.index,
@@ -258,8 +259,32 @@ public struct JobView: Sendable {
         }
     }
 
-    static func timeline(_ job: Job) -> [Event] {
+    /// Submitted; each attempt that ended badly (`attempts`), started and how it ended; then
+    /// the job's own attempt, unless it is one of those (a job that failed for good).
+    static func timeline(_ job: Job, attempts: [JobAttempt] = []) -> [Event] {
         var events = [(job.createdAt, "Submitted")]
+        for attempt in attempts {
+            let worker = attempt.worker ?? "a worker"
+            if let started = attempt.startedAt {
+                events.append((started, "Attempt \(attempt.attempt) started on \(worker)"))
+            }
+            let error =
+                attempt.errorCode.map { code in ": \(code)" + (attempt.errorMessage.map { " (\($0))" } ?? "") } ?? ""
+            let ended =
+                switch attempt.outcome {
+                case JobAttempt.takenOver: "Attempt \(attempt.attempt) on \(worker) lost its lease" + error
+                case JobStatus.unknown.rawValue: "Attempt \(attempt.attempt) on \(worker) failed, queued again" + error
+                case let outcome:
+                    "Attempt \(attempt.attempt) on \(worker) ended: "
+                        + DashboardText.status(JobStatus(rawValue: outcome) ?? .failed) + error
+                }
+            events.append((attempt.endedAt, ended))
+        }
+        if attempts.contains(where: { $0.attempt == job.attempt }) {
+            return events.map {
+                Event(at: DashboardText.timestamp($0.0), atShort: DashboardText.short($0.0), what: $0.1)
+            }
+        }
         if let started = job.startedAt {
             events.append((started, "Started on \(job.worker ?? "a worker") (attempt \(job.attempt))"))
         }

@@ -268,7 +268,8 @@ struct DashboardRoutes: Sendable {
             now: now(),
             ahead: job.status == .unknown && job.children == nil
                 ? try await store.queuedAhead(of: job, at: now(), limit: JobView.aheadLimit) : nil,
-            leaseExpiry: job.status == .reading ? try await store.leaseExpiry(of: job.id) : nil
+            leaseExpiry: job.status == .reading ? try await store.leaseExpiry(of: job.id) : nil,
+            attempts: job.attempt > 0 ? try await store.attempts(of: job.id) : []
         )
         view.waveform = waveform(of: job)
         view.deliveries = try await store.deliveries(job: job.id, limit: JobRoutes.deliveriesPerJob).map {

@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Synchronization
 
 extension MemoryJobStore: DashboardStore {
@@ -42,6 +43,43 @@ extension MemoryJobStore: DashboardStore {
             .count
         }
         return min(ahead, limit)
+    }
+
+    public func attempts(of job: JobID) async throws -> [JobAttempt] {
+        read { Array(($0.attempts[job] ?? []).prefix(100)) }
+    }
+
+    /// What the SQL stores' `job_attempt_ended` trigger records: each job that was running
+    /// before a write and after it is not running the same attempt, unless it completed.
+    static func noteEndedAttempts(_ running: [Job], _ tables: inout Tables, now: Date) {
+        for before in running {
+            guard let after = tables.jobs[before.id]?.job,
+                after.attempt != before.attempt || ![.reading, .completed].contains(after.status)
+            else { continue }
+            let takenOver = after.attempt != before.attempt
+            tables.attempts[before.id, default: []].append(
+                JobAttempt(
+                    attempt: before.attempt,
+                    worker: before.worker,
+                    startedAt: before.startedAt,
+                    endedAt: now,
+                    outcome: takenOver ? JobAttempt.takenOver : after.status.rawValue,
+                    errorCode: takenOver ? ErrorCode.leaseLost.rawValue : after.error?.code.rawValue,
+                    errorMessage: takenOver
+                        ? JobAttempt.takeoverMessage(from: before.worker, to: after.worker) : after.error?.message
+                )
+            )
+        }
+    }
+
+    static func token() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// The first `limit` of `items`, newest first by `key` (creation time, then id), as listings show them.
+    static func newestFirst<T>(_ items: [T], limit: Int, by key: (T) -> (Date, String)) -> [T] {
+        Array(items.sorted { key($0) > key($1) }.prefix(max(limit, 0)))
     }
 
     public func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {

@@ -27,6 +27,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         var jobs: [JobID: Record] = [:]
         var workers: [String: WorkerInfo] = [:]
         var deliveries: [String: StoredDelivery] = [:]
+        var attempts: [JobID: [JobAttempt]] = [:]
     }
 
     /// A job row: the job as read back, and what only the store sees.
@@ -67,25 +68,21 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         func holds(_ lease: Lease) -> Bool { job.status == .reading && leaseToken == lease.token }
     }
 
-    /// Runs `body` on the tables under the lock; tells subscribers when it wrote.
+    /// Runs `body` on the tables under the lock; tells subscribers when it wrote. Attempts it
+    /// ended are noted as the SQL stores' trigger does (`noteEndedAttempts`).
     func write<T>(_ body: (inout Tables) throws -> T) rethrows -> T {
-        let value = try state.withLock { try body(&$0) }
+        let now = self.now
+        let value = try state.withLock { tables in
+            let running = tables.jobs.values.compactMap { $0.job.status == .reading ? $0.job : nil }
+            defer { Self.noteEndedAttempts(running, &tables, now: now) }
+            return try body(&tables)
+        }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield() }
         return value
     }
 
     func read<T>(_ body: (Tables) throws -> T) rethrows -> T {
         try state.withLock { try body($0) }
-    }
-
-    static func token() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
-
-    /// The first `limit` of `items`, newest first by `key` (creation time, then id), as listings show them.
-    static func newestFirst<T>(_ items: [T], limit: Int, by key: (T) -> (Date, String)) -> [T] {
-        Array(items.sorted { key($0) > key($1) }.prefix(max(limit, 0)))
     }
 
     // MARK: JobQueueDriver

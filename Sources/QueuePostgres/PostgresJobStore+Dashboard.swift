@@ -67,6 +67,35 @@ extension PostgresJobStore: DashboardStore {
         }
     }
 
+    public func attempts(of job: JobID) async throws -> [JobAttempt] {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT attempt, worker, started_at, ended_at, outcome, error_code, error_message
+                FROM jobctl.job_attempts WHERE job_id = \(job.rawValue) ORDER BY attempt, ended_at LIMIT 100
+                """,
+                logger: self.logger
+            )
+            var attempts: [JobAttempt] = []
+            for try await (attempt, worker, started, ended, outcome, code, message) in rows.decode(
+                (Int, String?, Int64?, Int64, String, String?, String?).self
+            ) {
+                attempts.append(
+                    JobAttempt(
+                        attempt: attempt,
+                        worker: worker,
+                        startedAt: started.map { Date(milliseconds: $0) },
+                        endedAt: Date(milliseconds: ended),
+                        outcome: outcome,
+                        errorCode: code,
+                        errorMessage: message
+                    )
+                )
+            }
+            return attempts
+        }
+    }
+
     public func leaseExpiry(of job: JobID) async throws -> Date? {
         try await withConnection { connection in
             let rows = try await connection.query(

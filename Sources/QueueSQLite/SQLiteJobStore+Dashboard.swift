@@ -62,6 +62,30 @@ extension SQLiteJobStore: DashboardStore {
         }
     }
 
+    public func attempts(of job: JobID) async throws -> [JobAttempt] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT attempt, worker, started_at, ended_at, outcome, error_code, error_message
+                    FROM job_attempts WHERE job_id = ? ORDER BY attempt, ended_at LIMIT 100
+                    """,
+                arguments: [job.rawValue]
+            )
+            .map { row in
+                JobAttempt(
+                    attempt: row["attempt"],
+                    worker: row["worker"],
+                    startedAt: (row["started_at"] as Int64?).map { Date(milliseconds: $0) },
+                    endedAt: Date(milliseconds: row["ended_at"]),
+                    outcome: row["outcome"],
+                    errorCode: row["error_code"],
+                    errorMessage: row["error_message"]
+                )
+            }
+        }
+    }
+
     public func leaseExpiry(of job: JobID) async throws -> Date? {
         try await read { db in
             try Int64.fetchOne(

@@ -139,3 +139,49 @@ extension Checks {
         _ = c
     }
 }
+
+// Conformance checks: the attempts a job's timeline shows.
+extension Checks {
+    static func attemptHistory(_ h: Harness) async throws {
+        let stores = h.stores.compactMap { $0 as? any DashboardStore }
+        try #require(stores.count == h.stores.count, "the store does not keep attempts")
+        // Attempt 1 fails and is queued again; attempt 2's worker vanishes and attempt 3
+        // takes over; attempt 3 completes.
+        let job = try await h.submit("attempts", maxAttempts: 3)
+        let first = try await h.claim(job.id, as: workerA)
+        let firstStarted = h.clock.now()
+        h.clock.advance(by: .seconds(1))
+        let full = JobError(code: .outputUnwritable, message: "/out is full")
+        #expect(try await h.store.fail(first.lease, error: full, retryDelay: .zero))
+        let failedAt = h.clock.now()
+        h.clock.advance(by: .seconds(1))
+        _ = try await h.claim(job.id, as: workerB)
+        h.clock.advance(by: .seconds(31))
+        let third = try await h.claim(job.id, as: workerA, on: 2)
+        let takenAt = h.clock.now()
+        #expect(try await h.store.complete(third.lease, result: .object([:]), tracks: []))
+        let attempts = try await stores[1 % stores.count].attempts(of: job.id)
+        #expect(attempts.map(\.attempt) == [1, 2], "the completed attempt is the job's own")
+        #expect(attempts.map(\.outcome) == ["unknown", JobAttempt.takenOver])
+        #expect(attempts.map(\.worker) == [workerA.name, workerB.name])
+        #expect(attempts.first?.startedAt?.milliseconds == firstStarted.milliseconds)
+        #expect(attempts.first?.endedAt.milliseconds == failedAt.milliseconds)
+        #expect(attempts.first?.errorCode == full.code.rawValue && attempts.first?.errorMessage == full.message)
+        #expect(attempts.last?.endedAt.milliseconds == takenAt.milliseconds)
+        #expect(attempts.last?.errorCode == "lease_lost")
+        #expect(attempts.last?.errorMessage == JobAttempt.takeoverMessage(from: workerB.name, to: workerA.name))
+
+        // A running job cancelled, and one that fails for good: one attempt each.
+        let cancelled = try await h.submit("attempts-cancel", maxAttempts: 3)
+        let running = try await h.claim(cancelled.id)
+        _ = try await h.store.cancel(cancelled.id)
+        #expect(try await h.store.confirmCancelled(running.lease))
+        #expect(try await stores[0].attempts(of: cancelled.id).map(\.outcome) == ["cancelled"])
+        let failing = try await h.submit("attempts-fail", maxAttempts: 3)
+        let doomed = try await h.claim(failing.id)
+        #expect(try await h.store.fail(doomed.lease, error: finalError, retryDelay: .zero))
+        let failed = try await stores[0].attempts(of: failing.id)
+        #expect(failed.map(\.outcome) == ["failed"] && failed.first?.errorCode == finalError.code.rawValue)
+        #expect(try await stores[0].attempts(of: JobID("00000000-0000-0000-0000-000000000000")).isEmpty)
+    }
+}

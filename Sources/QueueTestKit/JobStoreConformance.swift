@@ -90,6 +90,9 @@ public enum JobStoreConformance {
         case fleetMinutes
         /// A queued job's place in line: claim order, due jobs only, counted up to a limit.
         case queuedAhead
+        /// Attempts that ended a job badly: queued again, taken over, cancelled, failed; not
+        /// a completion.
+        case attemptHistory
         /// API keys: created, read back with their hash, listed oldest first, revoked once.
         case apiKeys
         /// The workers table: started (twice), heartbeat, stopped.
@@ -148,6 +151,7 @@ public enum JobStoreConformance {
             case .auditTrail: try await Checks.auditTrail(harness)
             case .fleetMinutes: try await Checks.fleetMinutes(harness)
             case .queuedAhead: try await Checks.queuedAhead(harness)
+            case .attemptHistory: try await Checks.attemptHistory(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
             case .fanOut: try await Checks.fanOut(harness)

@@ -140,6 +140,10 @@ extension CountingStore: DashboardStore {
     func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord] {
         try await store.auditRecords(job: job, limit: limit)
     }
+    func attempts(of job: JobID) async throws -> [JobAttempt] {
+        called()
+        return try await store.attempts(of: job)
+    }
     func leaseExpiry(of job: JobID) async throws -> Date? {
         called()
         return try await store.leaseExpiry(of: job)

@@ -107,6 +107,61 @@ struct DashboardPagesTests {
         #expect(JobView.waiting(job(.completed), now: now) == nil)
     }
 
+    @Test("the timeline: each attempt that ended badly, then the job's own unless it is one of them")
+    func timeline() {
+        let start = Date(milliseconds: 1_795_780_800_000)
+        var running = job(.reading)
+        running.attempt = 3
+        running.worker = "w3"
+        running.startedAt = start.addingTimeInterval(60)
+        let attempts = [
+            JobAttempt(
+                attempt: 1,
+                worker: "w1",
+                startedAt: start.addingTimeInterval(1),
+                endedAt: start.addingTimeInterval(2),
+                outcome: "unknown",
+                errorCode: "output_unwritable",
+                errorMessage: "/out is full"
+            ),
+            JobAttempt(
+                attempt: 2,
+                worker: "w2",
+                startedAt: start.addingTimeInterval(3),
+                endedAt: start.addingTimeInterval(60),
+                outcome: JobAttempt.takenOver,
+                errorCode: "lease_lost",
+                errorMessage: nil
+            ),
+        ]
+        #expect(
+            JobView.timeline(running, attempts: attempts).map(\.what) == [
+                "Submitted", "Attempt 1 started on w1",
+                "Attempt 1 on w1 failed, queued again: output_unwritable (/out is full)",
+                "Attempt 2 started on w2", "Attempt 2 on w2 lost its lease: lease_lost", "Started on w3 (attempt 3)",
+            ]
+        )
+        var failed = job(.failed)
+        failed.attempt = 1
+        failed.finishedAt = start.addingTimeInterval(2)
+        let last = JobAttempt(
+            attempt: 1,
+            worker: "w1",
+            startedAt: start.addingTimeInterval(1),
+            endedAt: start.addingTimeInterval(2),
+            outcome: "failed",
+            errorCode: "input_unreadable",
+            errorMessage: "no such file"
+        )
+        #expect(
+            JobView.timeline(failed, attempts: [last]).map(\.what) == [
+                "Submitted", "Attempt 1 started on w1",
+                "Attempt 1 on w1 ended: failed: input_unreadable (no such file)",
+            ],
+            "the job's own end is the attempt's, once"
+        )
+    }
+
     @Test("a running job's pace: frames per second of its video, speed when its length is known, time left")
     func pace() {
         let now = Date(milliseconds: 1_795_780_900_000)
