@@ -21,6 +21,8 @@ public struct JobView: Sendable {
     public let pace: String?
     /// A waveform job's peaks drawn as SVG markup (`WaveformSVG`), set by the page's route.
     public var waveform: String?
+    /// A split job's parts as one bar (`PartsBar`).
+    public let partsBar: String?
     public let error: ErrorLine?
     public let kind: String
     public let preset: String
@@ -191,6 +193,7 @@ public struct JobView: Sendable {
             )
         }
         hasChildren = !children.isEmpty
+        partsBar = PartsBar.draw(children)
         self.canCancel = canAct && !job.status.isTerminal && !job.cancelRequested
         self.canRetry = canAct && (job.status == .failed || job.status == .cancelled)
         self.canAct = self.canCancel || self.canRetry

@@ -124,6 +124,41 @@ struct FleetTests {
     }
 }
 
+@Suite("A split job's parts")
+struct PartsBarTests {
+    @Test("a segment per part as wide as its media, coloured by worker, filled by progress; names escaped")
+    func bar() throws {
+        func part(_ index: Int, _ status: JobStatus, seconds: Double, worker: String?, progress: Double) -> Job {
+            var job = Job.sample(id: JobID("part-\(index)"), status: status)
+            job.range = Job.Range(start: 0, duration: seconds)
+            job.worker = worker
+            job.progress = progress
+            return job
+        }
+        let svg = try #require(
+            PartsBar.draw([
+                part(0, .completed, seconds: 30, worker: "w<1>", progress: 1),
+                part(1, .reading, seconds: 60, worker: "w2", progress: 0.5),
+                part(2, .failed, seconds: 30, worker: "w<1>", progress: 0.2),
+                part(3, .unknown, seconds: 30, worker: nil, progress: 0),
+            ])
+        )
+        // 150 s over 600: 120, 240, 120, 120 wide.
+        #expect(
+            svg.contains(#"<rect x="0.0" y="0" width="120.0""#) && svg.contains(#"<rect x="120.0" y="0" width="240.0""#)
+        )
+        #expect(
+            svg.contains(##"<rect x="121.0" y="1" width="119.0" height="26" fill="#e07b00"/>"##),
+            "half of 238, the second worker's colour"
+        )
+        #expect(svg.contains("Part 2: running on w2, 50 %") && svg.contains("Part 4: queued"))
+        #expect(svg.contains(##"stroke="#c0392b""##), "the failed part is outlined")
+        #expect(!svg.contains("w<1>") && svg.contains("w&lt;1&gt;"))
+        #expect(svg.contains(#"aria-label="4 parts, 1 completed""#))
+        #expect(PartsBar.draw([]) == nil)
+    }
+}
+
 @Suite("Waveform drawing")
 struct WaveformSVGTests {
     @Test("the loudest channel per column, many pixels to a column; what is not peaks is not drawn")
