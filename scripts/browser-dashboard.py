@@ -187,6 +187,20 @@ def run(driver, config, base, shots):
     shot(driver, shots, "thumbnails")
     step("a thumbnails job's pictures on its page")
 
+    wave = submit(base, config["submit_key"], config["waveform"])
+    driver.get(f"{base}/ui/jobs/{wave}")
+    wait_for(driver, "the waveform job to complete", lambda: badge(driver) == "completed", seconds=60)
+    driver.get(f"{base}/ui/jobs/{wave}")
+    drawn = driver.execute_script(
+        "const s = document.querySelector('svg.waveform polygon');"
+        " if (!s) return null; const b = s.getBBox(); return {width: b.width, height: b.height}"
+    )
+    report["waveform"] = drawn
+    if not drawn or drawn["width"] < 500 or drawn["height"] < 5:
+        fail(f"the waveform is not drawn across the page: {drawn}")
+    shot(driver, shots, "waveform")
+    step("a waveform job's peaks drawn on its page")
+
     # Keyboard: the skip link is the first stop, and every control can be reached.
     driver.find_element(By.TAG_NAME, "body").send_keys("\t")
     focused = driver.switch_to.active_element
@@ -245,7 +259,105 @@ def run(driver, config, base, shots):
     wait_for(driver, "the worker and the completed jobs on the fleet page", charted, seconds=40)
     shot(driver, shots, "fleet")
     step("the fleet page shows the worker and the jobs that ended")
+
+    # A bulk action's confirmation counts the jobs and changes nothing until confirmed.
+    driver.get(f"{base}/ui/?q=status:completed")
+    boxes = driver.find_elements(By.CSS_SELECTOR, "#live input[type=checkbox]")
+    if len(boxes) < 2:
+        fail(f"{len(boxes)} completed jobs to tick on the jobs page")
+    for box in boxes[:2]:
+        box.click()
+    driver.find_element(By.XPATH, "//button[normalize-space()='Retry…']").click()
+    wait_for(driver, "the confirmation", lambda: "Retry 2 jobs" in driver.find_element(By.TAG_NAME, "main").text)
+    shot(driver, shots, "bulk-confirm")
+    driver.get(f"{base}/ui/?q=status:completed")
+    if len(driver.find_elements(By.CSS_SELECTOR, "#live input[type=checkbox]")) != len(boxes):
+        fail("the bulk action changed jobs before it was confirmed")
+    step("a bulk action is confirmed with its count first")
+
+    behind_a_proxy(driver, config, shots)
     return worker
+
+
+def behind_a_proxy(driver, config, shots):
+    """The same dashboard under a base path behind nginx (a real proxy, not ours): signing in,
+    links, redirects, the session cookie and the live event stream all work under the prefix."""
+    import shutil
+    import socket
+    import tempfile
+
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        fail("nginx is missing (make test installs nginx-light)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    prefix = tempfile.mkdtemp(prefix="jobctl-nginx-")
+    upstream = config["base"].split("://", 1)[1]
+    conf = os.path.join(prefix, "nginx.conf")
+    with open(conf, "w") as out:
+        out.write(f"""
+daemon off; master_process off; worker_processes 1; pid {prefix}/nginx.pid; error_log {prefix}/error.log;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body; proxy_temp_path {prefix}/proxy; fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location /media-queue/ {{
+            proxy_pass http://{upstream}/;
+            proxy_http_version 1.1;
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_read_timeout 1h;
+        }}
+    }}
+}}
+""")
+    proxy = subprocess.Popen([nginx, "-p", prefix, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}/media-queue"
+        deadline = time.time() + 10
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/ui/signin")
+                break
+            except Exception as error:
+                if proxy.poll() is not None or time.time() > deadline:
+                    fail(f"nginx did not start: {error} {proxy.stderr.read().decode() if proxy.poll() is not None else ''}")
+                time.sleep(0.2)
+        driver.delete_all_cookies()
+        sign_in(driver, base, config["submit_key"])
+        if not driver.current_url.startswith(base + "/ui/"):
+            fail(f"signing in under the prefix landed on {driver.current_url}")
+        styled = driver.execute_script("return getComputedStyle(document.querySelector('.skip')).position")
+        if styled != "absolute":
+            fail("the stylesheet did not load under the prefix")
+        # Every job, ended or not: the worker still runs and may finish it before it shows.
+        driver.find_element(By.PARTIAL_LINK_TEXT, "All").click()
+        wait_for(driver, "the list of all jobs", lambda: driver.current_url == f"{base}/ui/?q=")
+        driver.execute_script("window.__noReload = true")
+        job_id = submit(config["base"], config["submit_key"], config["job_again"])
+        wait_for(
+            driver,
+            "a new job to appear live through the proxy",
+            lambda: driver.find_elements(By.CSS_SELECTOR, f"#live a[title='{job_id}']"),
+            seconds=10,
+        )
+        driver.find_element(By.CSS_SELECTOR, f"#live a[title='{job_id}']").click()
+        wait_for(driver, "the job page under the prefix", lambda: driver.current_url == f"{base}/ui/jobs/{job_id}")
+        driver.execute_script("window.__noReload = true")
+        wait_for(driver, "the job to complete live through the proxy", lambda: badge(driver) == "completed", seconds=90)
+        if not driver.execute_script("return window.__noReload === true"):
+            fail("the job page reloaded behind the proxy")
+        shot(driver, shots, "job-behind-proxy")
+        driver.find_element(By.XPATH, "//button[normalize-space()='Sign out']").click()
+        wait_for(driver, "the sign-in page under the prefix", lambda: driver.current_url == f"{base}/ui/signin")
+        step("under a base path behind nginx: signed in, live, signed out")
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@ import Foundation
 
 /// A waveform job's `peaks.json` (audiowaveform's format: `bits`, `channels` and `data`, a min
 /// and a max per channel per pixel) drawn as inline SVG on the server: the loudest of the
-/// channels at each of `columns` columns, as one filled shape. Numbers only go into it.
+/// channels at each of `columns` columns, as one filled shape, scaled to its loudest peak (a
+/// quiet recording still shows its shape, as audio editors draw it). Numbers only go into it.
 public enum WaveformSVG {
     public static let columns = 600
     /// The file a waveform job writes its peaks to (`WaveformOutputs.jsonName`).
@@ -20,10 +21,13 @@ public enum WaveformSVG {
         let bits = (object["bits"] as? Int) ?? 16
         let channels = max(1, (object["channels"] as? Int) ?? 1)
         guard bits == 8 || bits == 16, values.count % (2 * channels) == 0 else { return nil }
-        return draw(peaks: values.map(\.doubleValue), channels: channels, full: bits == 8 ? 128 : 32768)
+        let peaks = values.map(\.doubleValue)
+        let loudest = peaks.map(abs).max() ?? 0
+        return draw(peaks: peaks, channels: channels, full: loudest > 0 ? loudest : (bits == 8 ? 128 : 32768))
     }
 
-    /// `peaks`: per pixel, a min and a max for each channel in turn; `full`: the scale's top.
+    /// `peaks`: per pixel, a min and a max for each channel in turn; `full`: the value drawn at
+    /// the top and the bottom.
     static func draw(peaks: [Double], channels: Int, full: Double) -> String {
         let pixels = peaks.count / (2 * channels)
         let columns = min(Self.columns, pixels)
@@ -53,7 +57,7 @@ public enum WaveformSVG {
         let bottom = lows.indices.reversed().map { "\(String(format: "%.1f", Double($0) * step)),\(y(lows[$0]))" }
         return """
             <svg class="waveform" viewBox="0 0 \(Self.columns) \(Int(height))" role="img" \
-            aria-label="The audio's waveform: its peaks over time"><line x1="0" y1="\(Int(middle))" \
+            aria-label="The audio's waveform: its peaks over time, scaled to the loudest"><line x1="0" y1="\(Int(middle))" \
             x2="\(Self.columns)" y2="\(Int(middle))" stroke="#bbb"/><polygon fill="#2a6fdb" \
             points="\((top + bottom).joined(separator: " "))"/></svg>
             """

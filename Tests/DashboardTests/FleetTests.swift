@@ -176,6 +176,11 @@ struct WaveformSVGTests {
             .split(separator: " ")
         #expect(points.count == 1200, "600 columns, a top and a bottom each")
         #expect(points[1] == "1.0,0.0" && points[0] == "0.0,58.2")
+        // A quiet recording fills the height: scaled to its loudest peak (3,276 of 32,768).
+        let quiet = try #require(
+            WaveformSVG.draw(Data(#"{"bits":16,"channels":1,"data":[-3276,3276,-1638,1638]}"#.utf8))
+        )
+        #expect(quiet.contains(#"points="0.0,0.0 300.0,30.0 300.0,90.0 0.0,120.0""#), "\(quiet)")
         #expect(WaveformSVG.draw(Data(#"{"bits":16,"channels":1,"data":[1,2,3]}"#.utf8)) == nil, "an odd count")
         #expect(WaveformSVG.draw(Data(#"{"bits":12,"data":[1,2]}"#.utf8)) == nil)
         #expect(WaveformSVG.draw(Data("not json".utf8)) == nil)

@@ -30,6 +30,8 @@ struct DashboardBrowserTests {
             "read_key": readKey,
             "admin_key": admin.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines),
             "job": ["input": input, "output": "dashboard.mp4", "preset": "low", "range": "0s+1s"],
+            "job_again": ["input": input, "output": "behind-proxy.mp4", "preset": "low", "range": "0s+1s"],
+            "waveform": ["kind": "waveform", "input": input, "output": "wave"],
             "thumbnails": [
                 "kind": "thumbnails", "input": input, "output": "thumbs", "thumbnails": ["at": ["0.2s", "0.8s"]],
             ] as [String: Any],
@@ -44,8 +46,11 @@ struct DashboardBrowserTests {
             result.status == 0 && report?["ok"] as? Bool == true,
             "\(result.stdoutText) \(result.stderr) \(server.process.log)"
         )
-        #expect((report?["steps"] as? [String])?.count == 12, "\(report ?? [:])")
-        for name in ["signin", "jobs", "jobs-360", "job", "thumbnails", "job-read-only", "fleet"] {
+        #expect((report?["steps"] as? [String])?.count == 15, "\(report ?? [:])")
+        for name in [
+            "signin", "jobs", "jobs-360", "job", "thumbnails", "waveform", "job-read-only", "fleet", "bulk-confirm",
+            "job-behind-proxy",
+        ] {
             #expect(FileManager.default.fileExists(atPath: "\(shots)/\(name).png"), "no screenshot \(name)")
         }
         // The output is real: ffprobe reads what the browser watched complete.
