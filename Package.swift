@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability", "Dashboard",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability", "Dashboard", "ObjectStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -14,28 +14,34 @@ extension DashboardRoutes {
     /// The names of a completed job's files: those its result lists (file sets), or its output's
     /// name (an export).
     static func fileNames(of job: Job) -> [String] {
-        guard job.status == .completed, !MediaLocation.isRemote(job.output) else { return [] }
+        // Outputs at http(s) URLs are not read back; those in a bucket are (DashboardObjects).
+        guard job.status == .completed, !MediaLocation.isRemote(job.output) || MediaLocation.isObjectStore(job.output)
+        else { return [] }
         if let files = job.result?["files"]?.arrayValue {
             return files.compactMap { $0["name"]?.stringValue }
         }
         return job.kind == .export ? [(job.output as NSString).lastPathComponent] : []
     }
 
-    /// The file `name` of the job on this host, if it is one of its files and inside its output.
-    func localFile(_ name: String, of job: Job) -> String? {
+    /// The job's output as a worker resolves it (the key's directory or prefix), if `name` is
+    /// one of its files; `nil` when it is not, or the output is not the key's to read.
+    func resolvedOutput(_ name: String, of job: Job) -> JobPaths? {
         guard Self.fileNames(of: job).contains(name), !name.contains("/"), name != "..", name != "." else { return nil }
         // Only the output matters here: a stand-in input keeps an input this server cannot
         // place from refusing the lookup.
         var outputOnly = job
         outputOnly.input = "https://input.invalid/"
-        guard
-            let paths = try? JobPaths.resolve(
-                outputOnly,
-                inputRoot: nil,
-                outputRoot: confinement.outputRoot,
-                objectRoot: confinement.objectRoot
-            )
-        else { return nil }
+        return try? JobPaths.resolve(
+            outputOnly,
+            inputRoot: nil,
+            outputRoot: confinement.outputRoot,
+            objectRoot: confinement.objectRoot
+        )
+    }
+
+    /// The file `name` of the job on this host, if it is one of its files and inside its output.
+    func localFile(_ name: String, of job: Job) -> String? {
+        guard !MediaLocation.isObjectStore(job.output), let paths = resolvedOutput(name, of: job) else { return nil }
         let path = job.result?["files"] == nil ? paths.output : (paths.output as NSString).appendingPathComponent(name)
         guard (try? paths.confinement.checkOutput(path)) != nil else { return nil }
         var status = stat()
@@ -57,9 +63,14 @@ extension DashboardRoutes {
 
     func file(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
-            JobRoutes.visible(job, to: session.key), let name = context.parameters.get("name"),
-            let path = localFile(name, of: job)
+            JobRoutes.visible(job, to: session.key), let name = context.parameters.get("name")
         else {
+            return refusal(session, "There is no such file of a job of yours on this server.", status: .notFound)
+        }
+        if job.status == .completed, let object = objectFile(name, of: job) {
+            return try await objectResponse(request, session, name: name, object)
+        }
+        guard let path = localFile(name, of: job) else {
             return refusal(session, "There is no such file of a job of yours on this server.", status: .notFound)
         }
         var headers = Self.fileHeaders(name)

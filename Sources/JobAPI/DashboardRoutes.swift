@@ -4,6 +4,7 @@ import Hummingbird
 import JobKinds
 import Logging
 import NIOCore
+import ObjectStorage
 import Queue
 import Synchronization
 
@@ -24,6 +25,8 @@ struct DashboardRoutes: Sendable {
     /// costs a render, so one key must not be able to take the server.
     let keyLimiter: RateLimiter?
     let counts = StatusCountCache(lifetime: .seconds(10))
+    /// The object store a job's files in a bucket are read from (the environment's).
+    var objects: S3ClientProvider = .environment
     /// The server's one watch (the pages' live updates share it with the API's streams).
     let watch: JobWatch
     /// How long one page's event stream lasts before the browser reconnects.
@@ -263,7 +266,7 @@ struct DashboardRoutes: Sendable {
             job: job,
             children: children,
             audit: audit,
-            files: Self.fileNames(of: job).filter { localFile($0, of: job) != nil },
+            files: Self.fileNames(of: job).filter { localFile($0, of: job) != nil || objectFile($0, of: job) != nil },
             canAct: session.key.scope >= .submit,
             now: now(),
             ahead: job.status == .unknown && job.children == nil

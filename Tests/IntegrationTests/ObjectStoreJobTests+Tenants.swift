@@ -18,19 +18,11 @@ extension ObjectStoreJobTests {
         let server = try await APILiveTests.Server(setup.directory, db: setup.db, extra: ["--s3-root", root])
         defer { server.process.signal(SIGKILL) }
         let own = "\(root)\(server.keyID)/"
-        let input = try S3Location.parse(own + "in/talk.mp4").get()
-        let path = try await Fixtures.shared.path(.basic)
         let client = setup.client
-        _ = try await onThread { try client.putObject(file: path, to: input, contentType: "video/mp4") }
+        let input = try await Self.uploadOwnInput(client, own)
 
         // The API: its own prefix is accepted, another key's refused with where its own is.
-        let submitted = try await server.request(
-            "POST",
-            "/v1/jobs",
-            body: #"{"input":"\#(input)","output":"\#(own)out/talk.mp4","preset":"low","range":"0+1s"}"#
-        )
-        #expect(submitted.status == 201, "\(submitted.json)")
-        let id = try #require(submitted.json["id"] as? String)
+        let id = try await Self.submitOwnExport(server, input: input, output: "\(own)out/talk.mp4")
         let other = "\(root)someoneelse/out.mp4"
         let refused = try await server.request(
             "POST",
@@ -66,5 +58,27 @@ extension ObjectStoreJobTests {
         )
         #expect(stopped.error?.message.contains(own) == true, "\(stopped.error?.message ?? "")")
         #expect(try await onThread { try client.head(S3Location.parse(other).get()) } == nil)
+    }
+}
+
+extension ObjectStoreJobTests {
+    /// The basic fixture at `OWN/in/talk.mp4`, the key's own prefix.
+    static func uploadOwnInput(_ client: S3Client, _ own: String) async throws -> S3Location {
+        let input = try S3Location.parse(own + "in/talk.mp4").get()
+        let path = try await Fixtures.shared.path(.basic)
+        _ = try await onThread { try client.putObject(file: path, to: input, contentType: "video/mp4") }
+        return input
+    }
+
+    /// Submits a 1 s export of `input` to `output` over the API (201); its id.
+    static func submitOwnExport(_ server: APILiveTests.Server, input: S3Location, output: String) async throws -> String
+    {
+        let submitted = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body: #"{"input":"\#(input)","output":"\#(output)","preset":"low","range":"0+1s"}"#
+        )
+        #expect(submitted.status == 201, "\(submitted.json)")
+        return try #require(submitted.json["id"] as? String, "\(submitted.json)")
     }
 }
