@@ -201,6 +201,49 @@ def run(driver, config, base, shots):
     shot(driver, shots, "waveform")
     step("a waveform job's peaks drawn on its page")
 
+    # An HLS ladder plays in the page's <video> from its master playlist (Chromium plays fMP4
+    # HLS natively), its segments fetched through the session.
+    ladder = submit(base, config["submit_key"], config["hls"])
+    driver.get(f"{base}/ui/jobs/{ladder}")
+    wait_for(driver, "the ladder to complete", lambda: badge(driver) == "completed", seconds=90)
+    driver.get(f"{base}/ui/jobs/{ladder}")
+    played = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const v = document.querySelector('video.output');
+        if (!v) return done({error: 'no video on the page'});
+        if (!v.src.endsWith('/files/master.m3u8')) return done({error: 'the video is not the master playlist: ' + v.src});
+        v.muted = true;
+        v.addEventListener('error', () => done({error: v.error && v.error.message}));
+        v.play().then(() => setTimeout(() => done({duration: v.duration, time: v.currentTime}), 700))
+            .catch(e => done({error: String(e)}));
+    """)
+    report["hls"] = played
+    if played.get("error") or not played.get("duration") or played.get("time", 0) <= 0:
+        fail(f"the ladder did not play: {played}")
+    step("an HLS ladder plays on its page")
+
+    # A hidden tab holds no stream: the server's watchers (its /metrics) drop to none, and
+    # come back when the tab is shown again.
+    def watchers():
+        request = urllib.request.Request(
+            f"{base}/metrics", headers={"Authorization": f"Bearer {config['admin_key']}"}
+        )
+        text = urllib.request.urlopen(request).read().decode()
+        line = next(x for x in text.splitlines() if x.startswith("jobctl_api_watchers"))
+        return float(line.split()[-1])
+
+    visibility = (
+        "Object.defineProperty(document, 'hidden', {configurable: true, get: () => arguments[0]});"
+        " document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    driver.get(f"{base}/ui/jobs/{ladder}")
+    wait_for(driver, "the page's stream", lambda: watchers() >= 1)
+    driver.execute_script(visibility, True)
+    wait_for(driver, "no stream while the tab is hidden", lambda: watchers() == 0)
+    driver.execute_script(visibility, False)
+    wait_for(driver, "the stream again once the tab is shown", lambda: watchers() >= 1)
+    step("a hidden tab holds no stream")
+
     # Keyboard: the skip link is the first stop, and every control can be reached.
     driver.find_element(By.TAG_NAME, "body").send_keys("\t")
     focused = driver.switch_to.active_element

@@ -32,6 +32,8 @@ struct DashboardBrowserTests {
             "job": ["input": input, "output": "dashboard.mp4", "preset": "low", "range": "0s+1s"],
             "job_again": ["input": input, "output": "behind-proxy.mp4", "preset": "low", "range": "0s+1s"],
             "waveform": ["kind": "waveform", "input": input, "output": "wave"],
+            "hls": ["kind": "hls", "input": input, "output": "ladder", "hls": ["ladder": "234p"]]
+                as [String: Any],
             "thumbnails": [
                 "kind": "thumbnails", "input": input, "output": "thumbs", "thumbnails": ["at": ["0.2s", "0.8s"]],
             ] as [String: Any],
@@ -46,7 +48,7 @@ struct DashboardBrowserTests {
             result.status == 0 && report?["ok"] as? Bool == true,
             "\(result.stdoutText) \(result.stderr) \(server.process.log)"
         )
-        #expect((report?["steps"] as? [String])?.count == 15, "\(report ?? [:])")
+        #expect((report?["steps"] as? [String])?.count == 17, "\(report ?? [:])")
         for name in [
             "signin", "jobs", "jobs-360", "job", "thumbnails", "waveform", "job-read-only", "fleet", "bulk-confirm",
             "job-behind-proxy",
