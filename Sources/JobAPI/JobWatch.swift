@@ -61,7 +61,7 @@ package final class JobWatch: Sendable {
     private enum Sink {
         case stream(AsyncStream<Snapshot?>.Continuation)
         case answer(@Sendable (Outcome) -> Void)
-        /// A dashboard page: every wake-up that read its jobs or saw a notification.
+        /// A dashboard page: an update at every wake-up.
         case page(AsyncStream<PageUpdate>.Continuation)
     }
 
