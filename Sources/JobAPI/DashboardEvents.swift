@@ -32,8 +32,10 @@ extension DashboardRoutes {
         for entry in (parameters.get("watch") ?? "").split(whereSeparator: { $0 == " " || $0 == "," || $0 == "+" })
             .prefix(JobWatch.pageLimit)
         {
-            let parts = entry.split(separator: ".", maxSplits: 1)
-            let id = JobID(String(parts[0]))
+            // `.` or `..` alone has no parts: skipped, as any entry that is not an id.
+            let parts = entry.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let first = parts.first else { continue }
+            let id = JobID(String(first))
             if id.isWellFormed { asked[id] = parts.count > 1 ? String(parts[1]) : "" }
         }
         let key = session.key

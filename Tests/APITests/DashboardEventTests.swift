@@ -137,6 +137,24 @@ struct DashboardEventTests {
         }
     }
 
+    @Test("entries that are not ids are skipped, not a crash: '.', '..', '.x', an empty one, a long one")
+    func oddEntries() async throws {
+        let f = try await F { $0.maximumStream = .seconds(1) }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let browser = try await D.signIn(client, key: f.submit)
+            let long = String(repeating: "a.", count: 5000)
+            for watch in [".", "..", ".x", "+", ",,", "...", long, "%00.%00"] {
+                let response = try await client.execute(
+                    uri: "/ui/events?watch=\(watch)&listing=1",
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                )
+                #expect(response.status == .ok, "\(watch.prefix(20))")
+            }
+        }
+    }
+
     @Test("a read key's page streams too (looking is what it may do)")
     func readKeyStreams() async throws {
         let f = try await F { $0.maximumStream = .seconds(2) }
