@@ -50,11 +50,12 @@ extension MemoryJobStore: DashboardStore {
     }
 
     /// What the SQL stores' `job_attempt_ended` trigger records: each job that was running
-    /// before a write and after it is not running the same attempt, unless it completed.
+    /// under a lease before a write and after it runs a later attempt, or has stopped without
+    /// completing and without handing its attempt back (a release, a fan-out).
     static func noteEndedAttempts(_ running: [Job], _ tables: inout Tables, now: Date) {
         for before in running {
-            guard let after = tables.jobs[before.id]?.job,
-                after.attempt != before.attempt || ![.reading, .completed].contains(after.status)
+            guard let after = tables.jobs[before.id]?.job, after.attempt >= before.attempt,
+                after.attempt > before.attempt || ![.reading, .completed].contains(after.status)
             else { continue }
             let takenOver = after.attempt != before.attempt
             tables.attempts[before.id, default: []].append(

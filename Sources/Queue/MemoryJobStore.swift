@@ -73,7 +73,9 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
     func write<T>(_ body: (inout Tables) throws -> T) rethrows -> T {
         let now = self.now
         let value = try state.withLock { tables in
-            let running = tables.jobs.values.compactMap { $0.job.status == .reading ? $0.job : nil }
+            let running = tables.jobs.values.compactMap {
+                $0.job.status == .reading && $0.leaseToken != nil ? $0.job : nil
+            }
             defer { Self.noteEndedAttempts(running, &tables, now: now) }
             return try body(&tables)
         }

@@ -183,5 +183,14 @@ extension Checks {
         let failed = try await stores[0].attempts(of: failing.id)
         #expect(failed.map(\.outcome) == ["failed"] && failed.first?.errorCode == finalError.code.rawValue)
         #expect(try await stores[0].attempts(of: JobID("00000000-0000-0000-0000-000000000000")).isEmpty)
+
+        // A worker's release (a graceful shutdown) hands the attempt back: not an attempt.
+        let released = try await h.submit("attempts-release", maxAttempts: 3)
+        let held = try await h.claim(released.id)
+        #expect(try await h.store.release(held.lease))
+        let again = try await h.claim(released.id)
+        #expect(again.job.attempt == 1, "the same attempt number again")
+        #expect(try await h.store.complete(again.lease, result: .object([:]), tracks: []))
+        #expect(try await stores[0].attempts(of: released.id).isEmpty)
     }
 }

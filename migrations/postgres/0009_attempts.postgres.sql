@@ -1,7 +1,8 @@
 -- 0009: each attempt of a job that did not end it well (the dashboard's timeline), as SQLite's
--- 0011: written by a trigger when a running job fails, is queued again, is cancelled, or is
--- taken over after its lease ran out. The trigger's WHEN is checked without calling the
--- function, so a claim or a completion pays next to nothing.
+-- 0011: written by a trigger when a running job fails, is queued again after a retryable
+-- failure, is cancelled, or is taken over after its lease ran out (not a release, a fan-out or
+-- a waiting parent). The trigger's WHEN is checked without calling the function, so a claim or
+-- a completion pays next to nothing.
 CREATE TABLE jobctl.job_attempts (
     job_id        TEXT NOT NULL REFERENCES jobctl.jobs (id) ON DELETE CASCADE,
     attempt       INTEGER NOT NULL,
@@ -27,5 +28,6 @@ CREATE FUNCTION jobctl.record_attempt() RETURNS trigger LANGUAGE plpgsql AS $$ B
     ); RETURN NULL; END $$;
 
 CREATE TRIGGER job_attempt_ended AFTER UPDATE OF status, attempt ON jobctl.jobs FOR EACH ROW
-WHEN (OLD.status = 'reading' AND (NEW.attempt <> OLD.attempt OR NEW.status NOT IN ('reading', 'completed')))
+WHEN (OLD.status = 'reading' AND OLD.lease_token IS NOT NULL AND NEW.attempt >= OLD.attempt
+    AND (NEW.attempt > OLD.attempt OR NEW.status NOT IN ('reading', 'completed')))
 EXECUTE FUNCTION jobctl.record_attempt();
