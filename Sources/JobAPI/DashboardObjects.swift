@@ -20,11 +20,11 @@ extension DashboardRoutes {
     /// Where a listed file of a job whose output is in a bucket is; `nil` for a job whose
     /// output is not, a name not listed, or a location outside the key's prefix.
     func objectFile(_ name: String, of job: Job) -> S3Location? {
-        guard MediaLocation.isObjectStore(job.output), let paths = resolvedOutput(name, of: job) else { return nil }
-        let location =
-            job.result?["files"] == nil
-            ? paths.output : paths.output.hasSuffix("/") ? paths.output + name : paths.output + "/" + name
-        return try? S3Location.parse(location).get()
+        guard MediaLocation.isObjectStore(job.output), let paths = resolvedOutput(name, of: job),
+            let output = try? S3Location.parse(paths.output).get()
+        else { return nil }
+        // A file set's output is a key template (`…/{name}`), as the worker wrote it.
+        return job.result?["files"] == nil ? output : output.object(named: name)
     }
 
     /// The object as a file response: whole, or the one byte range asked for.

@@ -102,6 +102,31 @@ extension ObjectStoreJobTests {
         #expect(ranged.status == 206)
         #expect(try Data(contentsOf: URL(fileURLWithPath: part)) == bytes[4_000_000...8_500_000])
 
+        // A file set in the bucket (its output a key template): its pictures are served too.
+        let thumbnails = try await server.request(
+            "POST",
+            "/v1/jobs",
+            body:
+                #"{"kind":"thumbnails","input":"\#(input)","output":"\#(own)thumbs/{name}","thumbnails":{"at":["0.5s"]}}"#
+        )
+        let thumbs = try #require(thumbnails.json["id"] as? String, "\(thumbnails.json)")
+        let second = try JobctlProcess(
+            ["worker", "--db", setup.db, "--name", "w2", "--once", "--s3-root", root] + server.roots,
+            log: setup.directory.file("worker2.log")
+        )
+        #expect(try await second.waitForExit(timeout: .seconds(120))?.status == 0, "\(second.log)")
+        let sheet = try await session.get("/ui/jobs/\(thumbs)")
+        let picture = try #require(
+            sheet.body.range(of: #"<img src="[^"]+/files/[^"]+""#, options: .regularExpression).map {
+                String(sheet.body[$0])
+            },
+            "no picture on the page: \(sheet.body)"
+        )
+        let file = String(picture.dropFirst(#"<img src=""#.count).dropLast())
+        let jpeg = setup.directory.file("thumb.jpg")
+        #expect(try await session.get("/ui/jobs/\(file)", to: jpeg).status == 200)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: jpeg)).prefix(3) == Data([0xFF, 0xD8, 0xFF]), "a JPEG")
+
         // Another tenant, signed in, is told there is no such file; a name the result does not
         // list is not fetched from the bucket.
         let other = try await Jobctl.run(["keys", "create", "--name", "other", "--db", setup.db])
