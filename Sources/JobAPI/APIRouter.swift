@@ -202,6 +202,7 @@ public enum APIRoutes {
             keyLimiter: configuration.rateLimit.map(RateLimiter.init),
             watch: watch,
             maximumStream: configuration.maximumStream,
+            sessionCheckInterval: configuration.watchInterval * 15,
             logger: logger,
             now: { Date() }
         )

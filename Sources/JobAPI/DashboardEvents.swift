@@ -20,9 +20,11 @@ import ServiceLifecycle
 ///
 /// The page fetches its live part again on an event; nothing in an event but an id the key
 /// may see. Only jobs the session's key may see are watched (others are dropped unanswered),
-/// at most `JobWatch.pageLimit`. A stream is one of the key's watches (`--max-watches-per-key`), lasts
-/// `maximumStream` like the API's, and answers 401 without a session, which stops the browser's
-/// `EventSource` rather than making it retry.
+/// at most `JobWatch.pageLimit`. A stream takes one of the key's watches
+/// (`--max-watches-per-key`) per job it watches, lasts `maximumStream` like the API's, ends
+/// within `sessionCheckInterval` of its session ending (signed out, expired, the key revoked),
+/// and answers 401 without a session, which stops the browser's `EventSource` rather than
+/// making it retry.
 extension DashboardRoutes {
     func events(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
         let parameters = request.uri.queryParameters
@@ -53,6 +55,7 @@ extension DashboardRoutes {
             return Response(status: .tooManyRequests, headers: [.retryAfter: "30"])
         }
         let end = PageStreamEnd(subscription)
+        let sessionHash = session.row.idHash
         context.connectionClosed?.whenComplete { [weak end] _ in end?.subscription.finish() }
         let headers: HTTPFields = [
             .contentType: "text/event-stream", .cacheControl: "no-store", .init("X-Accel-Buffering")!: "no",
@@ -67,11 +70,16 @@ extension DashboardRoutes {
                 // Checked at the first update whatever the notifications say, then after them.
                 var checkNewest = listing
                 var lastCheck = ContinuousClock.now - Self.newestCheckInterval
+                var sessionChecked = ContinuousClock.now
                 // Reconnect after 2 s if the connection drops (a restart, a proxy's timeout).
                 try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
                 try await withGracefulShutdownHandler {
                     var lastWrite = ContinuousClock.now
                     for await update in end.subscription.updates {
+                        if ContinuousClock.now - sessionChecked >= sessionCheckInterval {
+                            sessionChecked = .now
+                            guard try await sessionHolds(sessionHash) else { break }
+                        }
                         var changed: [JobID] = []
                         for (id, seen) in watched {
                             guard let job = update.jobs[id]?.job else {
@@ -85,7 +93,11 @@ extension DashboardRoutes {
                                 changed.append(id)
                             }
                         }
-                        if listing && update.notified { checkNewest = true }
+                        // After a notification, and now and then without one (a NOTIFY lost with a
+                        // connection, an update dropped for a slow reader).
+                        if listing && (update.notified || ContinuousClock.now - lastCheck >= Self.newestRecheck) {
+                            checkNewest = true
+                        }
                         if checkNewest, ContinuousClock.now - lastCheck >= Self.newestCheckInterval {
                             lastCheck = .now
                             do {
@@ -118,6 +130,16 @@ extension DashboardRoutes {
 
     /// The least time between two reads of a stream's newest job.
     static let newestCheckInterval: Duration = .milliseconds(500)
+    /// The most time between two reads of it, notified or not.
+    static let newestRecheck: Duration = .seconds(5)
+
+    /// Whether the session (by its id's hash) is still open with a key that is not revoked.
+    func sessionHolds(_ idHash: String) async throws -> Bool {
+        guard let row = try await store.session(idHash: idHash, at: now()),
+            let key = try await store.apiKey(id: row.keyID)?.key
+        else { return false }
+        return key.revokedAt == nil
+    }
 
     /// The key's newest top-level job (everybody's for an admin): what a new submission changes.
     func newestJob(owner: String?) async throws -> JobID? {

@@ -31,6 +31,9 @@ struct DashboardRoutes: Sendable {
     let watch: JobWatch
     /// How long one page's event stream lasts before the browser reconnects.
     let maximumStream: Duration
+    /// How often a page's event stream checks that its session still holds (15 of the
+    /// watch's ticks: 15 s by default).
+    let sessionCheckInterval: Duration
     let logger: Logger
     let now: @Sendable () -> Date
 

@@ -70,6 +70,9 @@ package final class JobWatch: Sendable {
         let jobs: [JobID]
         /// The API key watching (each may hold at most `maximumPerKey` watches).
         let owner: String
+        /// What it takes of its owner's share: a job read at every wake-up is one, so a page
+        /// watching 50 jobs takes 50 (and one watching none, 1).
+        var weight: Int { max(1, jobs.count) }
         /// When the watch ends by itself (a long poll's wait, a stream's lifetime).
         var deadline: ContinuousClock.Instant
         let sink: Sink
@@ -155,8 +158,8 @@ package final class JobWatch: Sendable {
 
     /// Watches a dashboard page's `ids` (at most `pageLimit`) until `deadline`, and the store's
     /// notifications: an update follows every wake-up.
-    /// Only the newest updates are kept for a slow watcher. It takes one of `owner`'s share;
-    /// `nil` past it.
+    /// Only the newest updates are kept for a slow watcher. It takes one of `owner`'s share per
+    /// job (at least one); `nil` past it.
     func watchPage(_ ids: [JobID], owner: String, until deadline: ContinuousClock.Instant) -> PageSubscription? {
         let (updates, continuation) = AsyncStream<PageUpdate>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let token = UUID()
@@ -206,8 +209,8 @@ package final class JobWatch: Sendable {
     /// for a wake-up (its first read).
     private func admit(_ token: UUID, _ watcher: Watcher) -> Bool {
         let wake = state.withLock { state -> AsyncStream<Void>.Continuation?? in
-            guard state.perOwner[watcher.owner, default: 0] < maximumPerKey else { return .none }
-            state.perOwner[watcher.owner, default: 0] += 1
+            guard state.perOwner[watcher.owner, default: 0] + watcher.weight <= maximumPerKey else { return .none }
+            state.perOwner[watcher.owner, default: 0] += watcher.weight
             var watcher = watcher
             if state.stopping, case .answer = watcher.sink { watcher.deadline = .now }
             state.watchers[token] = watcher
@@ -228,7 +231,7 @@ package final class JobWatch: Sendable {
     private func remove(_ token: UUID) -> Bool {
         let (removed, stopped) = state.withLock { state -> (Bool, Task<Void, Never>?) in
             guard let watcher = state.watchers.removeValue(forKey: token) else { return (false, nil) }
-            state.perOwner[watcher.owner, default: 1] -= 1
+            state.perOwner[watcher.owner, default: watcher.weight] -= watcher.weight
             if state.perOwner[watcher.owner] == 0 { state.perOwner[watcher.owner] = nil }
             guard state.watchers.isEmpty, let loop = state.loop else { return (true, nil) }
             state.loop = nil

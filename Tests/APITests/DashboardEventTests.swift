@@ -155,6 +155,71 @@ struct DashboardEventTests {
         }
     }
 
+    @Test("a page's stream takes one of the key's watches per job it watches: past the share, 429")
+    func weightedShare() async throws {
+        let f = try await F {
+            $0.maximumStream = .seconds(2)
+            $0.maximumWatchesPerKey = 3
+        }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            let browser = try await D.signIn(client, key: f.submit)
+            var jobs: [Job] = []
+            for index in 0..<3 { jobs.append(try await D.submit(f, key: f.submit, input: "/in/\(index).mov")) }
+            let three = jobs.map { "\($0.id.rawValue).x" }.joined(separator: "+")
+            let first = Task {
+                try await client.execute(
+                    uri: "/ui/events?watch=\(three)",
+                    method: .get,
+                    headers: [.cookie: browser.cookie]
+                )
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let second = try await client.execute(
+                uri: "/ui/events?watch=\(jobs[0].id.rawValue).x",
+                method: .get,
+                headers: [.cookie: browser.cookie]
+            )
+            #expect(second.status == .tooManyRequests, "three jobs watched take the whole share of three")
+            #expect(try await first.value.status == .ok)
+        }
+    }
+
+    @Test("a stream ends soon after its session does: signed out, or the key revoked")
+    func endsWithTheSession() async throws {
+        // The watch ticks every 200 ms here: a stream checks its session every 3 s.
+        let f = try await F { $0.maximumStream = .seconds(60) }
+        defer { f.directory.remove() }
+        try await f.app.test(.router) { client in
+            for ending in ["sign out", "revoke"] {
+                let browser = try await D.signIn(client, key: ending == "sign out" ? f.submit : f.other)
+                let started = ContinuousClock.now
+                let stream = Task {
+                    try await client.execute(
+                        uri: "/ui/events?listing=1",
+                        method: .get,
+                        headers: [.cookie: browser.cookie]
+                    )
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                if ending == "sign out" {
+                    var headers = D.formType
+                    headers[.cookie] = browser.cookie
+                    _ = try await client.execute(
+                        uri: "/ui/signout",
+                        method: .post,
+                        headers: headers,
+                        body: D.form(["csrf": browser.csrf])
+                    )
+                } else {
+                    #expect(try await f.store.revokeAPIKey(id: String(f.other.split(separator: "_")[1]), at: Date()))
+                }
+                #expect(try await stream.value.status == .ok)
+                #expect(ContinuousClock.now - started < .seconds(10), "\(ending): the stream outlived its session")
+            }
+        }
+    }
+
     @Test("a read key's page streams too (looking is what it may do)")
     func readKeyStreams() async throws {
         let f = try await F { $0.maximumStream = .seconds(2) }
