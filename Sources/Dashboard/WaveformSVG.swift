@@ -10,7 +10,7 @@ public enum WaveformSVG {
     public static let peaksName = "peaks.json"
     static let height = 120.0
     /// A bigger file is linked, not drawn (an hour at a fine resolution is megabytes).
-    public static let maximumBytes = 8 << 20
+    public static let maximumBytes = 4 << 20
 
     /// The SVG for the file's bytes, or `nil` when they are not peaks this can draw.
     public static func draw(_ data: Data) -> String? {
@@ -19,8 +19,10 @@ public enum WaveformSVG {
             let values = object["data"] as? [NSNumber], !values.isEmpty
         else { return nil }
         let bits = (object["bits"] as? Int) ?? 16
-        let channels = max(1, (object["channels"] as? Int) ?? 1)
-        guard bits == 8 || bits == 16, values.count % (2 * channels) == 0 else { return nil }
+        let channels = (object["channels"] as? Int) ?? 1
+        guard bits == 8 || bits == 16, (1...64).contains(channels), values.count % (2 * channels) == 0 else {
+            return nil
+        }
         let peaks = values.map(\.doubleValue)
         let loudest = peaks.map(abs).max() ?? 0
         return draw(peaks: peaks, channels: channels, full: loudest > 0 ? loudest : (bits == 8 ? 128 : 32768))

@@ -6,6 +6,7 @@ import JobctlCore
 import NIOCore
 import ObjectStorage
 import Queue
+import Synchronization
 
 /// A job's files in a bucket (`s3://`), on its page as local ones are: the server reads them
 /// with its own object store credentials (the workers' environment: docs/object-storage.md)
@@ -14,8 +15,11 @@ import Queue
 /// Only names the job's result lists, of a job the session may see, inside the key's prefix
 /// of `--s3-root` (checked as a worker checks it).
 extension DashboardRoutes {
-    /// How much of an object one request to the store asks for (its response limit).
+    /// How much of an object one request to the store asks for (its response limit), and
+    /// for the first request of a response: a `<video>` that seeks drops most responses early,
+    /// and each byte asked of the store is paid for.
     static let objectChunk: Int64 = 4 << 20
+    static let firstObjectChunk: Int64 = 512 << 10
 
     /// Where a listed file of a job whose output is in a bucket is; `nil` for a job whose
     /// output is not, a name not listed, or a location outside the key's prefix.
@@ -48,6 +52,16 @@ extension DashboardRoutes {
         guard let info else {
             return refusal(session, "There is no such file of a job of yours in the bucket.", status: .notFound)
         }
+        // Held by the response's body: released when it is done or dropped.
+        guard let ticket = objectReads.take() else {
+            var busy = refusal(
+                session,
+                "Too many files are being read from the bucket; try again.",
+                status: .serviceUnavailable
+            )
+            busy.headers[.retryAfter] = "5"
+            return busy
+        }
         var headers = Self.fileHeaders(name)
         headers[.acceptRanges] = "bytes"
         let size = Int(info.size)
@@ -68,16 +82,24 @@ extension DashboardRoutes {
         return Response(
             status: status,
             headers: headers,
-            body: ResponseBody { [range] writer in
+            body: ResponseBody { [range, ticket] writer in
+                withExtendedLifetime(ticket) {}
                 var offset = Int64(range.lowerBound)
                 let last = Int64(range.upperBound)
+                var size = Self.firstObjectChunk
                 while offset <= last {
-                    let chunk = offset...min(offset + Self.objectChunk - 1, last)
+                    let chunk = offset...min(offset + size - 1, last)
+                    size = Self.objectChunk
                     let data = try await onDedicatedThread("jobctl.dashboard.s3") {
                         try store.get(object, range: chunk)
                     }
-                    guard !data.isEmpty else {
-                        logger.warning("The bucket sent nothing for a range", metadata: ["object": "\(object)"])
+                    // Exactly the bytes asked for, or the response ends short: an object that
+                    // shrank, or a store that ignores ranges, must not fill it with other bytes.
+                    guard data.count == chunk.count else {
+                        logger.warning(
+                            "The bucket answered a range with other bytes",
+                            metadata: ["object": "\(object)", "asked": "\(chunk.count)", "got": "\(data.count)"]
+                        )
                         throw HTTPError(.badGateway)
                     }
                     try await writer.write(ByteBuffer(bytes: data))
@@ -86,5 +108,32 @@ extension DashboardRoutes {
                 try await writer.finish(nil)
             }
         )
+    }
+}
+
+/// How many responses read from the bucket at once, server-wide: each holds a thread and up to
+/// 8 MiB while it runs.
+package final class ObjectReadLimit: Sendable {
+    let maximum: Int
+    private let reading = Mutex(0)
+
+    package init(maximum: Int) { self.maximum = maximum }
+
+    /// A ticket while fewer than `maximum` are out; it gives its place back when released.
+    package func take() -> Ticket? {
+        let taken = reading.withLock { count -> Bool in
+            guard count < maximum else { return false }
+            count += 1
+            return true
+        }
+        return taken ? Ticket(self) : nil
+    }
+
+    fileprivate func giveBack() { reading.withLock { $0 -= 1 } }
+
+    package final class Ticket: Sendable {
+        let limit: ObjectReadLimit
+        fileprivate init(_ limit: ObjectReadLimit) { self.limit = limit }
+        deinit { limit.giveBack() }
     }
 }

@@ -27,6 +27,8 @@ struct DashboardRoutes: Sendable {
     let counts = StatusCountCache(lifetime: .seconds(10))
     /// The object store a job's files in a bucket are read from (the environment's).
     var objects: S3ClientProvider = .environment
+    /// Responses reading from the bucket at once.
+    let objectReads = ObjectReadLimit(maximum: 16)
     /// The server's one watch (the pages' live updates share it with the API's streams).
     let watch: JobWatch
     /// How long one page's event stream lasts before the browser reconnects.

@@ -158,6 +158,18 @@ struct DashboardFileTests {
         }
     }
 
+    @Test("reads from the bucket: at most so many at once; a response dropped gives its place back")
+    func objectReadLimit() {
+        let limit = ObjectReadLimit(maximum: 2)
+        var first = limit.take()
+        let second = limit.take()
+        #expect(first != nil && second != nil)
+        #expect(limit.take() == nil, "a third waits")
+        first = nil
+        #expect(limit.take() != nil, "the first's place is free again")
+        withExtendedLifetime(second) {}
+    }
+
     @Test("a waveform job's peaks are drawn on its page; peaks that are not audiowaveform's are only linked")
     func waveform() async throws {
         let f = try await F()

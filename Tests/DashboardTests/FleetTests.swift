@@ -183,6 +183,11 @@ struct WaveformSVGTests {
         #expect(quiet.contains(#"points="0.0,0.0 300.0,30.0 300.0,90.0 0.0,120.0""#), "\(quiet)")
         #expect(WaveformSVG.draw(Data(#"{"bits":16,"channels":1,"data":[1,2,3]}"#.utf8)) == nil, "an odd count")
         #expect(WaveformSVG.draw(Data(#"{"bits":12,"data":[1,2]}"#.utf8)) == nil)
+        #expect(
+            WaveformSVG.draw(Data(#"{"bits":8,"channels":4611686018427387904,"data":[1,2]}"#.utf8)) == nil,
+            "no overflow"
+        )
+        #expect(WaveformSVG.draw(Data(#"{"bits":8,"channels":0,"data":[1,2]}"#.utf8)) == nil)
         #expect(WaveformSVG.draw(Data("not json".utf8)) == nil)
         #expect(WaveformSVG.draw(Data(#"{"data":[]}"#.utf8)) == nil)
     }

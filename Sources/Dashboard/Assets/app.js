@@ -3,7 +3,9 @@
 //   shows (`data-watch`) and, on the jobs page, for new submissions (`data-listing`); on an
 //   event it fetches the page again and swaps that part in.
 // - A page with `data-refresh` (the fleet) fetches itself every so many seconds.
-// A hidden tab closes its stream and fetches nothing; coming back, it catches up once.
+// A hidden tab closes its stream and fetches nothing; coming back, it catches up once. A fetch
+// or a stream that fails (a restart, a proxy's 502, a 429) is tried again, waiting longer each
+// time (up to a minute); a page whose session has ended stops.
 // No framework, no build step.
 "use strict";
 (function () {
@@ -15,24 +17,52 @@
   let timer = null;
   let source = null;
   let streamKey = null;
+  // Signed out (a fetch was sent to sign in): nothing more to keep live.
+  let stopped = false;
+  // The wait before trying again after a failure, doubled each time, reset by a success.
+  let backoff = 0;
+
+  // One retry waits at a time, however many things failed.
+  let retry = null;
+
+  function failed() {
+    if (retry !== null) return;
+    backoff = Math.min(60000, backoff ? backoff * 2 : 2000);
+    retry = setTimeout(function () {
+      retry = null;
+      refresh();
+    }, backoff);
+  }
 
   async function refresh() {
-    if (document.hidden) return;
+    if (document.hidden || stopped) return;
     if (busy) {
       again = true;
       return;
     }
     busy = true;
     last = Date.now();
+    let ok = false;
     try {
       const response = await fetch(window.location.href, {
         credentials: "same-origin",
         headers: { "X-Jobctl-Fragment": "live" },
       });
-      if (response.redirected || !response.ok) return;
+      if (response.redirected) {
+        stopped = true;
+        disconnect();
+        return;
+      }
+      if (!response.ok) {
+        failed();
+        return;
+      }
       const page = new DOMParser().parseFromString(await response.text(), "text/html");
       const fresh = page.getElementById("live");
       if (!fresh) return;
+      ok = true;
+      // A page without a stream has nothing else to say it works again.
+      if (!live.dataset.events) backoff = 0;
       if (fresh.innerHTML !== live.innerHTML) {
         // Ticked rows stay ticked across a refresh (the bulk actions' selection).
         const ticked = new Set([...live.querySelectorAll("input[type=checkbox]:checked")].map((box) => box.value));
@@ -43,10 +73,11 @@
       live.dataset.watch = fresh.dataset.watch || "";
       if (fresh.dataset.newest !== undefined) live.dataset.newest = fresh.dataset.newest;
     } catch (error) {
-      // The server is restarting or the network is down: the next event or tick tries again.
+      // The server is restarting or the network is down.
+      failed();
     } finally {
       busy = false;
-      connect();
+      if (ok) connect();
       if (again) {
         again = false;
         soon();
@@ -71,7 +102,7 @@
   }
 
   function connect() {
-    if (!live.dataset.events) return;
+    if (!live.dataset.events || stopped) return;
     const watch = (live.dataset.watch || "").trim();
     const listing = live.dataset.listing === "1";
     if (document.hidden || (!watch && !listing)) {
@@ -89,10 +120,17 @@
     if (listing) url += "&listing=1&newest=" + encodeURIComponent(live.dataset.newest || "");
     source = new EventSource(url);
     source.addEventListener("change", soon);
-    // The browser reconnects by itself after a dropped connection; a refusal (the session
-    // ended) closes the stream for good, and the page says so at its next load.
+    source.addEventListener("open", function () {
+      backoff = 0;
+    });
+    // The browser reconnects by itself after a dropped connection. An answer other than the
+    // stream (401: the session ended; 429, a proxy's 502) closes it: the page is fetched again
+    // after a wait, which finds out which (signed out stops; anything else opens it again).
     source.addEventListener("error", function () {
-      if (source && source.readyState === EventSource.CLOSED) disconnect();
+      if (source && source.readyState === EventSource.CLOSED) {
+        disconnect();
+        failed();
+      }
     });
   }
 
