@@ -13,7 +13,9 @@ public struct SearchIndexer: Service {
     let interval: Duration
     let logger: Logger
 
-    public init(store: any DashboardStore, batch: Int = 5000, interval: Duration = .seconds(1), logger: Logger) {
+    /// A batch of 1,000 holds the database's write lock for about 10 ms: submissions wait no
+    /// longer than that behind it.
+    public init(store: any DashboardStore, batch: Int = 1000, interval: Duration = .seconds(1), logger: Logger) {
         self.store = store
         self.batch = batch
         self.interval = interval

@@ -55,14 +55,21 @@ extension SQLiteJobStore {
     /// be narrowed: a negated or short term (under three letters), or only common ones. The
     /// condition's own `LIKE` still decides, so a candidate is only a candidate.
     static func searchClause(_ conditions: [JobCondition], _ db: Database) -> (sql: String, match: String)? {
-        let matches = conditions.compactMap(searchMatch)
+        // At most three terms are probed (each probe reads up to `searchCandidates` entries).
+        let matches = Array(conditions.compactMap(searchMatch).prefix(3))
+        // The index is used while it is in step: not too far behind, and its last job still at
+        // its rowid (a VACUUM that renumbered rowids leaves it wrong until it is built again).
         guard !matches.isEmpty,
-            let backlog = try? Int64.fetchOne(
+            let state = try? Row.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT coalesce(max(rowid), 0) - (SELECT indexed_rowid FROM job_search_state) FROM jobs"
+                    sql: """
+                        SELECT coalesce((SELECT max(rowid) FROM jobs), 0) - indexed_rowid AS backlog,
+                            indexed_rowid = 0 OR indexed_id IS (SELECT id FROM jobs WHERE rowid = indexed_rowid) AS inStep
+                        FROM job_search_state
+                        """
                 )
             ),
-            backlog <= searchBacklog
+            let backlog = state["backlog"] as Int64?, backlog <= searchBacklog, state["inStep"] as Bool? == true
         else { return nil }
         var best: (match: String, count: Int)?
         for match in matches {

@@ -53,6 +53,8 @@ struct SQLiteSearchTests {
             UPDATE jobs SET rowid = -rowid - 1 WHERE rowid < 0;
             """
         )
+        // Until the index is built again, searches read the rows instead of trusting it.
+        #expect(try await Self.search(store, "talk-29") == ["/media/talk-29.mov"], "not through the stale index")
         #expect(try await store.indexSearchText(limit: 100) == 29, "the index starts over")
         #expect(try await Self.search(store, "talk-29") == ["/media/talk-29.mov"])
         #expect(try await Self.search(store, "talk-5").isEmpty)
