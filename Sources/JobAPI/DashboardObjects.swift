@@ -9,9 +9,10 @@ import Queue
 import Synchronization
 
 /// A job's files in a bucket (`s3://`), on its page as local ones are: the server reads them
-/// with its own object store credentials (the workers' environment: docs/object-storage.md)
-/// and streams them to the session, 4 MiB at a time, byte ranges included (a `<video>` seeks
-/// with them). Nothing of the store reaches the browser: no pre-signed URL, no signature.
+/// with its own object store credentials (the workers' environment: docs/operations.md) and
+/// streams them to the session, up to 4 MiB a request to the store, byte ranges included (a
+/// `<video>` seeks with them). Nothing of the store reaches the browser: no pre-signed URL,
+/// no signature.
 /// Only names the job's result lists, of a job the session may see, inside the key's prefix
 /// of `--s3-root` (checked as a worker checks it).
 extension DashboardRoutes {
