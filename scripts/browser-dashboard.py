@@ -101,6 +101,16 @@ def badge(driver):
     return driver.find_element(By.CSS_SELECTOR, "#live .badge").text
 
 
+def completed_page(driver, base, key, body, what, seconds):
+    """Submits `body`, waits on its page for it to complete, and loads the page once more (the
+    output is shown by a full page, not by the live part); returns the job's id."""
+    job = submit(base, key, body)
+    driver.get(f"{base}/ui/jobs/{job}")
+    wait_for(driver, f"the {what} job to complete", lambda: badge(driver) == "completed", seconds=seconds)
+    driver.get(f"{base}/ui/jobs/{job}")
+    return job
+
+
 def run(driver, config, base, shots):
     driver.get(f"{base}/ui/")
     wait_for(driver, "the sign-in page", lambda: "signin" in driver.current_url)
@@ -172,10 +182,7 @@ def run(driver, config, base, shots):
     shot(driver, shots, "job")
     step("the output plays and seeks in the page")
 
-    thumbs = submit(base, config["submit_key"], config["thumbnails"])
-    driver.get(f"{base}/ui/jobs/{thumbs}")
-    wait_for(driver, "the thumbnails job to complete", lambda: badge(driver) == "completed", seconds=60)
-    driver.get(f"{base}/ui/jobs/{thumbs}")
+    completed_page(driver, base, config["submit_key"], config["thumbnails"], "thumbnails", 60)
     wait_for(
         driver,
         "its pictures to load",
@@ -187,10 +194,7 @@ def run(driver, config, base, shots):
     shot(driver, shots, "thumbnails")
     step("a thumbnails job's pictures on its page")
 
-    wave = submit(base, config["submit_key"], config["waveform"])
-    driver.get(f"{base}/ui/jobs/{wave}")
-    wait_for(driver, "the waveform job to complete", lambda: badge(driver) == "completed", seconds=60)
-    driver.get(f"{base}/ui/jobs/{wave}")
+    completed_page(driver, base, config["submit_key"], config["waveform"], "waveform", 60)
     drawn = driver.execute_script(
         "const s = document.querySelector('svg.waveform polygon');"
         " if (!s) return null; const b = s.getBBox(); return {width: b.width, height: b.height}"
@@ -203,10 +207,7 @@ def run(driver, config, base, shots):
 
     # An HLS ladder plays in the page's <video> from its master playlist (Chromium plays fMP4
     # HLS natively), its segments fetched through the session.
-    ladder = submit(base, config["submit_key"], config["hls"])
-    driver.get(f"{base}/ui/jobs/{ladder}")
-    wait_for(driver, "the ladder to complete", lambda: badge(driver) == "completed", seconds=90)
-    driver.get(f"{base}/ui/jobs/{ladder}")
+    ladder = completed_page(driver, base, config["submit_key"], config["hls"], "ladder", 90)
     played = driver.execute_async_script("""
         const done = arguments[arguments.length - 1];
         const v = document.querySelector('video.output');

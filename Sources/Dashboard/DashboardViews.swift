@@ -230,7 +230,8 @@ public struct ConfirmView: Sendable {
 /// What a page has seen of a job, as a short token: its status, attempt, worker, cancel request
 /// and whole percent. A page sends the tokens of the jobs it shows with its event stream, and
 /// the stream tells it of any job whose token differs, from the start: a change between the
-/// page's render and the stream's start is not lost.
+/// page's render and the stream's start is not lost. The fields are those the API's event
+/// streams compare (`EventStream.Seen` in JobAPI): change both.
 public enum LiveVersion {
     public static func of(_ job: Job) -> String {
         let seen = [

@@ -88,6 +88,7 @@ final class StreamEnd: Sendable {
 
 /// What a stream has sent, to send only changes.
 struct EventStream {
+    /// The same fields make a dashboard page's token (`Dashboard.LiveVersion`): change both.
     private struct Seen: Equatable {
         var status: JobStatus
         var attempt: Int
