@@ -352,7 +352,8 @@ http {{
         location /media-queue/ {{
             proxy_pass http://{upstream}/;
             proxy_http_version 1.1;
-            proxy_set_header Host $host;
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_buffering off;
             proxy_read_timeout 1h;
         }}

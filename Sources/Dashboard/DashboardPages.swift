@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Mustache
 import Queue
 
@@ -29,11 +30,14 @@ public struct DashboardPages: Sendable {
     }
 
     /// The page `name` filled from `view`.
+    /// The page of `view`. What tenants sent (paths, names, messages) is escaped for HTML by the
+    /// templates, and its invisible reordering marks are written out (`\u{202E}`) on every page
+    /// at once, as the CLI does: the templates hold none of their own.
     public func render(_ view: Any, as name: String) -> String {
         guard let page = library.render(view, withTemplate: name) else {
             preconditionFailure("no dashboard template \(name)")
         }
-        return page
+        return TerminalText.revealingMarks(page)
     }
 
     /// The static files under `assets/`, with their content types.

@@ -48,6 +48,18 @@ public enum DashboardText {
         }
     }
 
+    /// The longest text a table cell shows: a longer one keeps its start and its end (a file's
+    /// name) around an ellipsis, and the job's page shows it whole. A page of 50 jobs with
+    /// names of 4,000 characters was 830 KB (issue 42).
+    public static let cellCharacters = 120
+
+    /// `text` cut to `cellCharacters`, its start and end kept.
+    public static func cell(_ text: String) -> String {
+        guard text.count > cellCharacters else { return text }
+        let tail = cellCharacters * 2 / 3
+        return text.prefix(cellCharacters - tail - 1) + "…" + text.suffix(tail)
+    }
+
     /// `2026-11-27T10:00:00.123Z`, for `<time datetime>`.
     public static func timestamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
@@ -75,7 +87,7 @@ public enum DashboardText {
     /// A percentage for a `<progress>`, only while there is some progress to show.
     static func percent(_ job: Job) -> Int? {
         job.status == .reading || (job.status == .unknown && job.progress > 0)
-            ? Int((job.progress * 100).rounded(.down)) : nil
+            ? JobProgress.wholePercent(job.progress) : nil
     }
 }
 
@@ -129,9 +141,9 @@ public struct JobsView: Sendable {
             percent = DashboardText.percent(job)
             errorCode = job.error?.code.rawValue
             kind = job.kind.rawValue
-            preset = job.preset
-            input = job.displayInput
-            worker = job.worker
+            preset = DashboardText.cell(job.preset)
+            input = DashboardText.cell(job.displayInput)
+            worker = job.worker.map(DashboardText.cell)
             created = DashboardText.timestamp(job.createdAt)
             createdShort = DashboardText.short(job.createdAt)
         }
@@ -236,7 +248,7 @@ public enum LiveVersion {
     public static func of(_ job: Job) -> String {
         let seen = [
             job.status.rawValue, "\(job.attempt)", job.worker ?? "", job.cancelRequested ? "c" : "",
-            "\(Int((job.progress * 100).rounded(.down)))",
+            "\(JobProgress.wholePercent(job.progress))",
         ]
         .joined(separator: "\u{1}")
         // FNV-1a: a fingerprint, not a secret (the page shows all of it anyway).

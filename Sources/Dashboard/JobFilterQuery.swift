@@ -30,10 +30,18 @@ public struct JobFilterQuery: Sendable, Hashable {
         public let description: String
     }
 
+    /// The most terms a query has (`OR` not counted).
+    public static let maximumTerms = 16
+    /// The most values all its terms have together (`kind:a,b` is two).
+    public static let maximumValues = 32
+    /// The longest value, in UTF-8 bytes.
+    public static let maximumValueBytes = 256
+
     /// The query of `text`; `now` anchors relative times (`-2h`).
     public init(_ text: String, now: Date = Date()) throws(ParseError) {
         var conditions: [JobCondition] = []
         let terms = try Self.terms(text)
+        try Self.checkSize(terms)
         var index = 0
         while index < terms.count {
             var term = terms[index]
@@ -117,6 +125,26 @@ public struct JobFilterQuery: Sendable, Hashable {
         }
     }
 
+    /// Refuses a query past the limits: every distinct shape of conditions is a statement the
+    /// database prepares, and every value a part of it, so neither may grow without bound.
+    static func checkSize(_ terms: [Term]) throws(ParseError) {
+        let filters = terms.filter { !$0.isOr }
+        guard filters.count <= maximumTerms else {
+            throw ParseError(description: "a search has at most \(maximumTerms) terms; this one has \(filters.count)")
+        }
+        let values = filters.reduce(0) { $0 + $1.values.count }
+        guard values <= maximumValues else {
+            throw ParseError(
+                description: "a search has at most \(maximumValues) values in all (a,b is two); this one has \(values)"
+            )
+        }
+        if let long = filters.lazy.flatMap(\.values).first(where: { $0.utf8.count > maximumValueBytes }) {
+            throw ParseError(
+                description: "a value is at most \(maximumValueBytes) bytes long; one is \(long.utf8.count)"
+            )
+        }
+    }
+
     // MARK: Conditions
 
     static func condition(_ term: Term, now: Date) throws(ParseError) -> JobCondition {
@@ -149,7 +177,7 @@ public struct JobFilterQuery: Sendable, Hashable {
                     description: "\(field.rawValue): takes one date (2026-11-27), time (2026-11-27T10:00) or age (-2h)"
                 )
             }
-            let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            let milliseconds = Self.milliseconds(date)
             let test: JobCondition.Test = field == .after ? .atLeast(milliseconds) : .below(milliseconds)
             return JobCondition(.created, test, negated: negated)
         }
@@ -171,11 +199,16 @@ public struct JobFilterQuery: Sendable, Hashable {
         if term.values.count == 1, let value = term.values.first, let first = value.first, "<>".contains(first) {
             let inclusive = value.dropFirst().hasPrefix("=")
             guard let bound = Int64(value.dropFirst(inclusive ? 2 : 1)) else { throw refusal }
+            // Checked: `>MAX` is a bound no number passes, `<=MAX` one every number passes.
             let test: JobCondition.Test
             switch (first, inclusive) {
             case (">", true): test = .atLeast(bound)
-            case (">", false): test = .atLeast(bound + 1)
-            case ("<", true): test = .below(bound + 1)
+            case (">", false):
+                let (next, overflow) = bound.addingReportingOverflow(1)
+                test = overflow ? .anyOf([]) : .atLeast(next)
+            case ("<", true):
+                let (next, overflow) = bound.addingReportingOverflow(1)
+                test = overflow ? .atLeast(.min) : .below(next)
             default: test = .below(bound)
             }
             return JobCondition(.priority, test, negated: term.negated)
@@ -184,9 +217,23 @@ public struct JobFilterQuery: Sendable, Hashable {
         return JobCondition(.priority, .anyOf(term.values.map { String(Int64($0)!) }), negated: term.negated)
     }
 
+    /// The latest and earliest times a `created` bound holds: ±2⁵³ ms (285,000 years either
+    /// side of 1970), exact in a Double. An age older than that (`-1e308d`) is the earliest.
+    static let millisecondRange: ClosedRange<Int64> = -(1 << 53)...(1 << 53)
+
+    /// `date` in Unix milliseconds, clamped to `millisecondRange` (never a trap, whatever the age).
+    static func milliseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard value.isFinite else { return value < 0 ? millisecondRange.lowerBound : millisecondRange.upperBound }
+        let clamped = min(max(value, Double(millisecondRange.lowerBound)), Double(millisecondRange.upperBound))
+        return Int64(clamped)
+    }
+
     /// `2026-11-27`, `2026-11-27T10:00[:00][Z|±hh:mm]` (UTC without a zone), or `-N[mhd]`.
     static func date(_ text: String, now: Date) -> Date? {
-        if text.hasPrefix("-"), let unit = text.last, let amount = Double(text.dropFirst().dropLast()), amount >= 0 {
+        if text.hasPrefix("-"), let unit = text.last, let amount = Double(text.dropFirst().dropLast()),
+            amount.isFinite, amount >= 0
+        {
             let seconds: Double? =
                 switch unit {
                 case "m": 60

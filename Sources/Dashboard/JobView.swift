@@ -146,6 +146,7 @@ public struct JobView: Sendable {
         canAct: Bool,
         now: Date,
         ahead: Int? = nil,
+        aheadOwnOnly: Bool = false,
         leaseExpiry: Date? = nil,
         attempts: [JobAttempt] = []
     ) {
@@ -159,7 +160,7 @@ public struct JobView: Sendable {
         status = job.status.rawValue
         statusLabel = DashboardText.status(job.status)
         percent = DashboardText.percent(job)
-        waiting = Self.waiting(job, now: now, ahead: ahead, leaseExpiry: leaseExpiry)
+        waiting = Self.waiting(job, now: now, ahead: ahead, aheadOwnOnly: aheadOwnOnly, leaseExpiry: leaseExpiry)
         pace = JobPace(job, now: now)?.text
         error = job.error.map { ErrorLine(code: $0.code.rawValue, message: $0.message) }
         kind = job.kind.rawValue
@@ -230,7 +231,15 @@ public struct JobView: Sendable {
     /// The most queued jobs counted before one (`DashboardStore.queuedAhead`).
     public static let aheadLimit = 1000
 
-    static func waiting(_ job: Job, now: Date, ahead: Int? = nil, leaseExpiry: Date? = nil) -> String? {
+    /// `aheadOwnOnly`: `ahead` counts the key's own jobs only (a tenant's page: the others'
+    /// volume is not theirs to learn).
+    static func waiting(
+        _ job: Job,
+        now: Date,
+        ahead: Int? = nil,
+        aheadOwnOnly: Bool = false,
+        leaseExpiry: Date? = nil
+    ) -> String? {
         if job.cancelRequested && !job.status.isTerminal {
             return "Cancelling: the worker stops at its next heartbeat."
         }
@@ -241,12 +250,17 @@ public struct JobView: Sendable {
             return "Waiting for its parts to finish."
         case .unknown:
             let place =
-                switch ahead {
-                case nil: ""
-                case 0?: " It is next."
-                case let count? where count >= aheadLimit: " \(aheadLimit) or more jobs come before it."
-                case 1?: " 1 job comes before it."
-                case let count?: " \(count) jobs come before it."
+                switch (ahead, aheadOwnOnly) {
+                case (nil, _): ""
+                case (0?, true): " None of your jobs comes before it (other keys' jobs are not counted)."
+                case (let count?, true) where count >= aheadLimit:
+                    " \(aheadLimit) or more of your jobs come before it (other keys' jobs are not counted)."
+                case (1?, true): " 1 of your jobs comes before it (other keys' jobs are not counted)."
+                case (let count?, true): " \(count) of your jobs come before it (other keys' jobs are not counted)."
+                case (0?, false): " It is next."
+                case (let count?, false) where count >= aheadLimit: " \(aheadLimit) or more jobs come before it."
+                case (1?, false): " 1 job comes before it."
+                case (let count?, false): " \(count) jobs come before it."
                 }
             return "Waiting for a worker: queued jobs run by priority, then oldest first." + place
         case .reading:

@@ -9,13 +9,28 @@ import Queue
 /// `HttpOnly`, `SameSite=Strict` cookie (`Secure` under TLS), and the database keeps its SHA-256
 /// with the key's id, a random CSRF token and an expiry. Every form of the session carries the
 /// token; an action without it, or with another session's, is refused. The sign-in form has a
-/// token of its own before there is a session: a random value in a short-lived cookie, which the
-/// form must repeat (a page of another site can neither read nor set it).
+/// token of its own before there is a session: a random value in a short-lived cookie, and in the
+/// form its HMAC under a key only the servers hold (`signInToken`), so a cookie planted by a page
+/// of the same site (another port, a sibling subdomain) has no form token to go with it. Under
+/// TLS both cookies are `__Host-` cookies, which no other host or subdomain can set.
 public enum SessionCookie {
-    /// The session cookie's name.
+    /// The session cookie's name without TLS.
     public static let name = "jobctl_session"
-    /// The sign-in form's cookie.
+    /// The sign-in form's cookie without TLS.
     public static let signInName = "jobctl_signin"
+    /// What `__Host-` asks of a cookie's browser: `Secure`, `Path=/`, no `Domain`.
+    static let hostPrefix = "__Host-"
+
+    /// The session cookie's name: a `__Host-` cookie under TLS.
+    public static func name(secure: Bool) -> String { secure ? hostPrefix + name : name }
+    /// The sign-in form's cookie's name: a `__Host-` cookie under TLS.
+    public static func signInName(secure: Bool) -> String { secure ? hostPrefix + signInName : signInName }
+
+    /// The form token that goes with the sign-in cookie `cookie`: its HMAC-SHA256 under the
+    /// servers' key, 43 characters of base64url.
+    public static func signInToken(for cookie: String, key: SymmetricKey) -> String {
+        SecretText.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(cookie.utf8), using: key)))
+    }
     /// How long a session lasts from signing in (sessions do not slide: sign in again after).
     public static let lifetime: TimeInterval = 12 * 3600
 
@@ -60,10 +75,12 @@ public enum SessionCookie {
             }
     }
 
-    /// `Set-Cookie` for a value. No `Path`: the browser scopes it to the directory of the page
-    /// that set it, `/ui/` here or `/prefix/ui/` behind a proxy, so a base path needs no setting.
+    /// `Set-Cookie` for a value. No `Path` without TLS: the browser scopes it to the directory
+    /// of the page that set it, `/ui/` here or `/prefix/ui/` behind a proxy, so a base path
+    /// needs no setting. A `__Host-` cookie must have `Path=/`.
     public static func header(name: String, value: String, maxAge: Int, secure: Bool) -> String {
-        "\(name)=\(value); Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
+        let path = name.hasPrefix(hostPrefix) ? "; Path=/" : ""
+        return "\(name)=\(value); Max-Age=\(maxAge)\(path); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
     }
 
     /// `Set-Cookie` that removes a cookie.

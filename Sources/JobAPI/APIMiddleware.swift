@@ -75,8 +75,8 @@ final class RouteTable: Sendable {
 
 /// `Authorization: Bearer jck_…` on every route but the open ones (`/healthz`, `/openapi.json`,
 /// `/metrics` when public), then the key's rate limit. A failure is logged with the key's id
-/// when it has one, never with the key; an address that keeps failing is slowed down (429)
-/// before its attempts reach the database.
+/// when it has one, never with the key; failures that keep coming for one key id or from one
+/// client are answered 429 (`AuthFailures`), and a valid key never waits on them.
 struct KeyAuthentication: RouterMiddleware {
     let store: any APIKeyStore
     let openPaths: Set<String>
@@ -84,7 +84,7 @@ struct KeyAuthentication: RouterMiddleware {
     let keyLimiter: RateLimiter?
     /// A response's bytes that one token pays for (`RateLimiter.charge`).
     static let bytesPerToken = 16 * 1024
-    let failureLimiter: RateLimiter
+    let failures: AuthFailures
     let logger: Logger
 
     func handle(
@@ -95,10 +95,9 @@ struct KeyAuthentication: RouterMiddleware {
         if openPaths.contains(request.uri.path) { return try await next(request, context) }
         // The dashboard signs in with a session cookie of its own (DashboardRoutes).
         if DashboardRoutes.owns(request.uri.path) { return try await next(request, context) }
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
-        if let wait = failureLimiter.wait(address) { throw APIError.rateLimited(wait) }
+        let client = failures.proxies.client(peer: context.remoteAddress?.ipAddress, headers: request.headers)
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
-            _ = failureLimiter.take(address)
+            if let wait = failures.failed(keyID: nil, client: client) { throw APIError.rateLimited(wait) }
             throw APIError.unauthorized
         }
         let text = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
@@ -110,12 +109,13 @@ struct KeyAuthentication: RouterMiddleware {
             throw APIError.databaseUnavailable
         }
         guard let key else {
-            _ = failureLimiter.take(address)
+            let id = APIKeys.parse(Substring(text))?.id
+            if let wait = failures.failed(keyID: id, client: client) { throw APIError.rateLimited(wait) }
             logger.warning(
                 "Refused an API key",
                 metadata: [
-                    "key.id": "\(APIKeys.parse(Substring(text))?.id ?? "malformed")", "path": "\(request.uri.path)",
-                    "address": "\(address)",
+                    "key.id": "\(id ?? "malformed")", "path": "\(request.uri.path)",
+                    "address": "\(client ?? "unknown")",
                 ]
             )
             throw APIError.unauthorized

@@ -18,7 +18,7 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var key: APIKey?
     /// The peer of the connection (a proxy's address behind a reverse proxy: `X-Forwarded-For`
-    /// is not read).
+    /// is read only from `--trusted-proxy` peers, by `TrustedProxies`).
     public let remoteAddress: SocketAddress?
     /// Set when the request is a long poll taken below Hummingbird: its wait is parked there.
     package var parkedPoll: (any ParkedPoll)?
@@ -70,6 +70,9 @@ public struct APIConfiguration: Sendable {
     /// Marks the dashboard's cookies `Secure`: the server speaks TLS, or sits behind a proxy
     /// that does (`jobctl serve --secure-cookies`).
     public var secureCookies: Bool
+    /// The reverse proxies whose `X-Forwarded-For` names the client (`serve --trusted-proxy`):
+    /// failed sign-ins are counted per client address only where it is known.
+    public var trustedProxies: TrustedProxies
 
     public init(
         store: any JobDatabase,
@@ -85,9 +88,11 @@ public struct APIConfiguration: Sendable {
         watchInterval: Duration = .seconds(1),
         keyCacheLifetime: Duration = .seconds(2),
         maximumWatchesPerKey: Int = 1000,
-        secureCookies: Bool = false
+        secureCookies: Bool = false,
+        trustedProxies: TrustedProxies = TrustedProxies()
     ) {
         self.secureCookies = secureCookies
+        self.trustedProxies = trustedProxies
         self.store = store
         self.catalog = catalog
         self.paths = paths
@@ -146,6 +151,7 @@ public enum APIRoutes {
         router.add(middleware: ErrorShape(routes: table, logger: logger))
         router.add(middleware: DeclaredBodyLimit())
         router.add(middleware: RequestTimeout(configuration: configuration))
+        let failures = AuthFailures(proxies: configuration.trustedProxies)
         router.add(
             middleware: KeyAuthentication(
                 store: configuration.store,
@@ -153,7 +159,7 @@ public enum APIRoutes {
                 cache: configuration.keyCacheLifetime > .zero
                     ? APIKeyCache(lifetime: configuration.keyCacheLifetime) : nil,
                 keyLimiter: configuration.rateLimit.map(RateLimiter.init),
-                failureLimiter: RateLimiter(RateLimit(perSecond: 10)),
+                failures: failures,
                 logger: logger
             )
         )
@@ -199,6 +205,7 @@ public enum APIRoutes {
             store: configuration.store,
             confinement: configuration.paths,
             secureCookies: configuration.secureCookies,
+            failures: failures,
             keyLimiter: configuration.rateLimit.map(RateLimiter.init),
             watch: watch,
             maximumStream: configuration.maximumStream,

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import Queue
 import ServiceLifecycle
+import Synchronization
 
 /// `GET /ui/events?watch=ID.TOKEN+ID.TOKEN&listing=1&newest=ID`: what keeps a dashboard page
 /// live, as Server-Sent Events over the server's one `JobWatch` (the API's event streams
@@ -101,7 +102,9 @@ extension DashboardRoutes {
                         if checkNewest, ContinuousClock.now - lastCheck >= Self.newestCheckInterval {
                             lastCheck = .now
                             do {
-                                let top = try await newestJob(owner: owner)
+                                let top = try await newestReads.newest(owner: owner, since: update.wokeAt) {
+                                    try await newestJob(owner: owner)
+                                }
                                 checkNewest = false
                                 if let top, top != newest {
                                     newest = top
@@ -146,6 +149,42 @@ extension DashboardRoutes {
         var query = JobQuery(owner: owner, limit: 1)
         query.topLevelOnly = true
         return try await store.jobs(query).first?.id
+    }
+}
+
+/// The key's newest job as read after a wake-up, shared by every page stream of the key that
+/// looks after the same wake-up: one read per key per wake-up however many pages it has open
+/// (issue 42: a thousand streams of one session each read it, and another tenant's requests
+/// waited behind them).
+final class NewestJobReads: Sendable {
+    private struct Entry {
+        let since: ContinuousClock.Instant
+        let read: Task<JobID?, any Error>
+    }
+
+    /// Keys remembered before the ones read longest ago are dropped.
+    static let capacity = 1000
+    private let entries = Mutex<[String: Entry]>([:])
+
+    /// The newest job of `owner` (everybody's for `nil`), read at or after `since`: the read
+    /// another stream started for the same wake-up, or a new one.
+    func newest(
+        owner: String?,
+        since: ContinuousClock.Instant,
+        read: @escaping @Sendable () async throws -> JobID?
+    ) async throws -> JobID? {
+        let name = owner ?? ""
+        let task = entries.withLock { entries -> Task<JobID?, any Error> in
+            if let entry = entries[name], entry.since >= since { return entry.read }
+            if entries.count >= Self.capacity {
+                let oldest = entries.sorted { $0.value.since < $1.value.since }.prefix(Self.capacity / 2)
+                for (key, _) in oldest { entries[key] = nil }
+            }
+            let task = Task { try await read() }
+            entries[name] = Entry(since: since, read: task)
+            return task
+        }
+        return try await task.value
     }
 }
 

@@ -4,6 +4,7 @@ import Hummingbird
 import JobKinds
 import JobctlCore
 import NIOCore
+import NIOPosix
 import Queue
 
 /// A completed job's local output files, served to the dashboard's pages (the MP4 in a
@@ -39,25 +40,35 @@ extension DashboardRoutes {
         )
     }
 
-    /// The file `name` of the job on this host, if it is one of its files and inside its output.
-    func localFile(_ name: String, of job: Job) -> String? {
+    /// The file `name` of the job on this host, opened: only if it is one of its files, is a
+    /// regular file with no other name (a hard link is refused), and sits in the job's own output
+    /// directory. The directory is opened and checked through its descriptor, and the file
+    /// opened relative to it without following a link: what is checked is what is served,
+    /// whatever is renamed or swapped in meanwhile (issue 42).
+    func openLocalFile(_ name: String, of job: Job) -> OpenedFile? {
         guard !MediaLocation.isObjectStore(job.output), let paths = resolvedOutput(name, of: job) else { return nil }
-        let path = job.result?["files"] == nil ? paths.output : (paths.output as NSString).appendingPathComponent(name)
-        guard (try? paths.confinement.checkOutput(path)) != nil else { return nil }
-        var status = stat()
-        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-        return path
+        let isSet = job.result?["files"] != nil
+        let directory = isSet ? paths.output : PathText.parent(of: paths.output)
+        let leaf = isSet ? name : (paths.output as NSString).lastPathComponent
+        guard !leaf.isEmpty, !leaf.contains("/"), leaf != ".", leaf != ".." else { return nil }
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { return nil }
+        defer { close(folder) }
+        let real = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(folder)")
+        guard (try? paths.confinement.checkOpenedOutputDirectory(real, shownAs: directory)) != nil else { return nil }
+        return OpenedFile(in: folder, named: leaf)
     }
+
+    /// Whether the job has the local file `name` to serve.
+    func hasLocalFile(_ name: String, of job: Job) -> Bool { openLocalFile(name, of: job) != nil }
 
     /// A waveform job's peaks drawn for its page, when its `peaks.json` is here and small
     /// enough (`WaveformSVG.maximumBytes`).
     func waveform(of job: Job) -> String? {
-        guard job.status == .completed, let path = localFile(WaveformSVG.peaksName, of: job),
-            Self.fileSize(path) <= WaveformSVG.maximumBytes,
-            let handle = FileHandle(forReadingAtPath: path)
+        guard job.status == .completed, let file = openLocalFile(WaveformSVG.peaksName, of: job),
+            file.size <= WaveformSVG.maximumBytes, let data = file.read(at: 0, count: file.size),
+            data.count == file.size
         else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: WaveformSVG.maximumBytes + 1) else { return nil }
         return WaveformSVG.draw(data)
     }
 
@@ -70,29 +81,64 @@ extension DashboardRoutes {
         if job.status == .completed, let object = objectFile(name, of: job) {
             return try await objectResponse(request, session, name: name, object)
         }
-        guard let path = localFile(name, of: job) else {
+        guard let file = openLocalFile(name, of: job) else {
             return refusal(session, "There is no such file of a job of yours on this server.", status: .notFound)
         }
+        let ticket: FileReadLimit.Ticket
+        switch localReads.take(key: session.key.id) {
+        case .success(let taken): ticket = taken
+        case .failure(let busy): return busyRefusal(session, busy)
+        }
         var headers = Self.fileHeaders(name)
-        let size = Self.fileSize(path)
+        let size = file.size
         headers[.acceptRanges] = "bytes"
+        var range = 0...max(0, size - 1)
+        var status = HTTPResponse.Status.ok
         if let header = request.headers[.range], size > 0 {
-            guard let range = Self.byteRange(header, size: size) else {
+            guard let asked = Self.byteRange(header, size: size) else {
                 headers[.contentRange] = "bytes */\(size)"
                 return Response(status: .rangeNotSatisfiable, headers: headers)
             }
-            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
-            headers[.contentLength] = "\(range.count)"
-            let body = try await FileIO().loadFile(path: path, range: range, context: context)
-            return Response(status: .partialContent, headers: headers, body: body)
+            range = asked
+            status = .partialContent
+            headers[.contentRange] = "bytes \(asked.lowerBound)-\(asked.upperBound)/\(size)"
         }
-        headers[.contentLength] = "\(size)"
-        return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: path, context: context))
+        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
+        guard size > 0 else { return Response(status: status, headers: headers) }
+        return Response(
+            status: status,
+            headers: headers,
+            body: ResponseBody(contentLength: range.count) { [range, file, ticket] writer in
+                withExtendedLifetime(ticket) {}
+                var offset = range.lowerBound
+                while offset <= range.upperBound {
+                    let count = min(Self.fileChunk, range.upperBound - offset + 1)
+                    let at = offset
+                    let data = try await NIOThreadPool.singleton.runIfActive { file.read(at: at, count: count) }
+                    // The file shrank under us: the response ends short rather than padded.
+                    guard let data, data.count == count else { throw HTTPError(.internalServerError) }
+                    try await writer.write(ByteBuffer(bytes: data))
+                    offset += count
+                }
+                try await writer.finish(nil)
+            }
+        )
     }
 
-    static func fileSize(_ path: String) -> Int {
-        var status = stat()
-        return stat(path, &status) == 0 ? Int(status.st_size) : 0
+    /// How much of a local file one write to the connection takes.
+    static let fileChunk = 128 << 10
+
+    /// A refusal for a read past its key's share (429) or past the server's (503).
+    func busyRefusal(_ session: Session, _ busy: FileReadLimit.Busy) -> Response {
+        var response =
+            switch busy {
+            case .key:
+                refusal(session, "This key is reading too many files at once; try again.", status: .tooManyRequests)
+            case .server:
+                refusal(session, "Too many files are being read; try again.", status: .serviceUnavailable)
+            }
+        response.headers[.retryAfter] = busy == .key ? "2" : "5"
+        return response
     }
 
     /// `bytes=A-B`, `bytes=A-` or `bytes=-N` within a file of `size` bytes; one range only.
@@ -135,5 +181,44 @@ extension DashboardRoutes {
             .xContentTypeOptions: "nosniff",
             .cacheControl: "private, max-age=60",
         ]
+    }
+}
+
+/// A file opened once for a response: read by offset, closed when the last reference goes (the
+/// response's body, or the handler that refused it).
+final class OpenedFile: Sendable {
+    let descriptor: Int32
+    let size: Int
+
+    /// `name` in the directory `folder`, opened without following a link: only a regular file
+    /// with no other name (a hard link could be another tenant's file).
+    init?(in folder: Int32, named name: String) {
+        let descriptor = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_nlink == 1 else {
+            close(descriptor)
+            return nil
+        }
+        self.descriptor = descriptor
+        size = Int(status.st_size)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Up to `count` bytes at `offset` (fewer at the end of the file); `nil` on an error.
+    func read(at offset: Int, count: Int) -> Data? {
+        var data = Data(count: count)
+        var done = 0
+        while done < count {
+            let got = data.withUnsafeMutableBytes { buffer in
+                pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset + done))
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { return nil }
+            if got == 0 { break }
+            done += got
+        }
+        return data.prefix(done)
     }
 }

@@ -54,14 +54,10 @@ extension DashboardRoutes {
             return refusal(session, "There is no such file of a job of yours in the bucket.", status: .notFound)
         }
         // Held by the response's body: released when it is done or dropped.
-        guard let ticket = objectReads.take() else {
-            var busy = refusal(
-                session,
-                "Too many files are being read from the bucket; try again.",
-                status: .serviceUnavailable
-            )
-            busy.headers[.retryAfter] = "5"
-            return busy
+        let ticket: FileReadLimit.Ticket
+        switch objectReads.take(key: session.key.id) {
+        case .success(let taken): ticket = taken
+        case .failure(let busy): return busyRefusal(session, busy)
         }
         var headers = Self.fileHeaders(name)
         headers[.acceptRanges] = "bytes"
@@ -112,29 +108,56 @@ extension DashboardRoutes {
     }
 }
 
-/// How many responses read from the bucket at once, server-wide: each holds a thread and up to
-/// 8 MiB while it runs.
-package final class ObjectReadLimit: Sendable {
-    let maximum: Int
-    private let reading = Mutex(0)
+/// How many file responses run at once: in all on this server, and for one key. Each holds a
+/// descriptor or a thread and a chunk of memory until its client has read it, and a client can
+/// stop reading; without a cap, 600 unread downloads held 2.5 GB (issue 42).
+package final class FileReadLimit: Sendable {
+    let total: Int
+    let perKey: Int
+    private let reading = Mutex<(all: Int, keys: [String: Int])>((0, [:]))
 
-    package init(maximum: Int) { self.maximum = maximum }
-
-    /// A ticket while fewer than `maximum` are out; it gives its place back when released.
-    package func take() -> Ticket? {
-        let taken = reading.withLock { count -> Bool in
-            guard count < maximum else { return false }
-            count += 1
-            return true
-        }
-        return taken ? Ticket(self) : nil
+    package init(total: Int, perKey: Int) {
+        self.total = total
+        self.perKey = perKey
     }
 
-    fileprivate func giveBack() { reading.withLock { $0 -= 1 } }
+    /// Who is over their share.
+    package enum Busy: Error, Equatable {
+        /// The key has `perKey` reads out (429: its own doing).
+        case key
+        /// The server has `total` (503).
+        case server
+    }
+
+    /// A ticket while the key and the server are under their shares; it gives its place back when
+    /// released (the response's body is done, or was dropped).
+    package func take(key: String) -> Result<Ticket, Busy> {
+        let outcome = reading.withLock { reading -> Busy? in
+            if reading.keys[key, default: 0] >= perKey { return .key }
+            if reading.all >= total { return .server }
+            reading.all += 1
+            reading.keys[key, default: 0] += 1
+            return nil
+        }
+        if let outcome { return .failure(outcome) }
+        return .success(Ticket(self, key: key))
+    }
+
+    fileprivate func giveBack(_ key: String) {
+        reading.withLock { reading in
+            reading.all -= 1
+            let left = reading.keys[key, default: 1] - 1
+            reading.keys[key] = left > 0 ? left : nil
+        }
+    }
 
     package final class Ticket: Sendable {
-        let limit: ObjectReadLimit
-        fileprivate init(_ limit: ObjectReadLimit) { self.limit = limit }
-        deinit { limit.giveBack() }
+        let limit: FileReadLimit
+        let key: String
+        fileprivate init(_ limit: FileReadLimit, key: String) {
+            self.limit = limit
+            self.key = key
+        }
+        deinit { limit.giveBack(key) }
     }
 }

@@ -75,10 +75,18 @@ extension DashboardRoutes {
         Dictionary(try await formPairs(request, context), uniquingKeysWith: { _, last in last })
     }
 
-    /// Every field of a form body (at most 64 KB) in order, a name repeated as often as it was
-    /// sent (checkboxes).
+    /// The largest form body (413 past it, whether its length was declared or not).
+    static let formLimit = 64 * 1024
+
+    /// Every field of a form body (at most `formLimit`) in order, a name repeated as often as it
+    /// was sent (checkboxes).
     static func formPairs(_ request: Request, _ context: APIRequestContext) async throws -> [(String, String)] {
-        let body = try await request.body.collect(upTo: 64 * 1024)
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: formLimit)
+        } catch is NIOTooManyBytesError {
+            throw HTTPError(.contentTooLarge, message: "a form is at most \(formLimit / 1024) KiB")
+        }
         return String(buffer: body).split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = decode(parts[0]) else { return nil }

@@ -19,18 +19,24 @@ struct DashboardRoutes: Sendable {
     let pages = DashboardPages()
     /// `Secure` on the cookies: the server speaks TLS (or says it is behind a proxy that does).
     let secureCookies: Bool
-    /// Sign-in failures per address: slowed down as failed API keys are.
-    let failures = RateLimiter(RateLimit(perSecond: 10))
+    /// Failed sign-ins, counted as failed API keys are (the same counts).
+    let failures: AuthFailures
+    /// The servers' key for the sign-in form's token (`SessionCookie.signInToken`).
+    let signInKey = SignInKey()
     /// Requests per key, as `serve --rate-limit` allows the API (`nil`: no limit): a page
     /// costs a render, so one key must not be able to take the server.
     let keyLimiter: RateLimiter?
     let counts = StatusCountCache(lifetime: .seconds(10))
     /// The object store a job's files in a bucket are read from (the environment's).
     var objects: S3ClientProvider = .environment
-    /// Responses reading from the bucket at once.
-    let objectReads = ObjectReadLimit(maximum: 16)
+    /// Responses reading from the bucket at once, in all and per key.
+    let objectReads = FileReadLimit(total: 16, perKey: 8)
+    /// Responses reading local files at once, in all and per key.
+    let localReads = FileReadLimit(total: 32, perKey: 8)
     /// The server's one watch (the pages' live updates share it with the API's streams).
     let watch: JobWatch
+    /// The keys' newest jobs as page streams read them: once per key per wake-up.
+    let newestReads = NewestJobReads()
     /// How long one page's event stream lasts before the browser reconnects.
     let maximumStream: Duration
     /// How often a page's event stream checks that its session still holds (15 of the
@@ -56,7 +62,7 @@ struct DashboardRoutes: Sendable {
         get("/ui/fleet") { request, context in
             try await signedIn(request, context, root: "") { try await fleet($0) }
         }
-        get("/ui/signin") { request, context in signInPage(request, error: nil) }
+        get("/ui/signin") { request, context in try await signInPage(request, error: nil) }
         router.post("/ui/signin") { request, context in try await signIn(request, context) }
         router.post("/ui/signout") { request, context in
             try await signedIn(request, context, root: "", action: true) { try await signOut(request, $0) }
@@ -114,7 +120,11 @@ struct DashboardRoutes: Sendable {
         stream: Bool = false,
         page: (Session) async throws -> Response
     ) async throws -> Response {
-        let cookie = SessionCookie.value(named: SessionCookie.name, in: request.headers[.cookie])
+        if action, !Self.fromThisOrigin(request) {
+            logger.warning("Refused a dashboard action from another origin", metadata: ["path": "\(request.uri.path)"])
+            return refusal(root: root, "This form did not come from this dashboard.", status: .forbidden)
+        }
+        let cookie = SessionCookie.value(named: SessionCookie.name(secure: secureCookies), in: request.headers[.cookie])
         guard let cookie, let row = try await store.session(idHash: SessionCookie.hash(cookie), at: now()),
             let key = try await store.apiKey(id: row.keyID)?.key, key.revokedAt == nil
         else {
@@ -144,61 +154,15 @@ struct DashboardRoutes: Sendable {
                 )
             }
         }
-        return try await page(session)
-    }
-
-    func signInPage(_ request: Request, error: String?, status: HTTPResponse.Status = .ok) -> Response {
-        let token = SessionCookie.randomToken()
-        var response = html(pages.render(SignInView(root: "", csrf: token, error: error), as: "signin"), status: status)
-        response.headers[values: .setCookie].append(
-            SessionCookie.header(name: SessionCookie.signInName, value: token, maxAge: 3600, secure: secureCookies)
-        )
-        return response
-    }
-
-    func signIn(_ request: Request, _ context: APIRequestContext) async throws -> Response {
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
-        if let wait = failures.wait(address) {
-            return signInPage(
-                request,
-                error: "Too many failed sign-ins from here: wait \(wait) s.",
-                status: .tooManyRequests
-            )
+        let response = try await page(session)
+        // A page costs its size too, as the API's responses do: past 16 KB each 16 KB more is
+        // another token of the key's (files are bounded by `FileReadLimit` instead).
+        if let keyLimiter, response.headers[.contentType]?.hasPrefix("text/html") == true,
+            let bytes = response.body.contentLength, bytes > KeyAuthentication.bytesPerToken
+        {
+            let tokens = Double(bytes - KeyAuthentication.bytesPerToken) / Double(KeyAuthentication.bytesPerToken)
+            keyLimiter.charge(key.id, tokens: tokens)
         }
-        let form = try await Self.form(request, context)
-        let cookie = SessionCookie.value(named: SessionCookie.signInName, in: request.headers[.cookie])
-        guard let cookie, let token = form["csrf"], SessionCookie.sameToken(token, cookie) else {
-            return signInPage(request, error: "The sign-in form expired. Try again.", status: .forbidden)
-        }
-        guard let text = form["key"], let key = try await APIKeys.verify(Substring(text), in: store) else {
-            _ = failures.take(address)
-            logger.warning("Refused a dashboard sign-in", metadata: ["address": "\(address)"])
-            return signInPage(request, error: "That key is not valid, or was revoked.", status: .unauthorized)
-        }
-        let (id, session) = SessionCookie.open(for: key, at: now())
-        try await store.createSession(session)
-        logger.info("Signed in to the dashboard", metadata: ["key.id": "\(key.id)", "address": "\(address)"])
-        var response = Self.redirect("./")
-        response.headers[values: .setCookie].append(
-            SessionCookie.header(
-                name: SessionCookie.name,
-                value: id,
-                maxAge: Int(SessionCookie.lifetime),
-                secure: secureCookies
-            )
-        )
-        response.headers[values: .setCookie].append(
-            SessionCookie.removal(name: SessionCookie.signInName, secure: secureCookies)
-        )
-        return response
-    }
-
-    func signOut(_ request: Request, _ session: Session) async throws -> Response {
-        _ = try await store.deleteSession(idHash: session.row.idHash)
-        var response = Self.redirect("signin")
-        response.headers[values: .setCookie].append(
-            SessionCookie.removal(name: SessionCookie.name, secure: secureCookies)
-        )
         return response
     }
 
@@ -263,6 +227,8 @@ struct DashboardRoutes: Sendable {
             children = try await store.jobs(query).sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
         }
         let audit = try await store.auditRecords(job: job.id, limit: 50)
+        // A tenant's place in line counts its own jobs; an admin's the whole queue.
+        let tenant = session.key.scope == .admin ? nil : session.key.id
         var frame = session.frame
         frame.flash = request.uri.queryParameters.get("done").flatMap(Self.flash)
         var view = JobView(
@@ -271,11 +237,12 @@ struct DashboardRoutes: Sendable {
             job: job,
             children: children,
             audit: audit,
-            files: Self.fileNames(of: job).filter { localFile($0, of: job) != nil || objectFile($0, of: job) != nil },
+            files: Self.fileNames(of: job).filter { hasLocalFile($0, of: job) || objectFile($0, of: job) != nil },
             canAct: session.key.scope >= .submit,
             now: now(),
             ahead: job.status == .unknown && job.children == nil
-                ? try await store.queuedAhead(of: job, at: now(), limit: JobView.aheadLimit) : nil,
+                ? try await store.queuedAhead(of: job, owner: tenant, at: now(), limit: JobView.aheadLimit) : nil,
+            aheadOwnOnly: tenant != nil,
             leaseExpiry: job.status == .reading ? try await store.leaseExpiry(of: job.id) : nil,
             attempts: job.attempt > 0 ? try await store.attempts(of: job.id) : []
         )

@@ -101,7 +101,7 @@ struct EventStream {
             attempt = job.attempt
             worker = job.worker
             cancelRequested = job.cancelRequested
-            percent = Int((job.progress * 100).rounded(.down))
+            percent = JobProgress.wholePercent(job.progress)
         }
     }
 

@@ -37,6 +37,9 @@ package final class JobWatch: Sendable {
     struct PageUpdate: Sendable {
         let jobs: [JobID: Snapshot]
         let notified: Bool
+        /// The wake-up's instant, the same for every page it reached: reads that each page would
+        /// make after it are shared by it (`NewestJobReads`).
+        let wokeAt: ContinuousClock.Instant
     }
 
     /// A dashboard page's watch of the jobs it shows, until `finish()`.
@@ -307,7 +310,11 @@ package final class JobWatch: Sendable {
                 // keep-alives between them.
                 let seen = watcher.jobs.compactMap { id in jobs[id].map { (id, $0) } }
                 continuation.yield(
-                    PageUpdate(jobs: Dictionary(seen, uniquingKeysWith: { first, _ in first }), notified: notified)
+                    PageUpdate(
+                        jobs: Dictionary(seen, uniquingKeysWith: { first, _ in first }),
+                        notified: notified,
+                        wokeAt: now
+                    )
                 )
                 continue
             }

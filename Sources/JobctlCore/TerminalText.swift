@@ -26,11 +26,34 @@ public enum TerminalText {
         return shown
     }
 
+    /// `text` with only the invisible marks written as escapes (`\u{202E}`), control characters
+    /// left as they are: for a page, where a line break is markup but an override would turn
+    /// `invoice-\u{202E}gpj.exe` into `invoice-exe.jpg` on screen.
+    public static func revealingMarks(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isInvisibleMark) else { return text }
+        var shown = ""
+        shown.reserveCapacity(text.utf8.count + 16)
+        for scalar in text.unicodeScalars {
+            if isInvisibleMark(scalar) {
+                shown += "\\u{" + hex(scalar.value, digits: 1) + "}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00..<0x20, 0x7F, 0x80..<0xA0: true
-        // Arabic letter mark, zero-width space/joiners, bidi marks and embeddings, line and
-        // paragraph separators, bidi isolates, the byte order mark.
+        default: isInvisibleMark(scalar)
+        }
+    }
+
+    /// Arabic letter mark, zero-width space/joiners, bidi marks and embeddings, line and
+    /// paragraph separators, bidi isolates, the byte order mark.
+    private static func isInvisibleMark(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
         case 0x061C, 0x180E, 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2069, 0xFEFF: true
         default: false
         }

@@ -98,7 +98,12 @@ public protocol DashboardStore: Sendable {
     func auditRecords(job: JobID?, limit: Int) async throws -> [AuditRecord]
     /// How many queued jobs, due by `now`, come before `job` in claim order (higher priority,
     /// then older, then by id): 0 when it is next. Counted up to `limit` (the count stops there).
-    func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int
+    /// With an `owner`, only that key's jobs are counted (a tenant must not learn the others'
+    /// volume from its place in line).
+    func queuedAhead(of job: Job, owner: String?, at now: Date, limit: Int) async throws -> Int
+    /// The secret named `name`, shared by every server of the database: made by `make` and
+    /// stored the first time it is asked for (the first writer wins), the same ever after.
+    func serverSecret(_ name: String, make: @Sendable () -> String) async throws -> String
     /// Brings the text search's index up to date by at most `limit` jobs; how many it took. A
     /// store whose search needs no index of its own (PostgreSQL, memory) returns 0.
     func indexSearchText(limit: Int) async throws -> Int

@@ -182,3 +182,13 @@ public enum JobStateMachine {
         JobStatus.allCases.filter { next($0, on: event, attempt: 0, maxAttempts: 1) != nil }
     }
 }
+
+/// A job's progress as the stores keep it: a fraction in 0...1. What a worker reports is
+/// clamped, and a value that is not a number (a duration of zero divided by itself) is 0:
+/// it would otherwise be stored as NULL or NaN and trap whoever shows it as a percent.
+public enum JobProgress {
+    public static func clamped(_ value: Double) -> Double { value.isFinite ? min(max(value, 0), 1) : 0 }
+
+    /// The whole percent of a progress, 0...100, whatever it holds.
+    public static func wholePercent(_ value: Double) -> Int { Int((clamped(value) * 100).rounded(.down)) }
+}

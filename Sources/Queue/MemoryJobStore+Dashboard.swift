@@ -34,15 +34,24 @@ extension MemoryJobStore: DashboardStore {
     /// Searches read every job: nothing to index.
     public func indexSearchText(limit: Int) async throws -> Int { 0 }
 
-    public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+    public func queuedAhead(of job: Job, owner: String?, at now: Date, limit: Int) async throws -> Int {
         let ahead = read { tables in
             tables.jobs.values.map(\.job).filter {
                 $0.status == .unknown && $0.runAt.milliseconds <= now.milliseconds && $0.id != job.id
-                    && Job.claimOrder($0, job)
+                    && Job.claimOrder($0, job) && (owner == nil || $0.owner == owner)
             }
             .count
         }
         return min(ahead, limit)
+    }
+
+    public func serverSecret(_ name: String, make: @Sendable () -> String) async throws -> String {
+        dashboardTables.withLock { tables in
+            if let secret = tables.secrets[name] { return secret }
+            let secret = make()
+            tables.secrets[name] = secret
+            return secret
+        }
     }
 
     public func attempts(of job: JobID) async throws -> [JobAttempt] {
@@ -95,4 +104,5 @@ struct DashboardTables {
     var sessions: [String: DashboardSession] = [:]
     var audit: [AuditRecord] = []
     var minutes: [Int64: MinuteSample] = [:]
+    var secrets: [String: String] = [:]
 }

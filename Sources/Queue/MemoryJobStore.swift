@@ -174,7 +174,7 @@ public final class MemoryJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         return write { tables in
             guard var record = tables.jobs[lease.jobID], record.holds(lease) else { return .lost }
             record.leaseExpiresAt = now.addingTimeInterval(Double(extendBy.milliseconds) / 1000)
-            record.job.progress = max(record.job.progress, min(max(progress, 0), 1))
+            record.job.progress = max(record.job.progress, JobProgress.clamped(progress))
             record.job.tracks = tracks
             tables.jobs[lease.jobID] = record
             if let parent = record.job.parent { MemoryJobStore.refreshProgress(ofParent: parent, &tables) }

@@ -122,7 +122,7 @@ extension PostgresJobStore {
                 """
                 WITH \(unescaped: self.clockCTE), done AS (
                     UPDATE jobctl.jobs SET lease_expires_at = t.now + \(extendBy.milliseconds),
-                        progress = greatest(progress, \(min(max(progress, 0), 1))), updated_at = t.now
+                        progress = greatest(progress, \(JobProgress.clamped(progress))), updated_at = t.now
                     FROM t WHERE id = \(lease.jobID.rawValue) AND lease_token = \(lease.token) AND status = 'reading'
                     RETURNING id, cancel_requested, parent_id, \(tracksJSON)::jsonb AS tracks
                 ), \(unescaped: Self.replaceTracksCTEs)

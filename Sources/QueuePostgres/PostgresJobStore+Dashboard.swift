@@ -115,20 +115,54 @@ extension PostgresJobStore: DashboardStore {
     /// no index of its own yet.
     public func indexSearchText(limit: Int) async throws -> Int { 0 }
 
-    public func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
+    public func queuedAhead(of job: Job, owner: String?, at now: Date, limit: Int) async throws -> Int {
         try await withConnection { connection in
             let (created, id) = (job.createdAt.milliseconds, job.id.rawValue)
-            let rows = try await connection.query(
+            let rows =
+                if let owner {
+                    try await connection.query(
+                        """
+                        SELECT COUNT(*) FROM (SELECT 1 FROM jobctl.jobs
+                            WHERE status = 'unknown' AND run_at <= \(now.milliseconds) AND id <> \(id) AND owner = \(owner)
+                                AND (priority > \(job.priority) OR (priority = \(job.priority) AND (created_at, id) < (\(created), \(id))))
+                            LIMIT \(limit)) AS ahead
+                        """,
+                        logger: self.logger
+                    )
+                } else {
+                    try await connection.query(
+                        """
+                        SELECT COUNT(*) FROM (SELECT 1 FROM jobctl.jobs
+                            WHERE status = 'unknown' AND run_at <= \(now.milliseconds) AND id <> \(id)
+                                AND (priority > \(job.priority) OR (priority = \(job.priority) AND (created_at, id) < (\(created), \(id))))
+                            LIMIT \(limit)) AS ahead
+                        """,
+                        logger: self.logger
+                    )
+                }
+            for try await count in rows.decode(Int64.self) { return Int(count) }
+            return 0
+        }
+    }
+
+    public func serverSecret(_ name: String, make: @Sendable () -> String) async throws -> String {
+        let made = make()
+        return try await withConnection { connection in
+            // Two statements: the second reads with a snapshot of its own, so it sees a row
+            // another server committed while this one's insert waited on it.
+            _ = try await connection.query(
                 """
-                SELECT COUNT(*) FROM (SELECT 1 FROM jobctl.jobs
-                    WHERE status = 'unknown' AND run_at <= \(now.milliseconds) AND id <> \(id)
-                        AND (priority > \(job.priority) OR (priority = \(job.priority) AND (created_at, id) < (\(created), \(id))))
-                    LIMIT \(limit)) AS ahead
+                INSERT INTO jobctl.server_secrets (name, value) VALUES (\(name), \(made))
+                ON CONFLICT (name) DO NOTHING
                 """,
                 logger: self.logger
             )
-            for try await count in rows.decode(Int64.self) { return Int(count) }
-            return 0
+            let rows = try await connection.query(
+                "SELECT value FROM jobctl.server_secrets WHERE name = \(name)",
+                logger: self.logger
+            )
+            for try await value in rows.decode(String.self) { return value }
+            throw JobStoreError(.unavailable, "the server secret \(name) was neither stored nor found")
         }
     }
 

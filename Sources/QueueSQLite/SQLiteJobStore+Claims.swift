@@ -130,7 +130,8 @@ extension SQLiteJobStore {
                             """
                     ),
                     arguments: [
-                        now + extendBy.milliseconds, min(max(progress, 0), 1), now, lease.jobID.rawValue, lease.token,
+                        now + extendBy.milliseconds, JobProgress.clamped(progress), now, lease.jobID.rawValue,
+                        lease.token,
                     ]
                 )
             else { return .lost }

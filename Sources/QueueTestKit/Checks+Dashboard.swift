@@ -130,13 +130,48 @@ extension Checks {
         #expect(try await stores[0].leaseExpiry(of: a.id) == nil)
         let c = try await h.submit("ahead-c", priority: 10, on: 1)
         let now = h.clock.now()
-        #expect(try await stores[0].queuedAhead(of: high, at: now, limit: 100) == 0)
-        #expect(try await stores[1 % stores.count].queuedAhead(of: a, at: now, limit: 100) == 2, "high and c")
-        #expect(try await stores[0].queuedAhead(of: b, at: now, limit: 100) == 3)
-        #expect(try await stores[0].queuedAhead(of: b, at: now, limit: 2) == 2, "counted up to the limit")
+        #expect(try await stores[0].queuedAhead(of: high, owner: nil, at: now, limit: 100) == 0)
+        #expect(
+            try await stores[1 % stores.count].queuedAhead(of: a, owner: nil, at: now, limit: 100) == 2,
+            "high and c"
+        )
+        #expect(try await stores[0].queuedAhead(of: b, owner: nil, at: now, limit: 100) == 3)
+        #expect(try await stores[0].queuedAhead(of: b, owner: nil, at: now, limit: 2) == 2, "counted up to the limit")
         // A job not due yet (its retry backoff) is not in line before others.
-        #expect(try await stores[0].queuedAhead(of: a, at: now.addingTimeInterval(-0.004), limit: 100) == 1)
+        #expect(try await stores[0].queuedAhead(of: a, owner: nil, at: now.addingTimeInterval(-0.004), limit: 100) == 1)
         _ = c
+        // A tenant counts its own jobs only: b's owner has a and b queued, a ahead of b.
+        var mine = Harness.request("ahead-mine")
+        mine.owner = "tenant-a"
+        let first = try await h.store.submit(mine).job
+        var theirs = Harness.request("ahead-theirs", priority: 5)
+        theirs.owner = "tenant-b"
+        _ = try await h.store.submit(theirs)
+        h.clock.advance(by: .milliseconds(5))
+        mine.input = "/data/ahead-mine-2.mov"
+        let second = try await h.store.submit(mine).job
+        let later = h.clock.now()
+        #expect(try await stores[0].queuedAhead(of: second, owner: "tenant-a", at: later, limit: 100) == 1)
+        #expect(try await stores[0].queuedAhead(of: first, owner: "tenant-a", at: later, limit: 100) == 0)
+        #expect(try await stores[0].queuedAhead(of: second, owner: nil, at: later, limit: 100) == 6, "the whole line")
+        #expect(try await stores[0].queuedAhead(of: second, owner: "tenant-c", at: later, limit: 100) == 0)
+    }
+
+    static func serverSecrets(_ h: Harness) async throws {
+        let stores = h.stores.compactMap { $0 as? any DashboardStore }
+        try #require(stores.count == h.stores.count, "the store keeps no server secrets")
+        let first = try await stores[0].serverSecret("signin") { "made-first" }
+        #expect(first == "made-first")
+        #expect(try await stores[1 % stores.count].serverSecret("signin") { "made-again" } == "made-first")
+        #expect(try await stores[0].serverSecret("other") { "other-value" } == "other-value", "secrets by name")
+        // Asked for at once by several servers: one value wins, and every one of them gets it.
+        let values = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<8 {
+                group.addTask { try await stores[index % stores.count].serverSecret("race") { "value-\(index)" } }
+            }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(values.count == 1, "\(values)")
     }
 }
 

@@ -88,8 +88,11 @@ public enum JobStoreConformance {
         /// The fleet page's minutes: counts, wait and run percentiles and the queue recorded
         /// from the jobs, replaced when recorded again, dropped after the retention.
         case fleetMinutes
-        /// A queued job's place in line: claim order, due jobs only, counted up to a limit.
+        /// A queued job's place in line: claim order, due jobs only, counted up to a limit; a
+        /// tenant's count is of its own jobs.
         case queuedAhead
+        /// A secret the servers share: made once, whoever asks first, the same on every handle.
+        case serverSecrets
         /// Attempts that ended a job badly: queued again, taken over, cancelled, failed; not
         /// a completion.
         case attemptHistory
@@ -151,6 +154,7 @@ public enum JobStoreConformance {
             case .auditTrail: try await Checks.auditTrail(harness)
             case .fleetMinutes: try await Checks.fleetMinutes(harness)
             case .queuedAhead: try await Checks.queuedAhead(harness)
+            case .serverSecrets: try await Checks.serverSecrets(harness)
             case .attemptHistory: try await Checks.attemptHistory(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)

@@ -10,7 +10,7 @@ enum JobFormatting {
     static func line(_ job: Job) -> String { Terminal.shown(rawLine(job)) }
 
     private static func rawLine(_ job: Job) -> String {
-        let progress = job.status == .reading ? String(format: "%3d%%", Int(job.progress * 100)) : "    "
+        let progress = job.status == .reading ? String(format: "%3d%%", JobProgress.wholePercent(job.progress)) : "    "
         var line =
             "\(job.id)  \(job.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(progress)  \(job.preset)  \(job.displayInput) → \(job.displayOutput)"
         if let error = job.error, job.status != .completed { line += "  [\(error.code)]" }
@@ -70,7 +70,7 @@ enum JobFormatting {
         for child in children {
             let summary = ChildSummary(child)
             var line =
-                "  child #\(summary.index) \(child.id) \(child.status.rawValue) \(Int(child.progress * 100))%  \(child.kind.rawValue)"
+                "  child #\(summary.index) \(child.id) \(child.status.rawValue) \(JobProgress.wholePercent(child.progress))%  \(child.kind.rawValue)"
             if let range = child.range {
                 line += String(
                     format: " %.3f–%@ s",

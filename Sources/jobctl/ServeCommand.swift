@@ -92,6 +92,14 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var secureCookies = false
 
+    @Option(
+        help: ArgumentHelp(
+            "A reverse proxy in front of jobctl (an address or a range: 127.0.0.1, 10.0.0.0/8; repeat it or separate with commas): its X-Forwarded-For names the client whose failed sign-ins are counted (without it, the peer is the client).",
+            valueName: "address"
+        )
+    )
+    var trustedProxy: [String] = []
+
     @OptionGroup var webhooks: WebhookOptions
     @OptionGroup var presets: PresetOptions
     @OptionGroup var database: DatabaseOptions
@@ -125,6 +133,22 @@ struct ServeCommand: AsyncParsableCommand {
         guard requestTimeout.duration > .zero else { throw ValidationError("--request-timeout must be positive") }
         guard maxStream.duration > .zero else { throw ValidationError("--max-stream must be positive") }
         guard maxWatchesPerKey >= 1 else { throw ValidationError("--max-watches-per-key is at least 1") }
+        _ = try proxies()
+    }
+
+    /// `--trusted-proxy`'s ranges.
+    func proxies() throws -> TrustedProxies {
+        let entries = trustedProxy.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        return TrustedProxies(
+            try entries.map { entry in
+                guard let range = AddressRange(entry) else {
+                    throw ValidationError(
+                        "--trusted-proxy takes an IP address or a range (127.0.0.1, 10.0.0.0/8, ::1), not '\(entry)'"
+                    )
+                }
+                return range
+            }
+        )
     }
 
     static func split(_ address: String) -> (host: String, port: Int)? {
@@ -159,7 +183,8 @@ struct ServeCommand: AsyncParsableCommand {
                     metrics: registry,
                     publicMetrics: publicMetrics,
                     maximumWatchesPerKey: maxWatchesPerKey,
-                    secureCookies: secureCookies || tlsCert != nil
+                    secureCookies: secureCookies || tlsCert != nil,
+                    trustedProxies: try proxies()
                 )
                 let scheme = tlsCert == nil ? "http" : "https"
                 let app: APIService

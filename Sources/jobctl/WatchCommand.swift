@@ -65,7 +65,7 @@ struct WatchCommand: AsyncParsableCommand {
             + (filled < width ? ">" + String(repeating: " ", count: width - filled - 1) : "")
         let name = (job.displayInput as NSString).lastPathComponent
         return
-            "\(job.id)  [\(bar)] \(String(format: "%3d%%", Int(job.progress * 100)))  \(name) → \((job.displayOutput as NSString).lastPathComponent)  \(job.worker ?? "")"
+            "\(job.id)  [\(bar)] \(String(format: "%3d%%", JobProgress.wholePercent(job.progress)))  \(name) → \((job.displayOutput as NSString).lastPathComponent)  \(job.worker ?? "")"
             + (job.cancelRequested ? "  (cancelling)" : "")
     }
 }

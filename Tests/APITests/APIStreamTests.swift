@@ -315,15 +315,15 @@ struct APIStreamTests {
             try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
                 #expect($0.status == .ok, "a token came back after five seconds")
             }
-            // Bad keys: 20 refusals (the burst), then 429 without asking the database. The bucket
-            // refills at 10 a second, so on a loaded machine a few more 401s may come first: send
-            // until the first 429 (a test that counted exactly 22 failed under load).
+            // Bad keys of ids that do not exist: 20 refusals (the address's burst), then 429. The
+            // bucket refills at 10 a second, so on a loaded machine a few more 401s may come first:
+            // send until the first 429 (a test that counted exactly 22 failed under load).
             var statuses: [Int] = []
             while statuses.count < 200, statuses.last != 429 {
                 let response = try await client.execute(
                     uri: "/v1/jobs",
                     method: .get,
-                    headers: APIRouteTests.headers("jck_000000000000_" + String(repeating: "b", count: 43))
+                    headers: APIRouteTests.headers(AuthFailureTests.unknownKey())
                 )
                 statuses.append(response.status.code)
             }

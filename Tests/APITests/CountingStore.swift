@@ -84,6 +84,8 @@ final class CountingStore: JobStore, JobStoreChangeNotifying, WebhookOutbox, API
     }
     func jobs(_ query: JobQuery) async throws -> [Job] {
         called()
+        // A page stream's look for the key's newest job.
+        if query.limit == 1 && query.ids == nil { called("newestJob") }
         return try await store.jobs(query)
     }
     func statusCounts(owner: String?) async throws -> [JobStatus: Int] {
@@ -152,8 +154,11 @@ extension CountingStore: DashboardStore {
         called()
         return try await store.indexSearchText(limit: limit)
     }
-    func queuedAhead(of job: Job, at now: Date, limit: Int) async throws -> Int {
-        try await store.queuedAhead(of: job, at: now, limit: limit)
+    func queuedAhead(of job: Job, owner: String?, at now: Date, limit: Int) async throws -> Int {
+        try await store.queuedAhead(of: job, owner: owner, at: now, limit: limit)
+    }
+    func serverSecret(_ name: String, make: @Sendable () -> String) async throws -> String {
+        try await store.serverSecret(name, make: make)
     }
 }
 

@@ -4,6 +4,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import Logging
+import Media
 import NIOCore
 import Queue
 import QueueSQLite
@@ -233,6 +235,45 @@ struct DashboardEventTests {
             )
             #expect(response.status == .ok)
             #expect(String(buffer: response.body).hasPrefix("retry: 2000"))
+        }
+    }
+
+    @Test("many page streams of one key read its newest job once per wake-up between them, not once each")
+    func newestReadsShared() async throws {
+        let f = try await F()
+        defer { f.directory.remove() }
+        let counting = CountingStore(f.store)
+        var configuration = APIConfiguration(
+            store: counting,
+            catalog: try PresetCatalog(customFile: nil),
+            maximumStream: .seconds(2),
+            rateLimit: nil,
+            watchInterval: .milliseconds(200)
+        )
+        configuration.maximumWatchesPerKey = 1000
+        let app = Application(router: APIRoutes.router(configuration, logger: Logger(label: "streams")))
+        let streams = 60
+        try await app.test(.router) { client in
+            let browser = try await D.signIn(client, key: f.submit)
+            let before = counting.count("newestJob")
+            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<streams {
+                    group.addTask {
+                        try await client.execute(
+                            uri: "/ui/events?listing=1",
+                            method: .get,
+                            headers: [.cookie: browser.cookie]
+                        ).status
+                    }
+                }
+                // Another tenant's writes wake every stream to look again.
+                for index in 0..<5 { _ = try await D.submit(f, key: f.other, input: "/in/w\(index).mov") }
+                for try await status in group { #expect(status == .ok) }
+            }
+            // Each stream looks at least once (at its first update): `streams` reads or more
+            // when each reads for itself; one per wake-up (ten a second here) when they share.
+            let reads = counting.count("newestJob") - before
+            #expect(reads < streams, "\(reads) reads of the newest job for \(streams) streams")
         }
     }
 }

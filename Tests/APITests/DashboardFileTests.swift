@@ -158,16 +158,19 @@ struct DashboardFileTests {
         }
     }
 
-    @Test("reads from the bucket: at most so many at once; a response dropped gives its place back")
-    func objectReadLimit() {
-        let limit = ObjectReadLimit(maximum: 2)
-        var first = limit.take()
-        let second = limit.take()
+    @Test("file reads: at most so many at once per key and in all; a response dropped gives its place back")
+    func fileReadLimit() {
+        let limit = FileReadLimit(total: 3, perKey: 2)
+        var first: FileReadLimit.Ticket? = try? limit.take(key: "a").get()
+        let second = try? limit.take(key: "a").get()
         #expect(first != nil && second != nil)
-        #expect(limit.take() == nil, "a third waits")
+        #expect(throws: FileReadLimit.Busy.key) { try limit.take(key: "a").get() }
+        let third = try? limit.take(key: "b").get()
+        #expect(third != nil, "another key has its own share")
+        #expect(throws: FileReadLimit.Busy.server) { try limit.take(key: "c").get() }
         first = nil
-        #expect(limit.take() != nil, "the first's place is free again")
-        withExtendedLifetime(second) {}
+        #expect(throws: Never.self) { _ = try limit.take(key: "a").get() }
+        withExtendedLifetime((second, third)) {}
     }
 
     @Test("a waveform job's peaks are drawn on its page; peaks that are not audiowaveform's are only linked")

@@ -90,6 +90,14 @@ struct DashboardPagesTests {
         #expect(JobView.waiting(queued, now: now, ahead: 1)?.hasSuffix(" 1 job comes before it.") == true)
         #expect(JobView.waiting(queued, now: now, ahead: 12)?.hasSuffix(" 12 jobs come before it.") == true)
         #expect(JobView.waiting(queued, now: now, ahead: 1000)?.hasSuffix(" 1000 or more jobs come before it.") == true)
+        // A tenant's count is of its own jobs, and says so.
+        for (count, text) in [
+            (0, " None of your jobs comes before it"), (1, " 1 of your jobs comes before it"),
+            (7, " 7 of your jobs come before it"), (1000, " 1000 or more of your jobs come before it"),
+        ] {
+            let line = JobView.waiting(queued, now: now, ahead: count, aheadOwnOnly: true)
+            #expect(line?.contains(text + " (other keys' jobs are not counted).") == true, "\(count): \(line ?? "")")
+        }
         queued.runAt = now.addingTimeInterval(30)
         #expect(JobView.waiting(queued, now: now)?.hasPrefix("Waiting to be retried") == true)
         var running = job(.reading)

@@ -1,7 +1,8 @@
 import Foundation
 import Queue
-import QueueSQLite
 import Testing
+
+@testable import QueueSQLite
 
 /// The SQLite store's text search index (migration 0010): what happens to it when the jobs
 /// under it move. The answers themselves are the conformance suite's (`listConditions`, before,
@@ -66,5 +67,24 @@ struct SQLiteSearchTests {
         #expect(try await Self.search(store, "talk-0") == ["/media/talk-0.mov", "/media/talk-0.mov"])
         #expect(try await Self.search(store, "talk-29").isEmpty)
         #expect(try await store.indexSearchText(limit: 100) == 0, "nothing indexed twice")
+    }
+
+    @Test("a filter's statement is not kept: distinct filters leave a reader with what fixed listings need")
+    func filtersAreNotKept() async throws {
+        let directory = try SQLiteJobStoreTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteJobStore(path: directory.appendingPathComponent("jobs.sqlite").path)
+        try await Self.submit(store, 3)
+        let before = try await store.preparedStatements()
+        // One shape per listing (`output:1`, `output:1,2`, …): each was prepared and kept for
+        // good on the connection, 990 of them took a server from 82 to 442 MB (issue 42).
+        for count in 1...60 {
+            var query = JobQuery(limit: 10)
+            query.conditions = [JobCondition(.output, .containsAny((1...count).map(String.init)))]
+            _ = try await store.jobs(query)
+        }
+        _ = try await store.jobs(JobQuery(limit: 10))
+        let after = try await store.preparedStatements()
+        #expect(after - before < 10, "\(after - before) statements kept by 61 listings")
     }
 }
