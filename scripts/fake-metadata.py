@@ -2,7 +2,8 @@
 """A stand-in for the AWS credential endpoints, for tests: the EC2 instance metadata service
 (IMDSv2: PUT /latest/api/token, then GETs with X-aws-ec2-metadata-token) and the container
 credentials endpoint (GET /creds, checking the Authorization header). Each answer gives new
-credentials (AKIDFAKE1, AKIDFAKE2, ...) that expire --lifetime seconds later. Logs every
+credentials (AKIDFAKE1, AKIDFAKE2, ...) that expire --lifetime seconds later (or each after its
+own of --lifetimes). Logs every
 request as one JSON line; prints "listening PORT" once ready.
 
     python3 scripts/fake-metadata.py --log metadata.jsonl --port 0 --role jobctl-worker \
@@ -25,6 +26,11 @@ def main():
     parser.add_argument("--secret", default="fake-secret")
     parser.add_argument("--container-token", default="container-token")
     parser.add_argument("--lifetime", type=int, default=3600)
+    # Lifetimes of the credentials given in turn (the last repeats): "120,-60" gives credentials
+    # with two minutes left, then ones that expired a minute ago (a stale endpoint).
+    parser.add_argument("--lifetimes", default=None)
+    # Expiration with microseconds (2026-11-28T10:00:00.123456Z), as some endpoints write it.
+    parser.add_argument("--microseconds", action="store_true")
     args = parser.parse_args()
     lock = threading.Lock()
     issued = [0]
@@ -53,11 +59,13 @@ def main():
             with lock:
                 issued[0] += 1
                 number = issued[0]
-            expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=args.lifetime)
+            lifetimes = [int(x) for x in args.lifetimes.split(",")] if args.lifetimes else [args.lifetime]
+            lifetime = lifetimes[min(number, len(lifetimes)) - 1]
+            expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=lifetime)
             return json.dumps({
                 "Code": "Success", "Type": "AWS-HMAC",
                 "AccessKeyId": f"AKIDFAKE{number}", "SecretAccessKey": args.secret,
-                "Token": f"session-token-{number}", "Expiration": expiry.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "Token": f"session-token-{number}", "Expiration": expiry.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if args.microseconds else "%Y-%m-%dT%H:%M:%SZ"),
             })
 
         def do_PUT(self):

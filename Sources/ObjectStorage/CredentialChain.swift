@@ -101,8 +101,16 @@ public final class CredentialChain: Sendable {
             case .fixed(let credentials, _):
                 return credentials
             case .container, .instanceMetadata:
-                do {
+                do throws(S3Error) {
                     let fetched = try fetch(source)
+                    // An endpoint that serves credentials already expired (a stale cache of
+                    // its own) has not given any: keep what is still valid, or fail.
+                    if let expiry = fetched.expiration, expiry <= now() {
+                        throw S3Error(
+                            .credentials,
+                            "\(Self.name(of: source)) gave credentials that expired at \(ISO8601DateFormatter().string(from: expiry))"
+                        )
+                    }
                     cached.withLock { $0 = fetched }
                     return fetched
                 } catch {
@@ -119,6 +127,14 @@ public final class CredentialChain: Sendable {
             "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in the shared credentials file (AWS_PROFILE), or run where a container or instance metadata endpoint gives them"
                 + (failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))")
         )
+    }
+
+    private static func name(of source: Source) -> String {
+        switch source {
+        case .fixed(_, let from): from
+        case .container: "the container credentials endpoint"
+        case .instanceMetadata: "the instance metadata service"
+        }
     }
 
     private func needsRefresh(_ credentials: AWSCredentials) -> Bool {
@@ -143,7 +159,7 @@ public final class CredentialChain: Sendable {
                 headers.append(("Authorization", token))
             }
             let body = try get(url, headers: headers, what: "the container credentials endpoint")
-            return try Self.decode(body, from: "the container credentials endpoint")
+            return try Self.decode(body, from: "the container credentials endpoint", now: now())
         case .instanceMetadata(let endpoint):
             let what = "the instance metadata service"
             let tokenResponse = sender.send(
@@ -166,7 +182,7 @@ public final class CredentialChain: Sendable {
                 headers: header,
                 what: what
             )
-            return try Self.decode(body, from: what)
+            return try Self.decode(body, from: what, now: now())
         }
     }
 
@@ -180,8 +196,17 @@ public final class CredentialChain: Sendable {
         response.statusCode.map { "HTTP \($0)" } ?? response.failure?.message ?? "no response"
     }
 
+    /// How long credentials from an endpoint whose `Expiration` cannot be read are used.
+    static let assumedLifetime: TimeInterval = 15 * 60
+
+    /// An `Expiration`: RFC 3339, with any number of fractional digits (or none).
+    static func date(_ text: String) -> Date? {
+        let whole = text.replacingOccurrences(of: #"\.[0-9]+"#, with: "", options: .regularExpression)
+        return ISO8601DateFormatter().date(from: whole)
+    }
+
     /// `{"AccessKeyId", "SecretAccessKey", "Token", "Expiration"}`, as both endpoints answer.
-    static func decode(_ body: String, from what: String) throws(S3Error) -> AWSCredentials {
+    static func decode(_ body: String, from what: String, now: Date = Date()) throws(S3Error) -> AWSCredentials {
         struct Answer: Decodable {
             var AccessKeyId: String?
             var SecretAccessKey: String?
@@ -193,14 +218,9 @@ public final class CredentialChain: Sendable {
         else {
             throw S3Error(.credentials, "\(what) answered without credentials")
         }
-        let expiration = answer.Expiration.flatMap { text in
-            ISO8601DateFormatter().date(from: text)
-                ?? {
-                    let formatter = ISO8601DateFormatter()
-                    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                    return formatter.date(from: text)
-                }()
-        }
+        // Temporary credentials always expire: when the time cannot be read (or is missing),
+        // they are taken to last `assumedLifetime`, never for ever.
+        let expiration = answer.Expiration.flatMap(Self.date) ?? now.addingTimeInterval(Self.assumedLifetime)
         return AWSCredentials(
             accessKeyID: id,
             secretAccessKey: secret,

@@ -69,6 +69,10 @@ public struct ObjectUpload: Sendable {
     /// Tries of one part before the upload fails (transient errors only), and the waits between.
     static let partRetryDelays: [Duration] = [.milliseconds(500), .seconds(2), .seconds(5)]
 
+    /// How many retries a transient failure earns: a store that stalled gets one (each try
+    /// waits out the stall limit), any other failure `partRetryDelays`' count.
+    static func retries(after error: S3Error) -> Int { error.stalled ? 1 : partRetryDelays.count }
+
     public enum Outcome: Sendable {
         case uploaded(bytes: Int64)
         case stopped
@@ -284,7 +288,7 @@ public struct ObjectUpload: Sendable {
                 }
                 partSent(number)
                 return sent
-            } catch  where error.isTransient && tries < Self.partRetryDelays.count {
+            } catch  where error.isTransient && tries < Self.retries(after: error) {
                 try? await Task.sleep(for: Self.partRetryDelays[tries])
                 tries += 1
             }

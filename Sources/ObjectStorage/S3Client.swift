@@ -25,10 +25,14 @@ public final class S3Client: Sendable {
                 policy: AddressPolicy(allowPrivate: true),
                 timeout: .seconds(60),
                 connectTimeout: .seconds(10),
+                stallLimit: Self.stallLimit,
                 responseLimit: 4 << 20
             )
         self.now = now
     }
+
+    /// Less than 1 KiB a second for 15 s is a stall (a PUT has no overall limit: files are large).
+    public static let stallLimit: (bytes: Int, time: Duration) = (1024, .seconds(15))
 
     /// A client configured as the AWS tools would be, from `environment` and the shared files
     /// under `home`.
@@ -86,17 +90,21 @@ public final class S3Client: Sendable {
         if response.failed(with: .aborted) { return S3Error(.stopped, "\(location): stopped") }
         if let status = response.statusCode, (200..<300).contains(status), let failure = response.failure {
             // The answer began (2xx) and broke off: the network, a stall, a full disk.
-            return S3Error(
+            var error = S3Error(
                 .transient,
                 "\(location): the transfer broke off (\(failure.message)) (HTTP \(status) to \(method))"
             )
+            error.stalled = response.timedOut
+            return error
         }
         guard let status = response.statusCode else {
             let denied = response.failed(with: .certificateRejected) || response.failed(with: .refused)
-            return S3Error(
+            var error = S3Error(
                 denied ? .denied : .transient,
                 "\(location): the object store could not be reached (\(response.failure?.message ?? "no response"))"
             )
+            error.stalled = response.timedOut
+            return error
         }
         let storeCode = XMLText.first("Code", in: response.body)
         let storeMessage = XMLText.first("Message", in: response.body)

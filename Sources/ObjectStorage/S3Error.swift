@@ -45,6 +45,10 @@ public struct S3Error: CodedError, Sendable {
     public var storeCode: String?
     public var cause: (any Error)?
     public var location: ErrorLocation
+    /// The store stopped answering (no bytes moved for the client's stall limit, or no answer
+    /// within its timeout): worth one more try, not many (a wedged store ties a worker up for
+    /// each of them).
+    public var stalled = false
 
     public init(
         _ code: Code,

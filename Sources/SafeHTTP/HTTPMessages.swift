@@ -94,6 +94,9 @@ public struct HTTPResponse: Sendable {
     public var data = Data()
     /// Bytes sent in the request body (PUT).
     public var uploaded: Int64 = 0
+    /// The exchange ran out of time: no answer within the timeout, or too few bytes moving for
+    /// the stall limit (the peer stalled).
+    public var timedOut = false
     /// The response's headers, names in lowercase (the last of a repeated name; at most 100).
     public var headers: [String: String] = [:]
 

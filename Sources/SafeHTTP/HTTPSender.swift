@@ -178,6 +178,7 @@ public final class HTTPSender: Sendable {
         guard code == CURLE_OK else {
             // Only a final status counts: `100 Continue` and then silence is a network failure.
             response.statusCode = status >= 200 ? status : nil
+            response.timedOut = code == CURLE_OPERATION_TIMEDOUT
             let rejected = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE
             response.failure = HTTPError(
                 rejected ? .certificateRejected : .transport,

@@ -35,7 +35,9 @@ extension Attempts {
                     continue
                 case .stopped:
                     return .stopped
-                case .failed(let error) where error.isTransient && tries < options.uploadRetryDelays.count:
+                // A stalled store earns one retry, not all: each waits out the stall limit.
+                case .failed(let error)
+                where error.isTransient && tries < (error.stalled ? 1 : options.uploadRetryDelays.count):
                     attempt.logger.warning(
                         "Upload failed; retrying",
                         metadata: ["error": "\(error.message)", "retry.in": "\(options.uploadRetryDelays[tries])"]

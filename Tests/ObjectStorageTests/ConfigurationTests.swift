@@ -1,7 +1,8 @@
 import Foundation
 import MediaTestKit
-import ObjectStorage
 import Testing
+
+@testable import ObjectStorage
 
 /// Where the object store is, and whose credentials sign for it: the AWS conventions (the
 /// environment, the shared files and their profiles, the container and instance metadata
@@ -181,6 +182,69 @@ struct ConfigurationTests {
             )
             #expect(try await onThread { try refreshing.credentials() }.accessKeyID == "AKIDFAKE1")
             #expect(try await onThread { try refreshing.credentials() }.accessKeyID == "AKIDFAKE2")
+        }
+    }
+
+    @Test("credentials an endpoint serves already expired are not used; an unreadable expiry is not taken as never")
+    func staleCredentials() async throws {
+        try await withTemporaryDirectory("stale") { directory in
+            let files = SharedConfigFiles(settings: [:], profile: "default")
+            // Two minutes left (inside the margin: fetched again), then ones that expired a
+            // minute ago: the valid ones are kept.
+            let stale = try await HelperServer(
+                script: "fake-metadata.py",
+                directory,
+                name: "stale",
+                ["--lifetimes", "120,-60"]
+            )
+            defer { stale.stop() }
+            let chain = try CredentialChain(
+                environment: ["AWS_EC2_METADATA_SERVICE_ENDPOINT": stale.url("")],
+                files: files
+            )
+            #expect(try await onThread { try chain.credentials() }.accessKeyID == "AKIDFAKE1")
+            #expect(
+                try await onThread { try chain.credentials() }.accessKeyID == "AKIDFAKE1",
+                "not the expired AKIDFAKE2"
+            )
+            // Only expired ones: no credentials, and the error says why.
+            let expired = try await HelperServer(
+                script: "fake-metadata.py",
+                directory,
+                name: "expired",
+                ["--lifetimes", "-60"]
+            )
+            defer { expired.stop() }
+            let none = try CredentialChain(
+                environment: ["AWS_EC2_METADATA_SERVICE_ENDPOINT": expired.url("")],
+                files: files
+            )
+            await #expect {
+                try await onThread { try none.credentials() }
+            } throws: { error in
+                "\(error)".contains("expired at")
+            }
+            // An expiry written with microseconds is read, not dropped (credentials kept for ever).
+            let micro = try await HelperServer(
+                script: "fake-metadata.py",
+                directory,
+                name: "micro",
+                ["--lifetime", "3600", "--microseconds"]
+            )
+            defer { micro.stop() }
+            let precise = try CredentialChain(
+                environment: ["AWS_EC2_METADATA_SERVICE_ENDPOINT": micro.url("")],
+                files: files
+            )
+            let expiry = try #require(try await onThread { try precise.credentials() }.expiration)
+            #expect(abs(expiry.timeIntervalSinceNow - 3600) < 120)
+            #expect(CredentialChain.date("2026-11-28T10:00:00.123456Z") == CredentialChain.date("2026-11-28T10:00:00Z"))
+            let unreadable = try CredentialChain.decode(
+                #"{"AccessKeyId":"A","SecretAccessKey":"S","Token":"T","Expiration":"soon"}"#,
+                from: "a test",
+                now: Date(timeIntervalSince1970: 0)
+            )
+            #expect(unreadable.expiration == Date(timeIntervalSince1970: CredentialChain.assumedLifetime))
         }
     }
 

@@ -130,7 +130,9 @@ package enum RemoteMedia {
                 )
             )
         }
-        guard tries < retryDelays.count else {
+        // A destination that stalled (no bytes moving for the stall limit) earns one retry: each
+        // try waits the stall out, and three of them tied a worker up for minutes.
+        guard tries < (response.timedOut ? 1 : retryDelays.count) else {
             return .failed(
                 JobError(
                     code: .outputUnwritable,
