@@ -112,6 +112,10 @@ struct WaveformTests {
         Case(fixture: .lateSecondTrack, split: true),
         // A second track that ends 37 s before the first: mixed as silence from there.
         Case(fixture: .shortSecondTrack),
+        // Formats found late (DSD at 352.8 kHz, Musepack: issue 42).
+        Case(fixture: .dsf),
+        Case(fixture: .dff, split: true),
+        Case(fixture: .musepackSV8),
     ]
 
     @Test(arguments: cases)

@@ -17,6 +17,8 @@ final class InputFile {
         "aac", "ac3", "eac3", "mpeg", "mpegvideo", "mxf", "asf", "aiff", "caf", "m4v", "h264",
         "hevc", "yuv4mpegpipe", "dv", "amr", "wv", "ape", "tta", "au", "nut", "dts", "truehd",
         "ivf", "gxf", "rm", "3gp", "mp4", "m4a",
+        // Audio the CLI reads: DSD (DSF; DSDIFF through `iff`), Musepack SV7 and SV8, TAK.
+        "dsf", "iff", "mpc", "mpc8", "tak",
         // Single still pictures (never `image2`, which reads numbered sequences of files).
         "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe",
         // What a playlist names is opened only through the input's `InputGuard`.
@@ -57,7 +59,7 @@ final class InputFile {
             "m4a": "mov", "mp4": "mov", "mov": "mov", "m4v": "mov", "3gp": "mov", "mkv": "matroska",
             "mka": "matroska", "webm": "matroska", "ts": "mpegts", "m2ts": "mpegts", "ogg": "ogg", "opus": "ogg",
             "oga": "ogg", "avi": "avi", "flv": "flv", "jpg": "jpeg_pipe", "jpeg": "jpeg_pipe", "png": "png_pipe",
-            "webp": "webp_pipe", "bmp": "bmp_pipe",
+            "webp": "webp_pipe", "bmp": "bmp_pipe", "dsf": "dsf", "dff": "iff", "tak": "tak",
         ]
         return names[ext.lowercased()]
     }
