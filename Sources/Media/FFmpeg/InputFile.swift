@@ -184,6 +184,19 @@ final class InputFile {
         return result
     }
 
+    /// Whether the index of one of `streams` (an MP4's sample table, a FLAC's seek table: what
+    /// the container says is where) names bytes past the end of the file: it was cut.
+    func indexReachesPastEnd(streams: [Int]) -> Bool {
+        guard let pb = context.pointee.pb else { return false }
+        let size = avio_size(pb)
+        guard size > 0 else { return false }
+        return streams.contains { index in
+            let count = avformat_index_get_entries_count(stream(index))
+            guard count > 0, let last = avformat_index_get_entry(stream(index), count - 1) else { return false }
+            return last.pointee.pos + Int64(last.pointee.size) > size
+        }
+    }
+
     /// `input_unsupported` naming what the input tried to open outside its scope, if anything.
     var refusal: MediaError? {
         let duration = context.pointee.duration
