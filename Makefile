@@ -9,7 +9,9 @@ PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-d
 # curl signs its own requests (--aws-sigv4) to check what jobctl wrote to the object store
 # (SeaweedFS, from PyPI into .build-venv, scripts/test-s3.sh). Debian's Chromium and its driver
 # play the HLS ladders headless, driven by selenium from PyPI (scripts/browser-play.sh).
-TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv curl chromium chromium-driver nginx-light
+# musepack-tools' mpcenc writes the Musepack fixture (the ffmpeg CLI reads Musepack but cannot write it).
+TEST_PACKAGES := ffmpeg postgresql openssl python3-yaml systemd sqlite3 python3-venv curl chromium chromium-driver nginx-light \
+                 musepack-tools
 # The benchmarks also make a virtualenv for PgQueuer (bench/queue.sh).
 BENCH_PACKAGES := python3-venv wrk
 

@@ -123,6 +123,12 @@ public enum FFProbe {
         }.reduce(0, +)
     }
 
+    /// Seconds of audio in the first audio stream of `path`: its decoded samples over its rate.
+    public static func audioSeconds(_ path: String) async throws -> Double {
+        guard let rate = try await probe(path).audio.first?.sampleRate, rate > 0 else { return 0 }
+        return Double(try await audioSampleCount(path)) / Double(rate)
+    }
+
     /// What `ffmpeg -v error -i PATH -f null -` prints: empty when the file decodes cleanly.
     public static func decodeErrors(_ path: String) async throws -> String {
         let result = try await ProcessRunner.run("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])

@@ -85,6 +85,21 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case growingPicture  // raw H.264: 160x120 for 1 s, then an 8192x8192 picture
     case manyTracks  // Matroska with 70 short audio tracks
     case understatedDuration  // videoOnly (4 s) whose headers claim 1 s
+    // Headers that claim another length than the media holds (issue 42), and their damaged kin.
+    case mp3InfoOverstated  // 0.4 s of CBR MP3 (mono 44.1 kHz) whose Info header counts 220 s of frames
+    case mp3XingOverstated  // 0.4 s of VBR MP3 whose Xing header counts 220 s
+    case mp3VBRIOverstated  // 0.4 s of MP3 with a VBRI header (no Xing) counting 220 s
+    case mp3APETagged  // 0.4 s of MP3 without Xing, then a 3.5 MB APE tag: FFmpeg's estimate says 219 s
+    case flacTotalOverstated  // 2 s of FLAC (stereo 44.1 kHz) whose STREAMINFO counts 220 s of samples
+    case flacVariableBlocks  // 2 s of FLAC in blocks of 1152, 4608 and 576 samples (variable block size)
+    case opusGranuleOverstated  // 2 s of Opus whose last granule position says 12 s
+    case vorbisGranuleOverstated  // 2 s of Vorbis whose last granule position says 12 s
+    case flacTruncated  // flacTotalOverstated's 2 s cut in the middle of a frame (damage, not a lie)
+    // Audio formats the CLI reads that no tool here writes but Musepack's encoder (DSD by hand).
+    case dsf  // DSD64 stereo, 1 s: 440 Hz left, 660 Hz right
+    case dff  // the same as DSDIFF
+    case musepackSV8  // Musepack SV8 (mpcenc), stereo 44.1 kHz, 2 s
+    case stereoWAV  // 2 s of PCM, stereo 44.1 kHz, 440 Hz: what Musepack's encoder reads
     // Fuzzing seeds: 2 s, 160x120, one per container (FuzzTests flips their bytes).
     case seedMP4, seedMOV, seedMKV, seedTS, seedAVI, seedMP3
 
@@ -123,6 +138,14 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .seedTS: "ts"
         case .seedAVI: "avi"
         case .seedMP3: "mp3"
+        case .mp3InfoOverstated, .mp3XingOverstated, .mp3VBRIOverstated, .mp3APETagged: "mp3"
+        case .flacTotalOverstated, .flacVariableBlocks, .flacTruncated: "flac"
+        case .opusGranuleOverstated: "opus"
+        case .vorbisGranuleOverstated: "ogg"
+        case .dsf: "dsf"
+        case .dff: "dff"
+        case .musepackSV8: "mpc"
+        case .stereoWAV: "wav"
         default: "mp4"
         }
     }
@@ -141,6 +164,14 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case derived(Fixture, Transform)
         /// The playlist, with a revision (a changed text gets a new cached file).
         case playlist(Fixture, revision: Int)
+        /// What a recipe makes, transformed.
+        indirect case patched(Recipe, Transform)
+        /// A tool other than ffmpeg (`IN`: the fixture's path, `OUT`: the output).
+        case tool(String, Fixture, [String])
+        /// The FLAC files' frames as one stream with variable block sizes.
+        case variableBlockFLAC([Recipe])
+        /// DSD written by hand (`DSDFiles`): `dff` or `dsf`.
+        case dsd(String, seconds: Double)
     }
 
     enum Transform {
@@ -153,6 +184,13 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         /// Version-0 `mvhd`, `tkhd`, `mdhd` and `mehd` durations set to all ones (ISO BMFF's
         /// "indeterminate", as live recorders and packagers write fragmented MP4).
         case indeterminateDeclaredDurations
+        /// `LyingHeaders`: an MP3's Xing/Info frame count, a VBRI header instead, an APE tag
+        /// appended, a FLAC's STREAMINFO total, an Ogg stream's last granule moved on.
+        case xingFrames(UInt32)
+        case vbriFrames(UInt32)
+        case apeTag(coverBytes: Int)
+        case flacTotalSamples(UInt64)
+        case lastGranuleLater(by: Int64)
     }
 
     private static func video(_ size: String = "320x240", rate: Int = 25) -> [String] {
@@ -467,6 +505,65 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .seedMP3:
             return .ffmpeg(Self.tone(44100) + ["-t", "2", "-c:a", "libmp3lame", "OUT"])
+        default:
+            return headerRecipe
+        }
+    }
+
+    /// 220 s of MP3 frames of 1152 samples at 44.1 kHz.
+    private static let claimedFrames: UInt32 = 8422
+
+    /// The recipes of issue 42's inputs: headers that lie, and formats found late.
+    private var headerRecipe: Recipe {
+        let shortMP3 = Self.tone(44100) + ["-t", "0.4", "-c:a", "libmp3lame"]
+        let flac = Self.tone(44100) + ["-t", "2", "-ac", "2", "-c:a", "flac", "OUT"]
+        switch self {
+        case .mp3InfoOverstated:
+            return .patched(.ffmpeg(shortMP3 + ["-b:a", "128k", "OUT"]), .xingFrames(Self.claimedFrames))
+        case .mp3XingOverstated:
+            return .patched(.ffmpeg(shortMP3 + ["-q:a", "4", "OUT"]), .xingFrames(Self.claimedFrames))
+        case .mp3VBRIOverstated:
+            return .patched(.ffmpeg(shortMP3 + ["-b:a", "128k", "OUT"]), .vbriFrames(Self.claimedFrames))
+        case .mp3APETagged:
+            return .patched(
+                .ffmpeg(shortMP3 + ["-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0", "OUT"]),
+                .apeTag(coverBytes: 3_500_000)
+            )
+        case .flacTotalOverstated:
+            return .patched(.ffmpeg(flac), .flacTotalSamples(220 * 44100))
+        case .flacTruncated:
+            return .patched(.ffmpeg(flac), .truncate(fraction: 0.5))
+        case .flacVariableBlocks:
+            // Consecutive pieces of one tone, each encoded with its own block size.
+            let pieces = [(0.0, 0.5, 1152), (0.5, 1.2, 4608), (1.2, 2.0, 576)]
+            return .variableBlockFLAC(
+                pieces.map { start, end, block in
+                    .ffmpeg(
+                        Self.tone(44100) + [
+                            "-t", "2", "-ac", "2", "-af", "atrim=start=\(start):end=\(end),asetpts=N/SR/TB",
+                            "-c:a", "flac", "-frame_size", "\(block)", "OUT",
+                        ]
+                    )
+                }
+            )
+        case .opusGranuleOverstated:
+            return .patched(
+                .ffmpeg(Self.tone(48000) + ["-t", "2", "-c:a", "libopus", "OUT"]),
+                .lastGranuleLater(by: 10 * 48000)
+            )
+        case .vorbisGranuleOverstated:
+            return .patched(
+                .ffmpeg(Self.tone(44100) + ["-t", "2", "-c:a", "libvorbis", "OUT"]),
+                .lastGranuleLater(by: 10 * 44100)
+            )
+        case .dsf, .dff:
+            return .dsd(fileExtension, seconds: 1)
+        case .stereoWAV:
+            return .ffmpeg(Self.tone(44100) + ["-t", "2", "-ac", "2", "-c:a", "pcm_s16le", "OUT"])
+        case .musepackSV8:
+            return .tool("mpcenc", .stereoWAV, ["--silent", "--overwrite", "IN", "OUT"])
+        default:
+            preconditionFailure("\(self) has no recipe")
         }
     }
 }
@@ -537,6 +634,26 @@ public actor Fixtures {
             var data = try Data(contentsOf: URL(fileURLWithPath: try await shared.path(source)))
             apply(transform, to: &data)
             try data.write(to: URL(fileURLWithPath: partial))
+        case .patched(let recipe, let transform):
+            try await make(recipe, at: partial)
+            var data = try Data(contentsOf: URL(fileURLWithPath: partial))
+            apply(transform, to: &data)
+            try data.write(to: URL(fileURLWithPath: partial))
+        case .tool(let tool, let source, let arguments):
+            let input = try await shared.path(source)
+            try await ProcessRunner.check(tool, arguments.map { $0 == "OUT" ? partial : $0 == "IN" ? input : $0 })
+        case .variableBlockFLAC(let parts):
+            var files: [Data] = []
+            for (index, part) in parts.enumerated() {
+                let piece = partial + ".part\(index).flac"
+                try await make(part, at: piece)
+                files.append(try Data(contentsOf: URL(fileURLWithPath: piece)))
+                try? FileManager.default.removeItem(atPath: piece)
+            }
+            try LyingHeaders.variableBlockFLAC(files).write(to: URL(fileURLWithPath: partial))
+        case .dsd(let format, let seconds):
+            let data = format == "dff" ? DSDFiles.dff(seconds: seconds) : DSDFiles.dsf(seconds: seconds)
+            try data.write(to: URL(fileURLWithPath: partial))
         }
     }
 
@@ -591,6 +708,16 @@ public actor Fixtures {
                     data.replaceSubrange(at..<at + 4, with: [0xFF, 0xFF, 0xFF, 0xFF])
                 }
             }
+        case .xingFrames(let frames):
+            LyingHeaders.setXingFrames(&data, to: frames)
+        case .vbriFrames(let frames):
+            LyingHeaders.replaceXingByVBRI(&data, frames: frames)
+        case .apeTag(let coverBytes):
+            LyingHeaders.appendAPETag(&data, coverBytes: coverBytes)
+        case .flacTotalSamples(let total):
+            LyingHeaders.setFLACTotalSamples(&data, to: total)
+        case .lastGranuleLater(let samples):
+            LyingHeaders.extendLastGranule(&data, by: samples)
         case .noiseInMediaData:
             guard let mdat = data.range(of: Data("mdat".utf8)) else { return }
             let size = data[mdat.lowerBound - 4..<mdat.lowerBound].reduce(0) { $0 << 8 | Int($1) }

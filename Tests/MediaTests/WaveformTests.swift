@@ -112,6 +112,15 @@ struct WaveformTests {
         Case(fixture: .lateSecondTrack, split: true),
         // A second track that ends 37 s before the first: mixed as silence from there.
         Case(fixture: .shortSecondTrack),
+        // Formats found late (DSD at 352.8 kHz, Musepack), and headers that claim more than the
+        // media holds: the peaks of what it holds (issue 42).
+        Case(fixture: .dsf),
+        Case(fixture: .dff, split: true),
+        Case(fixture: .musepackSV8),
+        Case(fixture: .mp3VBRIOverstated),
+        Case(fixture: .flacTotalOverstated, split: true),
+        Case(fixture: .flacVariableBlocks),
+        Case(fixture: .opusGranuleOverstated),
     ]
 
     @Test(arguments: cases)

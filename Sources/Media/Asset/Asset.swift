@@ -43,6 +43,8 @@ public final class Asset: @unchecked Sendable {
 
     let input: InputFile
     let interrupt: AtomicFlag
+    /// The packets its decoders failed on (an asset is read once).
+    let decodeDamage = DecodeDamage()
     private let claimed = Atomic(false)
 
     /// Opens `location`. Errors: `input_not_found`, `input_unreadable`, `input_unsupported`,
@@ -289,7 +291,11 @@ extension Asset {
     /// FFmpeg's reason) when there is none.
     func makeDecoder(for track: AssetTrack) throws(MediaError) -> CodecDecoder {
         do {
-            return try CodecDecoder(stream: input.stream(track.index), maxPixels: limits.maxPixels)
+            return try CodecDecoder(
+                stream: input.stream(track.index),
+                maxPixels: limits.maxPixels,
+                damage: decodeDamage
+            )
         } catch {
             let detail = FFmpegLog.takeLastError().map { " (\($0))" } ?? ""
             throw MediaError(

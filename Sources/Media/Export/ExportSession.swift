@@ -182,37 +182,6 @@ public final class ExportSession: @unchecked Sendable {
 
     // MARK: -
 
-    /// `decode_failed` when the output is well short of where the input says its tracks end: a
-    /// truncated or damaged file whose demuxer stopped with a plain end of file. Not when the
-    /// asset's duration is only a bitrate estimate.
-    private func shortfall(produced: Int64, range: ResolvedRange, plan: ExportPlan, reader: AssetReader) -> MediaError?
-    {
-        // Where the carried tracks end by their headers (an m4a of a file with short audio is fine).
-        let ends = plan.tracks.map { track -> Int64? in
-            guard let duration = track.source.duration else { return nil }
-            return Int64(((track.source.startTime ?? 0) + duration) * 1_000_000) - asset.startTime
-        }
-        // Where the media should end: by the headers, capped by the range. When the headers do
-        // not say (an indeterminate fragmented MP4), the file holds what it holds: no shortfall.
-        guard var expectedEnd = ends.contains(nil) ? asset.duration : ends.compactMap({ $0 }).max() else {
-            return nil
-        }
-        if let end = range.end { expectedEnd = min(expectedEnd, end) }
-        let missing = expectedEnd - range.start - produced
-        let readError = reader.inputEndedEarly != nil
-        guard
-            (readError && missing > 500_000)
-                || (!asset.durationIsEstimate && missing > max(1_000_000, (expectedEnd - range.start) / 10))
-        else {
-            return nil
-        }
-        let detail = reader.lastDemuxError.map { " (\($0))" } ?? ""
-        return MediaError(
-            .decodeFailed,
-            "\(asset.displayName) ends at \(TimeRange.format(range.start + produced)) although its tracks last until \(TimeRange.format(expectedEnd)): the file is truncated or damaged\(detail)"
-        )
-    }
-
     /// What the headers say, against the asset's limits, before anything is decoded (the
     /// reader and writer check again as they go).
     private func checkLimits(_ plan: ExportPlan, range: ResolvedRange) throws(MediaError) {
@@ -329,9 +298,13 @@ public final class ExportSession: @unchecked Sendable {
             throw error
         }
         let produced = pairs.map(\.input.endMicroseconds).max() ?? 0
-        if let shortfall = shortfall(produced: produced, range: range, plan: plan, reader: reader) {
-            writer.fail(shortfall)
-            throw shortfall
+        var warnings = asset.warnings
+        switch Shortfall(produced: produced, range: range, plan: plan, reader: reader) {
+        case .none: break
+        case .damage(let error):
+            writer.fail(error)
+            throw error
+        case .overstated(let warning): warnings.append(warning)
         }
         // An output with no media is no export (an undecodable or encrypted frame, a file of
         // 20 samples): it fails rather than "complete" with a file of headers.
@@ -381,7 +354,6 @@ public final class ExportSession: @unchecked Sendable {
             }
         )
         var finished = result
-        var warnings = asset.warnings
         if asset.durationIsIndeterminate {
             let end = range.start + produced
             warnings.append(

@@ -3,9 +3,14 @@ import CFFmpeg
 /// A decoder (`AVCodecContext`) for one input stream.
 final class CodecDecoder {
     let context: UnsafeMutablePointer<AVCodecContext>
+    /// Where the packets this decoder failed on are counted (its asset's, for all its decoders).
+    let damage: DecodeDamage?
 
-    /// - Parameter maxPixels: pictures larger than this are refused before they are allocated.
-    init(stream: UnsafeMutablePointer<AVStream>, maxPixels: Int) throws {
+    /// - Parameters:
+    ///   - maxPixels: pictures larger than this are refused before they are allocated.
+    ///   - damage: counts the packets that failed to decode.
+    init(stream: UnsafeMutablePointer<AVStream>, maxPixels: Int, damage: DecodeDamage? = nil) throws {
+        self.damage = damage
         let parameters = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
             throw FFError(code: cff_averror_decoder_not_found(), operation: "avcodec_find_decoder")

@@ -17,6 +17,8 @@ final class InputFile {
         "aac", "ac3", "eac3", "mpeg", "mpegvideo", "mxf", "asf", "aiff", "caf", "m4v", "h264",
         "hevc", "yuv4mpegpipe", "dv", "amr", "wv", "ape", "tta", "au", "nut", "dts", "truehd",
         "ivf", "gxf", "rm", "3gp", "mp4", "m4a",
+        // Audio the CLI reads: DSD (DSF; DSDIFF through `iff`), Musepack SV7 and SV8, TAK.
+        "dsf", "iff", "mpc", "mpc8", "tak",
         // Single still pictures (never `image2`, which reads numbered sequences of files).
         "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe",
         // What a playlist names is opened only through the input's `InputGuard`.
@@ -57,7 +59,7 @@ final class InputFile {
             "m4a": "mov", "mp4": "mov", "mov": "mov", "m4v": "mov", "3gp": "mov", "mkv": "matroska",
             "mka": "matroska", "webm": "matroska", "ts": "mpegts", "m2ts": "mpegts", "ogg": "ogg", "opus": "ogg",
             "oga": "ogg", "avi": "avi", "flv": "flv", "jpg": "jpeg_pipe", "jpeg": "jpeg_pipe", "png": "png_pipe",
-            "webp": "webp_pipe", "bmp": "bmp_pipe",
+            "webp": "webp_pipe", "bmp": "bmp_pipe", "dsf": "dsf", "dff": "iff", "tak": "tak",
         ]
         return names[ext.lowercased()]
     }
@@ -180,6 +182,19 @@ final class InputFile {
             }
         }
         return result
+    }
+
+    /// Whether the index of one of `streams` (an MP4's sample table, a FLAC's seek table: what
+    /// the container says is where) names bytes past the end of the file: it was cut.
+    func indexReachesPastEnd(streams: [Int]) -> Bool {
+        guard let pb = context.pointee.pb else { return false }
+        let size = avio_size(pb)
+        guard size > 0 else { return false }
+        return streams.contains { index in
+            let count = avformat_index_get_entries_count(stream(index))
+            guard count > 0, let last = avformat_index_get_entry(stream(index), count - 1) else { return false }
+            return last.pointee.pos + Int64(last.pointee.size) > size
+        }
     }
 
     /// `input_unsupported` naming what the input tried to open outside its scope, if anything.

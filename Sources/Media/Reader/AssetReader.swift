@@ -62,6 +62,16 @@ public final class AssetReader: @unchecked Sendable {
     /// The last error the demuxer logged before the input ended, if any (`partial file`).
     var lastDemuxError: String? { state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError } }
 
+    /// Once finished: the input ended with a plain end of file, nothing was logged as an error
+    /// on the way there, no decoder failed on a packet, and the container's index names nothing
+    /// past the end of the file. What was read is then all the media the file holds, whatever
+    /// its headers claim.
+    var endedCleanly: Bool {
+        let logged = state.withLock { $0.inputEndedEarly ?? $0.lastDemuxError }
+        return logged == nil && asset.decodeDamage.count == 0
+            && !asset.input.indexReachesPastEnd(streams: outputs.flatMap(\.tracks).map(\.index))
+    }
+
     public func add(_ output: AssetReaderOutput) {
         precondition(
             output.tracks.allSatisfy { track in asset.tracks.contains { $0.index == track.index } },

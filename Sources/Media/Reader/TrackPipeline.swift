@@ -1,4 +1,5 @@
 import CFFmpeg
+import Synchronization
 
 /// The time window a reader delivers, in the asset's own timestamps (absolute microseconds).
 struct ReadWindow: Sendable {
@@ -68,6 +69,16 @@ struct DecodeErrorBudget {
     }
 }
 
+/// How many packets an asset's decoders failed on, all tracks together: a reading whose
+/// decoders never failed is clean (its media is what it is, whatever the headers say).
+final class DecodeDamage: Sendable {
+    private let failures = Atomic(0)
+
+    func note() { failures.add(1, ordering: .relaxed) }
+
+    var count: Int { failures.load(ordering: .relaxed) }
+}
+
 /// Feeds one decoder: sends a packet (or `nil` to drain it at the end), hands every frame that
 /// comes out to a handler, and counts damage against the error budget.
 final class DecodeLoop {
@@ -97,7 +108,10 @@ final class DecodeLoop {
             }
             if result < 0 && result != AVErr.eof {
                 try checkPictureSize()
-                if packet != nil { try budget.failed(result) }
+                if packet != nil {
+                    decoder.damage?.note()
+                    try budget.failed(result)
+                }
             } else if packet != nil {
                 budget.succeeded()
             }
@@ -134,6 +148,7 @@ final class DecodeLoop {
             if result == AVErr.again || result == AVErr.eof { return true }
             if result < 0 {
                 try checkPictureSize()
+                decoder.damage?.note()
                 try budget.failed(result)
                 return true
             }
