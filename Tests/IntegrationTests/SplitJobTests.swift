@@ -22,7 +22,8 @@ struct SplitJobTests {
         _ name: String,
         failpoints: String? = nil,
         once: Bool = true,
-        secret: String
+        secret: String,
+        arguments: [String] = []
     ) throws -> JobctlProcess {
         try JobctlProcess(
             [
@@ -30,7 +31,7 @@ struct SplitJobTests {
                 setup.directory.file("scratch"),
                 "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks", "--webhook-retry-scale",
                 "0.01",
-            ] + (once ? ["--once"] : []),
+            ] + (once ? ["--once"] : []) + arguments,
             log: setup.directory.file("\(name).log"),
             environment: ["JOBCTL_WEBHOOK_SECRET": secret].merging(failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:])
             {
@@ -270,14 +271,7 @@ struct SplitJobTests {
             setup.directory.remove()
             setup.server.stop()
         }
-        let input = try await Fixtures.shared.path(.splitCFR)
-        let output = setup.directory.file("split.mp4")
-        let id = try await setup.submit(input, ["--split", "4s", "--range", "0s+16s", "-o", output])
-        let worker = try Self.worker(setup, "A", failpoints: "before-join", secret: secret)
-        try #require(
-            try await eventually(within: .seconds(120)) { FencingTests.isStopped(worker.pid) },
-            "\(worker.log)"
-        )
+        let (id, input, output, worker) = try await stoppedAtTheJoin(setup, range: "0s+16s")
         // Every segment is in scratch; one is damaged before the join reads it.
         let directory = setup.directory.file("scratch/\(id).split")
         let damaged = directory + "/segment-00002.mp4"

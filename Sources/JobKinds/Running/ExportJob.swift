@@ -16,6 +16,9 @@ struct ExportJob: PreparedJob {
     /// A segment of a split export: what to score its first and last frames against (the
     /// result's `seamEdges`, which the join reads instead of decoding every cut itself).
     var seam: SegmentSeam?
+    /// A part of a split export (a segment or the audio): its result records the file it wrote
+    /// (`SplitJob.PartRecord`), which the join holds the part to.
+    var part: ExportPart?
 
     struct SegmentSeam: Sendable {
         var source: String
@@ -138,7 +141,7 @@ struct ExportJob: PreparedJob {
                 last: segment.last == true
             )
         }
-        return ExportJob(session: session, uploadURL: upload, shownOutput: upload, seam: seam)
+        return ExportJob(session: session, uploadURL: upload, shownOutput: upload, seam: seam, part: segment.part)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
@@ -197,9 +200,20 @@ struct ExportJob: PreparedJob {
             measuredEdges = try? JSONValue(encoding: measured)
         }
         let edges = measuredEdges
+        var record: JSONValue?
+        if let part {
+            let (path, limits) = (held.temporaryPath, session.asset.limits)
+            record = try JSONValue.result(
+                try await onDedicatedThread("jobctl.part") {
+                    try SplitJob.PartRecord.of(path, part: part, limits: limits)
+                }
+            )
+        }
+        let partRecord = record
         return FinishedRun(held: held, mediaSeconds: duration) { uploaded in
             var result = result
             if let edges { result.set(SplitJob.edgesKey, edges) }
+            if let partRecord { result.set(SplitJob.PartRecord.key, partRecord) }
             if let shownOutput { result.set("output", .string(shownOutput)) }
             if let uploaded, let url = uploadURL {
                 result.set("bytes", .number(Double(uploaded.values.reduce(0, +))))

@@ -313,4 +313,14 @@ public enum SegmentJoin {
         return FinishedJoin(joined: joined, output: PendingOutput(writer: writer))
     }
 
+    /// The samples of the first audio track of `path` as the join counts them (its packets'
+    /// durations); `nil` when it holds no audio track.
+    public static func audioSamples(of path: String, limits: ResourceLimits) throws(MediaError) -> Int64? {
+        let asset = try Asset(location: path, limits: limits)
+        guard let track = asset.audioTracks.first else { return nil }
+        let source = PacketSource(asset, stream: track.index)
+        var samples: Int64 = 0
+        while let packet = try source.next() { samples += packet.duration }
+        return samples
+    }
 }
