@@ -177,6 +177,7 @@ struct ExportJob: PreparedJob {
             throw JobError.unstorableResult(error)  // the output, dropped, is deleted
         }
         let duration = finished.result.duration
+        let frames = finished.result.tracks.first { $0.mediaType == .video }?.frames.map { Int($0) }
         let (uploadURL, shownOutput) = (self.uploadURL, self.shownOutput)
         let held = HeldExport(
             finished.takeOutput(),
@@ -205,7 +206,7 @@ struct ExportJob: PreparedJob {
             let (path, limits) = (held.temporaryPath, session.asset.limits)
             record = try JSONValue.result(
                 try await onDedicatedThread("jobctl.part") {
-                    try SplitJob.PartRecord.of(path, part: part, limits: limits)
+                    try SplitJob.PartRecord.of(path, part: part, frames: frames, limits: limits)
                 }
             )
         }

@@ -108,13 +108,15 @@ final class SplitJoinJob: PreparedJob {
         // job failed or was cancelled): the parts it held are made again below.
         try scratch.makeDirectory()
         let missing = try await scratch.download(names, context: context) { self.isCancelled }
-        let parts = try segments.map { child, segment in
-            SegmentJoin.Segment(
+        var parts = try segments.map { child, segment in
+            let cut = SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut
+            return SegmentJoin.Segment(
                 path: scratch.path(of: SplitJob.fileName(segment, format: format)),
-                frames: segment.frames,
+                frames: SplitJob.PartRecord.of(child)?.frames ?? segment.frames,
                 start: segment.start,
                 end: segment.end,
-                from: SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut.start
+                from: cut.start,
+                origin: cut.origin
             )
         }
         let audioPath = audioPart.map { scratch.path(of: SplitJob.fileName($0.1, format: format)) }
@@ -124,21 +126,23 @@ final class SplitJoinJob: PreparedJob {
         // or not that file (swapped, truncated, replaced) is made again here, from the source.
         for (index, reason) in try await damagedParts(parts, audio: audioPath, missing: missing) {
             if index < 0, let (child, _) = audioPart, let audioPath {
-                try await remake(child, part: .audio, to: audioPath)
+                _ = try await remake(child, part: .audio, to: audioPath)
                 warnings.append("the audio part was not the file its job wrote (\(reason)): the join encoded it again")
             } else if index >= 0 {
                 reencodes[index] += 1
-                try await remake(segments[index].job, part: .video, to: parts[index].path)
+                parts[index].frames =
+                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
             }
         }
         while true {
             if state.withLock({ $0.cancelled }) { throw MediaError.cancelled() }
             do {
                 let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
+                let proving = parts
                 let (joined, held) = try await onDedicatedThread("jobctl.join") {
                     () throws -> (SegmentJoin.Joined, HeldExport) in
                     let finished = try SegmentJoin.join(
-                        parts,
+                        proving,
                         audio: audioPath,
                         destination: destination,
                         format: format,
@@ -214,7 +218,8 @@ final class SplitJoinJob: PreparedJob {
                     )
                 }
                 let index = mismatch.segment
-                try await remake(segments[index].job, part: .video, to: parts[index].path)
+                parts[index].frames =
+                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
             }
         }
     }

@@ -15,11 +15,14 @@ extension SplitJob {
         var bytes: Int64
         /// `nil` in a row written before parts were hashed (then only the size is compared).
         var sha256: String?
+        /// A video segment: the frames its encode was given, the plan's unless the source is
+        /// damaged there (the join's proof holds the file to it).
+        var frames: Int?
         /// The audio: its samples as the join counts them (`SegmentJoin.audioSamples`).
         var samples: Int64?
 
         /// The record of the part just written at `path` (on a thread of its own: it reads the file).
-        static func of(_ path: String, part: ExportPart, limits: ResourceLimits) throws -> PartRecord {
+        static func of(_ path: String, part: ExportPart, frames: Int?, limits: ResourceLimits) throws -> PartRecord {
             let (bytes, digest): (Int64?, String)
             do throws(S3Error) {
                 (bytes, digest) = (try size(of: path), try FileDigest.sha256(of: path))
@@ -32,6 +35,7 @@ extension SplitJob {
             return PartRecord(
                 bytes: bytes ?? 0,
                 sha256: digest,
+                frames: part == .video ? frames : nil,
                 samples: part == .audio ? try SegmentJoin.audioSamples(of: path, limits: limits) : nil
             )
         }
@@ -98,8 +102,9 @@ extension SplitJoinJob {
         }
     }
 
-    /// A part made again, here, as its child would have: a video segment or the audio.
-    func remake(_ child: Job, part: ExportPart, to path: String) async throws {
+    /// A part made again, here, as its child would have: a video segment (returns the frames
+    /// its encode was given) or the audio.
+    func remake(_ child: Job, part: ExportPart, to path: String) async throws -> Int? {
         try? FileManager.default.removeItem(atPath: path)
         let input = try JobPaths.input(of: job, context: context)
         let asset = try await ExportJob.openInput(job, path: input, context: context)
@@ -118,7 +123,8 @@ extension SplitJoinJob {
             part: part,
             cut: cut
         )
-        _ = try await run(session)
+        let result = try await run(session)
+        return result.tracks.first { $0.mediaType == .video }?.frames.map { Int($0) }
     }
 
     /// A child's encode speed (frames per second of its run, to a tenth).

@@ -97,7 +97,7 @@ public enum SplitExport {
         let margin: Int64 = start == range.start ? 0 : 5
         return (
             TimeRange(start: start, duration: end + postRoll - start),
-            SegmentCut(start: range.start - start - margin, end: end - start - 5)
+            SegmentCut(start: range.start - start - margin, end: end - start - 5, origin: range.start - start)
         )
     }
 
@@ -224,15 +224,18 @@ public enum SplitExport {
         }
     }
 
-    /// The segment table of a join.
+    /// The segment table of a join: each segment's frames as the joined file holds them (the
+    /// plan's, unless a damaged source decoded to fewer).
     public static func reports(_ plan: SplitPlan, joined: SegmentJoin.Joined) -> [SegmentReport] {
-        plan.segments.enumerated().map { position, segment in
+        var first = 0
+        return plan.segments.enumerated().map { position, segment in
             let start = joined.segmentStarts[position]
             let end = position + 1 < joined.segmentStarts.count ? joined.segmentStarts[position + 1] : joined.duration
+            defer { first += joined.framesPerSegment[position] }
             return SegmentReport(
                 index: segment.index,
-                firstFrame: segment.frames.lowerBound,
-                lastFrame: segment.frames.upperBound - 1,
+                firstFrame: first,
+                lastFrame: first + joined.framesPerSegment[position] - 1,
                 start: Double(start) / 1e6,
                 duration: Double(end - start) / 1e6,
                 bytes: joined.bytesPerSegment[position]
