@@ -66,6 +66,9 @@ public final class SplitExportSession: Sendable {
         guard SplitExport.canSplit(preset, format: format) else {
             throw MediaError(.presetIncompatible, "preset '\(preset.name)' copies its video: a split needs an encode")
         }
+        // Before anything is planned or encoded (the scratch beside it would otherwise make a
+        // missing directory, and the join find the problem last).
+        try OutputDestination.checkDirectory(of: outputPath)
         guard let (plan, ranges) = try SplitExport.plan(asset, range: timeRange, segmentLength: segmentLength) else {
             let whole = ExportSession(
                 asset: asset,

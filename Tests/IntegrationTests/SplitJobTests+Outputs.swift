@@ -1,0 +1,81 @@
+import Foundation
+import JobKinds
+import Media
+import MediaTestKit
+import Queue
+import QueueSQLite
+import SafeHTTP
+import Testing
+
+/// Where a split export writes (issue 42, item 11): its output is checked before anything is
+/// encoded, as a one-piece export's is; a trailing `/` hides no file from submit.
+extension SplitJobTests {
+    enum OutputProblem: String, CaseIterable, CustomStringConvertible, Sendable {
+        case missingDirectory
+        case fileWhereTheDirectoryShouldBe
+        var description: String { rawValue }
+        var code: String { self == .missingDirectory ? "output_unwritable" : "output_forbidden" }
+    }
+
+    @Test(
+        "a split export whose output cannot be written fails before any part is encoded",
+        .serialized,
+        arguments: OutputProblem.allCases
+    )
+    func aSplitExportChecksItsOutputFirst(problem: OutputProblem) async throws {
+        let setup = try await Setup("split-output")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.splitCFR)
+        let directory = setup.directory.file("out")
+        let id = try await setup.submit(
+            input,
+            ["--split", "4s", "--max-attempts", "1", "-o", directory + "/split.mp4"]
+        )
+        // After submit (which sees nothing wrong yet): the directory is missing, or a file is there.
+        if problem == .fileWhereTheDirectoryShouldBe {
+            try #require(FileManager.default.createFile(atPath: directory, contents: Data("notes".utf8)))
+        }
+        let worker = try Self.worker(setup, "A", secret: secret)
+        #expect(try await worker.waitForExit(timeout: .seconds(180))?.status == 0, "\(worker.log)")
+        let job = try await setup.job(id)
+        #expect(job.status == .failed && job.error?.code.rawValue == problem.code, "\(job.error.map { "\($0)" } ?? "")")
+        #expect(job.error?.message.contains(directory) == true, "\(job.error?.message ?? "")")
+        #expect(try await Self.children(setup, of: id).isEmpty, "nothing encoded for an output that cannot be written")
+
+        // `jobctl export --split` the same, and its scratch beside the output makes no directory.
+        let local = try await Jobctl.run([
+            "export", input, "--preset", "low", "--split", "4s", "-o", directory + "/local.mp4",
+        ])
+        #expect(local.status != 0 && local.stderr.hasPrefix("error: \(problem.code): "), "\(local.stderr)")
+        #expect(problem != .missingDirectory || !FileManager.default.fileExists(atPath: directory))
+    }
+
+    @Test("a trailing / hides no file from submit's checks of an output")
+    func aTrailingSlashHidesNoFile() async throws {
+        let setup = try await Setup("split-output-slash")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.basic)
+        let file = setup.directory.file("f2.mp4")
+        try #require(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        let refused: [[String]] = [
+            ["--kind", "thumbnails", "-o", file + "/"],  // a set of files into a file
+            ["--kind", "waveform", "-o", file + "/"],
+            ["--preset", "low", "-o", file + "/x.mp4"],  // an export under a file
+            ["--preset", "low", "-o", setup.directory.file("new.mp4") + "/"],  // an export named as a directory
+        ]
+        for arguments in refused {
+            let result = try await Jobctl.run(["submit", input, "--db", setup.db] + arguments)
+            #expect(
+                result.status != 0 && result.stderr.hasPrefix("error: output_forbidden: "),
+                "\(arguments): \(result.status) \(result.stderr)"
+            )
+        }
+        #expect(try await setup.store.jobs(JobQuery(limit: 10)).isEmpty)
+    }
+}
