@@ -7,8 +7,9 @@ import QueueSQLite
 import SafeHTTP
 import Testing
 
-/// Where a split export writes (issue 42, item 11): its output is checked before anything is
-/// encoded, as a one-piece export's is; a trailing `/` hides no file from submit.
+/// Where a split export writes, and what it says (issue 42, items 11 and 13): its output is
+/// checked before anything is encoded, as a one-piece export's is; a trailing `/` hides no file
+/// from submit; a refused split names its reason.
 extension SplitJobTests {
     enum OutputProblem: String, CaseIterable, CustomStringConvertible, Sendable {
         case missingDirectory
@@ -77,5 +78,28 @@ extension SplitJobTests {
             )
         }
         #expect(try await setup.store.jobs(JobQuery(limit: 10)).isEmpty)
+    }
+
+    @Test("a split refused for a preset that keeps no video says so")
+    func aRefusedSplitNamesItsReason() async throws {
+        let setup = try await Setup("split-refused")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Fixtures.shared.path(.splitCFR)
+        let inProcess = try await Jobctl.run([
+            "export", input, "--preset", "m4a", "--split", "4s", "-o", setup.directory.file("sound.m4a"),
+        ])
+        let submitted = try await Jobctl.run([
+            "submit", input, "--db", setup.db, "--preset", "m4a", "--split", "4s", "-o", setup.directory.file("s.m4a"),
+        ])
+        for result in [inProcess, submitted] {
+            #expect(result.status != 0, "\(result.stderr)")
+            #expect(
+                result.stderr.contains("keeps no video") && !result.stderr.contains("copies"),
+                "\(result.stderr)"
+            )
+        }
     }
 }

@@ -134,8 +134,25 @@ public enum SplitExport {
     /// Whether a preset can be split: it encodes video (a copy cannot be cut anywhere but at
     /// the source's keyframes).
     public static func canSplit(_ preset: Preset, format: ContainerFormat) -> Bool {
-        guard let video = preset.video, format.holdsVideo else { return false }
-        return video.codec != .copy && preset.audio?.codec != .copy
+        unsplittable(preset, format: format) == nil
+    }
+
+    /// Why an export with `preset` into `format` cannot be split (`nil`: it can), in words a
+    /// person can act on: the one reason that applies, for `submit --split` and `export --split`.
+    public static func unsplittable(_ preset: Preset, format: ContainerFormat) -> String? {
+        guard format.holdsVideo else {
+            return "the \(format.rawValue) container keeps no video, and a split cuts the video into segments"
+        }
+        guard let video = preset.video else {
+            return "preset '\(preset.name)' keeps no video, and a split cuts the video into segments"
+        }
+        if video.codec == .copy {
+            return "preset '\(preset.name)' copies its video, which can only be cut at the source's keyframes"
+        }
+        if preset.audio?.codec == .copy {
+            return "preset '\(preset.name)' copies its audio; a split encodes the audio once, so it needs an encode"
+        }
+        return nil
     }
 
     /// The container a segment's part is written in.

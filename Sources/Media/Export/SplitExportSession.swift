@@ -63,8 +63,8 @@ public final class SplitExportSession: Sendable {
     /// Plans, encodes and joins; the output is shown only when the join proved it. A plan of
     /// one segment is exported whole.
     public func export() async throws -> ExportResult {
-        guard SplitExport.canSplit(preset, format: format) else {
-            throw MediaError(.presetIncompatible, "preset '\(preset.name)' copies its video: a split needs an encode")
+        if let reason = SplitExport.unsplittable(preset, format: format) {
+            throw MediaError(.presetIncompatible, "--split cannot be used: \(reason)")
         }
         // Before anything is planned or encoded (the scratch beside it would otherwise make a
         // missing directory, and the join find the problem last).
