@@ -1,15 +1,12 @@
 import Foundation
-import JobKinds
-import Media
 import MediaTestKit
 import Queue
 import QueueSQLite
-import SafeHTTP
 import Testing
 
 /// Where a split export writes, and what it says (issue 42, items 11 and 13): its output is
 /// checked before anything is encoded, as a one-piece export's is; a trailing `/` hides no file
-/// from submit; a refused split names its reason.
+/// from submit; an API key's job shows no host path; a refused split names its reason.
 extension SplitJobTests {
     enum OutputProblem: String, CaseIterable, CustomStringConvertible, Sendable {
         case missingDirectory
@@ -78,6 +75,41 @@ extension SplitJobTests {
             )
         }
         #expect(try await setup.store.jobs(JobQuery(limit: 10)).isEmpty)
+    }
+
+    @Test("an API key's split export shows no host path: not in its parts' results, not in errors")
+    func aTenantsSplitExportShowsNoHostPath() async throws {
+        let setup = try await Setup("split-tenant-paths")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let tenant = try await Tenant(setup, owner: "k7tenant02")
+        let done = try await tenant.submitSplit(output: "talk.low.mp4", range: "0s+8s", maxAttempts: 1)
+        // A file where this job's scratch directory goes: its parts cannot be written.
+        let blocked = try await tenant.submitSplit(output: "blocked.mp4", range: "0s+8s", maxAttempts: 1)
+        try FileManager.default.createDirectory(
+            atPath: setup.directory.file("scratch"),
+            withIntermediateDirectories: true
+        )
+        try #require(
+            FileManager.default.createFile(atPath: setup.directory.file("scratch/\(blocked).split"), contents: nil)
+        )
+        let worker = try tenant.worker()
+        #expect(try await worker.waitForExit(timeout: .seconds(180))?.status == 0, "\(worker.log)")
+        let host = setup.directory.path
+        #expect(try await setup.job(done).status == .completed)
+        for child in try await Self.children(setup, of: done) {
+            let shown = child.result?["output"]?.stringValue ?? ""
+            #expect(!shown.contains(host) && shown == child.output, "a part shown as \(shown)")
+        }
+        let failed = try await setup.job(blocked)
+        #expect(failed.status == .failed)
+        let messages = [failed.error?.message] + (try await Self.children(setup, of: blocked)).map { $0.error?.message }
+        for message in messages.compactMap({ $0 }) {
+            #expect(!message.contains(host), "\(message)")
+        }
+        #expect(failed.error?.message.contains("\(blocked).split") == true, "\(failed.error?.message ?? "")")
     }
 
     @Test("a split refused for a preset that keeps no video says so")

@@ -141,7 +141,9 @@ struct ExportJob: PreparedJob {
                 last: segment.last == true
             )
         }
-        return ExportJob(session: session, uploadURL: upload, shownOutput: upload, seam: seam, part: segment.part)
+        // An API key's job shows its part by its name in the scratch, not the host's path.
+        let shown = upload ?? (job.owner == nil ? nil : job.output)
+        return ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.part)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
