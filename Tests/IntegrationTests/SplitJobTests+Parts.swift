@@ -10,7 +10,7 @@ import Testing
 extension SplitJobTests {
     /// What happens to a parent's scratch directory between a cancel and the retry.
     enum Loss: String, CaseIterable, CustomStringConvertible, Sendable {
-        /// The staging sweep's work, 10 minutes after a failure or a cancel.
+        /// The staging sweep's work, 10 minutes after a failure or a cancel (a worker's own sweep).
         case wholeDirectory
         /// The audio alone (the segments rerun by the retry remade the directory).
         case audioPart
@@ -36,11 +36,29 @@ extension SplitJobTests {
         try #require(cancelled, "the join did not end cancelled: \(b.log)")
 
         let directory = setup.directory.file("scratch/\(id).split")
-        try FileManager.default.removeItem(atPath: loss == .wholeDirectory ? directory : directory + "/audio.m4a")
+        var worker = b
+        if loss == .wholeDirectory {
+            // The workers' own sweep: the directory of a job that ended 10 minutes ago (its
+            // time set back an hour) goes when the next worker starts.
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -3600)],
+                ofItemAtPath: directory
+            )
+            b.signal(SIGTERM)
+            _ = try await b.waitForExit(timeout: .seconds(30))
+            worker = try Self.worker(setup, "C", once: false, secret: secret, arguments: ["--retry-delay", "100ms"])
+            let swept = try await eventually(within: .seconds(60)) {
+                !FileManager.default.fileExists(atPath: directory)
+            }
+            try #require(swept, "the sweep left \(directory): \(worker.log)")
+        } else {
+            try FileManager.default.removeItem(atPath: directory + "/audio.m4a")
+        }
+        defer { worker.signal(SIGKILL) }
         let retry = try await Jobctl.run(["retry", id.rawValue, "--db", setup.db])
         #expect(retry.status == 0, "\(retry.stderr)")
         let ended = try await eventually(within: .seconds(240)) { try await setup.job(id).status.isTerminal }
-        try #require(ended, "the retried job did not end: \(b.log)")
+        try #require(ended, "the retried job did not end: \(worker.log)")
         let job = try await setup.job(id)
         #expect(job.status == .completed, "\(job.error?.code.rawValue ?? "") \(job.error?.message ?? "")")
         // Only the join ran again (the children had completed), remaking what was gone.
