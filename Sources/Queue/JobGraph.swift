@@ -212,4 +212,33 @@ public enum JobGraphStateMachine {
             return nil
         }
     }
+
+    /// Whether a parent going from `state` to `next` on `event` (re)writes its result as the
+    /// list of what its completed children left (`outputs`): when it ends failed or cancelled
+    /// while waiting for them (its webhook then says what stays), and each time one of its
+    /// children completes after that (a running child asked to stop may still finish).
+    public static func listsOutputs(from state: State, to next: State, on event: Event) -> Bool {
+        guard next.phase == .waiting, next.job.status == .failed || next.job.status == .cancelled else { return false }
+        return !state.job.status.isTerminal || event == .childCompleted
+    }
+
+    /// The result of a parent that ended without completing: `outputs`, each completed child's
+    /// kind, output (as shown: a URL without its query) and result, in the children's order, as
+    /// a join lists them; `nil` when none completed.
+    public static func outputs(of children: [Job]) -> JSONValue? {
+        let completed = children.filter { $0.status == .completed }.sorted {
+            ($0.childIndex ?? 0) < ($1.childIndex ?? 0)
+        }
+        guard !completed.isEmpty else { return nil }
+        return .object(["outputs": .array(completed.map(outputEntry))])
+    }
+
+    /// One child's entry in a parent's `outputs`.
+    public static func outputEntry(_ child: Job) -> JSONValue {
+        .object([
+            "kind": .string(child.kind.rawValue),
+            "output": .string(child.displayOutput),
+            "result": child.result ?? .null,
+        ])
+    }
 }

@@ -131,6 +131,11 @@ extension MemoryJobStore {
                 record.job.error = JobGraphStateMachine.parentError(child: child.childIndex, child.error)
             }
         }
+        if JobGraphStateMachine.listsOutputs(from: state, to: next, on: event) {
+            record.job.result = JobGraphStateMachine.outputs(
+                of: tables.jobs.values.map(\.job).filter { $0.parent == id }
+            )
+        }
         tables.jobs[id] = record
         if ended { enqueueEvent(for: record.job, &tables, now: now) }
         switch command {

@@ -157,6 +157,24 @@ extension PostgresJobStore {
             """,
             logger: logger
         )
+        if JobGraphStateMachine.listsOutputs(from: state, to: next, on: event) {
+            // What its completed children left, before its webhook event reads the row.
+            var children: [Job] = []
+            for try await row in try await connection.query(
+                """
+                SELECT \(unescaped: StoredColumns.job) FROM jobctl.jobs
+                WHERE parent_id = \(id.rawValue) AND status = 'completed'
+                """,
+                logger: logger
+            ) {
+                children.append(try Stored(row.makeRandomAccess()).job(tracks: []))
+            }
+            let listing = try JobGraphStateMachine.outputs(of: children).map { try StoredJSON.encode($0) }
+            try await connection.query(
+                "UPDATE jobctl.jobs SET result = \(listing) WHERE id = \(id.rawValue)",
+                logger: logger
+            )
+        }
         if ended { try await enqueueEvent(for: id, connection, now: now) }
         if next.job.status == .unknown { try await notify(connection, "job") }
         switch command {

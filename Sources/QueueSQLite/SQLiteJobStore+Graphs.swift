@@ -161,6 +161,20 @@ extension SQLiteJobStore {
                 "errorCode": error?.code.rawValue, "errorMessage": error?.message, "id": id.rawValue,
             ]
         )
+        if JobGraphStateMachine.listsOutputs(from: state, to: next, on: event) {
+            // What its completed children left, before its webhook event reads the row.
+            let children = try Row.fetchAll(
+                db,
+                sql: "SELECT \(StoredColumns.job) FROM jobs WHERE parent_id = ? AND status = 'completed'",
+                arguments: [id.rawValue]
+            ).map { try job($0, db) }
+            try db.execute(
+                sql: "UPDATE jobs SET result = ? WHERE id = ?",
+                arguments: [
+                    try JobGraphStateMachine.outputs(of: children).map { try StoredJSON.encode($0) }, id.rawValue,
+                ]
+            )
+        }
         if ended { try enqueueEvent(for: id, db, now: now) }
         switch command {
         case .none: break

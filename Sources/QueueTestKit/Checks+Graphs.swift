@@ -160,6 +160,45 @@ extension Checks {
         #expect(try await h.fetch(cancelled).children == JobGraphStateMachine.Children(total: 2, cancelled: 2))
     }
 
+    /// A parent that ends without completing lists what its completed children left, in its
+    /// result (`outputs`: each one's kind, output as shown — a URL without its query — and
+    /// result, in index order), written before its webhook event; a child that completes
+    /// after that (it was running, asked to stop) is added; a retry clears the list.
+    static func graphStoppedOutputs(_ h: Harness) async throws {
+        let parent = try await h.submit("stopped")
+        let claimed = try await h.claim(parent.id)
+        var requests = (0..<3).map { Harness.request("stopped child \($0)", maxAttempts: 1) }
+        requests[1].output = "https://bucket.example/out/stopped.mp4?X-Amz-Signature=secret"
+        let ids = try #require(try await h.handle(2).fanOut(claimed.lease, children: requests))
+        let running = try await claimAll(h)
+        let firstResult = JSONValue.object(["bytes": .number(1234)])
+        _ = try await h.handle(0).complete(try #require(running[ids[1]]).lease, result: firstResult, tracks: [])
+        #expect(try await h.fetch(parent.id).result == nil, "nothing listed while the parent waits")
+
+        guard case .cancelled(let ended) = try await h.handle(1).cancel(parent.id) else {
+            Issue.record("a waiting parent's cancel did not end it")
+            return
+        }
+        let entry = JSONValue.object([
+            "kind": .string("export"), "output": .string("https://bucket.example/out/stopped.mp4"),
+            "result": firstResult,
+        ])
+        #expect(ended.result == .object(["outputs": .array([entry])]), "\(ended.result.map { "\($0)" } ?? "nil")")
+        // Child 0 was running: asked to stop, it completes all the same; child 2 it cancels.
+        _ = try await h.handle(2).complete(try #require(running[ids[0]]).lease, result: .null, tracks: [])
+        _ = try await h.handle(3).confirmCancelled(try #require(running[ids[2]]).lease)
+        let after = try await h.fetch(parent.id)
+        let outputs = after.result?["outputs"]?.arrayValue ?? []
+        #expect(
+            outputs.map { $0["output"]?.stringValue } == ["/out/stopped child 0.mp4", entry["output"]?.stringValue]
+        )
+        #expect(after.status == .cancelled && after.children?.completed == 2)
+
+        // Retried, it waits for its children again, its list gone.
+        let retried = try await h.handle(0).retry(parent.id)
+        #expect(retried.result == nil && retried.status == .reading)
+    }
+
     /// Twenty children ending at once over every handle: each counted once (no lost update of
     /// the parent's tally, no deadlock), and the join queued exactly when the last one completes;
     /// then twenty more of which one fails while the others complete.

@@ -108,6 +108,8 @@ public enum JobStoreConformance {
         case graphLifecycle
         /// Twenty children ending at once: each counted once, the join queued once.
         case graphConcurrentEnds
+        /// A parent that ends without completing lists its completed children's outputs.
+        case graphStoppedOutputs
         /// A waiting parent's progress is its children's, weighted by their ranges; a listing
         /// by parent returns exactly its children; children are claimed in index order.
         case graphProgress
@@ -161,6 +163,7 @@ public enum JobStoreConformance {
             case .fanOut: try await Checks.fanOut(harness)
             case .graphLifecycle: try await Checks.graphLifecycle(harness)
             case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
+            case .graphStoppedOutputs: try await Checks.graphStoppedOutputs(harness)
             case .graphProgress: try await Checks.graphProgress(harness)
             case .graphChildEvents: try await Checks.graphChildEvents(harness)
             case .uploadRecords: try await Checks.uploadRecords(harness)

@@ -306,7 +306,8 @@ struct Attempts: Sendable {
                     error,
                     for: execution.claimed.job,
                     inputRoot: options.inputRoot,
-                    outputRoot: options.outputRoot
+                    outputRoot: options.outputRoot,
+                    workerDirectories: [options.scratchDirectory, options.stagingDirectory]
                 )
                 let delay = options.retryPolicy.delay(afterAttempt: lease.attempt)
                 let accepted = try await store.fail(lease, error: error, retryDelay: delay)

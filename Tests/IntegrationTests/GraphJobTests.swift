@@ -77,6 +77,73 @@ struct GraphJobTests {
         #expect(show.stdoutText.contains("children") && show.stdoutText.contains("thumbnails"), "\(show.stdoutText)")
     }
 
+    /// Cancelled while its export still runs, a job with extra outputs ends at once; the
+    /// outputs already made stay, and its result and cancelled webhook list them (issue 42).
+    @Test func aCancelledJobListsTheOutputsThatStay() async throws {
+        let setup = try await Setup("graph-also-cancel")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let receiver = try await Receiver(setup.directory, name: "receiver", secret: secret)
+        defer { receiver.stop() }
+        // Slow to encode (temporal noise with `highest`): the export is still running when the
+        // thumbnails and the waveform are done.
+        let input = try await Fixtures.shared.path(.long)
+        let output = setup.directory.file("out/talk.mp4")
+        try FileManager.default.createDirectory(atPath: setup.directory.file("out"), withIntermediateDirectories: true)
+        let id = try await setup.submit(
+            input,
+            ["--also", "thumbnails", "--also", "waveform", "-o", output, "--webhook", receiver.url()],
+            preset: "highest"
+        )
+        let worker = try JobctlProcess(
+            [
+                "worker", "--db", setup.db, "--concurrency", "3", "--allow-private-webhooks", "--webhook-retry-scale",
+                "0.01",
+            ],
+            log: setup.directory.file("worker.log"),
+            environment: ["JOBCTL_WEBHOOK_SECRET": secret]
+        )
+        defer { worker.signal(SIGKILL) }
+        func children() async throws -> [Job] {
+            try await setup.store.jobs(JobQuery(parent: id, limit: 10)).sorted {
+                ($0.childIndex ?? 0) < ($1.childIndex ?? 0)
+            }
+        }
+        let midway = try await eventually(within: .seconds(120)) {
+            let all = try await children()
+            return all.count == 3 && all[0].status == .reading && all.dropFirst().allSatisfy { $0.status == .completed }
+        }
+        try #require(midway, "the extra outputs were not done while the export ran: \(worker.log)")
+        let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db])
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+
+        // The cancelled webhook lists what stays, as the result does; the files are there.
+        let sent = try await eventually(within: .seconds(30)) {
+            receiver.records().contains { $0["jobId"] as? String == id.rawValue }
+        }
+        try #require(sent, "no webhook: \(worker.log)")
+        let record = try #require(receiver.records().first { $0["jobId"] as? String == id.rawValue })
+        let body = try #require(record["body"] as? String)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        let data = try #require(payload["data"] as? [String: Any])
+        #expect(data["status"] as? String == "cancelled")
+        let listed = try #require((data["result"] as? [String: Any])?["outputs"] as? [[String: Any]], "\(data)")
+        #expect(listed.compactMap { $0["kind"] as? String } == ["thumbnails", "waveform"])
+        let outputs = listed.compactMap { $0["output"] as? String }
+        #expect(outputs == [setup.directory.file("out/talk.thumbnails"), setup.directory.file("out/talk.waveform")])
+        for directory in outputs { #expect(!setup.directoryContents(directory).isEmpty, "\(directory)") }
+        let stopped = try await eventually(within: .seconds(30)) { try await children()[0].status.isTerminal }
+        #expect(stopped)
+        // The export, asked to stop, was cancelled (or, done just then, completed and is listed too).
+        let export = try await children()[0].status
+        let job = try await setup.job(id)
+        #expect(job.status == .cancelled)
+        #expect(job.result?["outputs"]?.arrayValue?.count == (export == .completed ? 3 : 2), "\(job.result ?? .null)")
+        #expect(export == .completed || !FileManager.default.fileExists(atPath: output))
+    }
+
     @Test func anExtraOutputIsCheckedAtSubmit() async throws {
         let setup = try await Setup("graph-also-refused")
         defer {

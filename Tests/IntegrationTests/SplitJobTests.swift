@@ -22,7 +22,8 @@ struct SplitJobTests {
         _ name: String,
         failpoints: String? = nil,
         once: Bool = true,
-        secret: String
+        secret: String,
+        arguments: [String] = []
     ) throws -> JobctlProcess {
         try JobctlProcess(
             [
@@ -30,7 +31,7 @@ struct SplitJobTests {
                 setup.directory.file("scratch"),
                 "--staging-dir", setup.staging + "/" + name, "--allow-private-webhooks", "--webhook-retry-scale",
                 "0.01",
-            ] + (once ? ["--once"] : []),
+            ] + (once ? ["--once"] : []) + arguments,
             log: setup.directory.file("\(name).log"),
             environment: ["JOBCTL_WEBHOOK_SECRET": secret].merging(failpoints.map { ["JOBCTL_FAILPOINTS": $0] } ?? [:])
             {
@@ -270,14 +271,7 @@ struct SplitJobTests {
             setup.directory.remove()
             setup.server.stop()
         }
-        let input = try await Fixtures.shared.path(.splitCFR)
-        let output = setup.directory.file("split.mp4")
-        let id = try await setup.submit(input, ["--split", "4s", "--range", "0s+16s", "-o", output])
-        let worker = try Self.worker(setup, "A", failpoints: "before-join", secret: secret)
-        try #require(
-            try await eventually(within: .seconds(120)) { FencingTests.isStopped(worker.pid) },
-            "\(worker.log)"
-        )
+        let (id, input, output, worker) = try await stoppedAtTheJoin(setup, range: "0s+16s")
         // Every segment is in scratch; one is damaged before the join reads it.
         let directory = setup.directory.file("scratch/\(id).split")
         let damaged = directory + "/segment-00002.mp4"
@@ -304,6 +298,59 @@ struct SplitJobTests {
         #expect(try await FFProbe.decodeErrors(output) == "")
     }
 
+    /// An API key with its own directories under an input and an output root, and `talk.mp4`
+    /// (`splitCFR`) in its input directory.
+    struct Tenant {
+        let setup: Setup
+        let owner: String
+        var inputs: String { setup.directory.file("in") }
+        var outputs: String { setup.directory.file("out") }
+
+        init(_ setup: Setup, owner: String) async throws {
+            (self.setup, self.owner) = (setup, owner)
+            for root in [setup.directory.file("in"), setup.directory.file("out")] {
+                try FileManager.default.createDirectory(atPath: root + "/" + owner, withIntermediateDirectories: true)
+            }
+            try FileManager.default.copyItem(
+                atPath: try await Fixtures.shared.path(.splitCFR),
+                toPath: setup.directory.file("in/\(owner)/talk.mp4")
+            )
+        }
+
+        /// A split export of `talk.mp4` in 4 s segments, submitted as the key submits it.
+        func submitSplit(output: String, range: String, maxAttempts: Int? = nil) async throws -> JobID {
+            var draft = SubmissionDraft(
+                input: "talk.mp4",
+                output: output,
+                range: .text(range),
+                kindFields: ["preset": .string("low")]
+            )
+            draft.split = "4s"
+            draft.maxAttempts = maxAttempts
+            let request = try Submission.request(
+                draft,
+                rules: SubmissionRules(
+                    place: .tenant(owner: owner, roots: PathConfinement(inputRoot: inputs, outputRoot: outputs)),
+                    catalog: try PresetCatalog(customFile: nil),
+                    addressPolicy: AddressPolicy(),
+                    naming: .json
+                )
+            )
+            return try await setup.store.submit(request).job.id
+        }
+
+        /// A `worker --once` with the roots and the shared scratch.
+        func worker() throws -> JobctlProcess {
+            try JobctlProcess(
+                [
+                    "worker", "--db", setup.db, "--once", "--input-root", inputs, "--output-root", outputs,
+                    "--scratch", setup.directory.file("scratch"), "--staging-dir", setup.staging,
+                ],
+                log: setup.directory.file("worker.log")
+            )
+        }
+    }
+
     /// An API key's split export: its paths relative to its directories under the roots, its
     /// segments in the operator's scratch, its output in its own directory.
     @Test func anAPIKeysSplitExportStaysInItsDirectories() async throws {
@@ -312,39 +359,10 @@ struct SplitJobTests {
             setup.directory.remove()
             setup.server.stop()
         }
-        let owner = "k7tenant01"
-        let (inputs, outputs) = (setup.directory.file("in"), setup.directory.file("out"))
-        for root in [inputs, outputs] {
-            try FileManager.default.createDirectory(atPath: root + "/" + owner, withIntermediateDirectories: true)
-        }
-        try FileManager.default.copyItem(
-            atPath: try await Fixtures.shared.path(.splitCFR),
-            toPath: inputs + "/\(owner)/talk.mp4"
-        )
-        var draft = SubmissionDraft(
-            input: "talk.mp4",
-            output: "talk.low.mp4",
-            range: .text("0s+12s"),
-            kindFields: ["preset": .string("low")]
-        )
-        draft.split = "4s"
-        let request = try Submission.request(
-            draft,
-            rules: SubmissionRules(
-                place: .tenant(owner: owner, roots: PathConfinement(inputRoot: inputs, outputRoot: outputs)),
-                catalog: try PresetCatalog(customFile: nil),
-                addressPolicy: AddressPolicy(),
-                naming: .json
-            )
-        )
-        let id = try await setup.store.submit(request).job.id
-        let worker = try JobctlProcess(
-            [
-                "worker", "--db", setup.db, "--once", "--input-root", inputs, "--output-root", outputs, "--scratch",
-                setup.directory.file("scratch"), "--staging-dir", setup.staging,
-            ],
-            log: setup.directory.file("worker.log")
-        )
+        let tenant = try await Tenant(setup, owner: "k7tenant01")
+        let (owner, outputs) = (tenant.owner, tenant.outputs)
+        let id = try await tenant.submitSplit(output: "talk.low.mp4", range: "0s+12s")
+        let worker = try tenant.worker()
         #expect(try await worker.waitForExit(timeout: .seconds(120))?.status == 0, "\(worker.log)")
         let job = try await setup.job(id)
         #expect(job.status == .completed, "\(job.error?.message ?? "")")

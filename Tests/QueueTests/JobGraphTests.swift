@@ -156,6 +156,46 @@ struct JobGraphTests {
         #expect(retried[0].0.children == Machine.Children(total: 2, completed: 1) && retried[0].1 == .rerunUnfinished)
     }
 
+    @Test("a parent that ends without completing lists what its completed children left, for every state and event")
+    func listsOutputs() {
+        for state in Self.states {
+            for event in Self.events {
+                guard let (next, _) = Machine.next(state, on: event) else { continue }
+                let lists = Machine.listsOutputs(from: state, to: next, on: event)
+                let what = "\(state) on \(event) → \(next)"
+                // Only a parent stopped while waiting for its children: never a join, a retry,
+                // a running or completed parent.
+                if lists {
+                    #expect(next.phase == .waiting && [.failed, .cancelled].contains(next.job.status), "\(what)")
+                }
+                // Every way it ends while waiting writes the list its webhook carries…
+                if next.phase == .waiting, next.job.status.isTerminal, !state.job.status.isTerminal {
+                    #expect(lists, "\(what)")
+                }
+                // …and a child completing after that (asked to stop too late) is added; other
+                // late ends change nothing that stays.
+                if state.phase == .waiting, state.job.status.isTerminal, next.job.status == state.job.status {
+                    #expect(lists == (event == .childCompleted), "\(what)")
+                }
+            }
+        }
+        // Fanned out into 3; one completes; cancelled (listed); one completes late (listed again);
+        // the last one is cancelled (nothing new).
+        var state = State(job: JobStateMachine.State(status: .reading, attempt: 1, maxAttempts: 3))
+        var lists: [Bool] = []
+        for event in [
+            Machine.Event.fanOut(children: 3), .childCompleted, .job(.cancel), .childCompleted, .childCancelled,
+        ] {
+            guard let (next, _) = Machine.next(state, on: event) else {
+                Issue.record("\(state) refused \(event)")
+                return
+            }
+            lists.append(Machine.listsOutputs(from: state, to: next, on: event))
+            state = next
+        }
+        #expect(lists == [false, false, true, true, false])
+    }
+
     @Test("a waiting parent has no lease: no claim, end, expiry or hand-back of its own")
     func waitingHasNoLease() throws {
         let waiting = try Self.run([.fanOut(children: 2)])[0].0

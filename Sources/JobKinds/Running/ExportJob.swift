@@ -16,6 +16,9 @@ struct ExportJob: PreparedJob {
     /// A segment of a split export: what to score its first and last frames against (the
     /// result's `seamEdges`, which the join reads instead of decoding every cut itself).
     var seam: SegmentSeam?
+    /// A part of a split export (a segment or the audio): its result records the file it wrote
+    /// (`SplitJob.PartRecord`), which the join holds the part to.
+    var part: ExportPart?
 
     struct SegmentSeam: Sendable {
         var source: String
@@ -138,7 +141,9 @@ struct ExportJob: PreparedJob {
                 last: segment.last == true
             )
         }
-        return ExportJob(session: session, uploadURL: upload, shownOutput: upload, seam: seam)
+        // An API key's job shows its part by its name in the scratch, not the host's path.
+        let shown = upload ?? (job.owner == nil ? nil : job.output)
+        return ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.part)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
@@ -174,6 +179,7 @@ struct ExportJob: PreparedJob {
             throw JobError.unstorableResult(error)  // the output, dropped, is deleted
         }
         let duration = finished.result.duration
+        let frames = finished.result.tracks.first { $0.mediaType == .video }?.frames.map { Int($0) }
         let (uploadURL, shownOutput) = (self.uploadURL, self.shownOutput)
         let held = HeldExport(
             finished.takeOutput(),
@@ -197,9 +203,20 @@ struct ExportJob: PreparedJob {
             measuredEdges = try? JSONValue(encoding: measured)
         }
         let edges = measuredEdges
+        var record: JSONValue?
+        if let part {
+            let (path, limits) = (held.temporaryPath, session.asset.limits)
+            record = try JSONValue.result(
+                try await onDedicatedThread("jobctl.part") {
+                    try SplitJob.PartRecord.of(path, part: part, frames: frames, limits: limits)
+                }
+            )
+        }
+        let partRecord = record
         return FinishedRun(held: held, mediaSeconds: duration) { uploaded in
             var result = result
             if let edges { result.set(SplitJob.edgesKey, edges) }
+            if let partRecord { result.set(SplitJob.PartRecord.key, partRecord) }
             if let shownOutput { result.set("output", .string(shownOutput)) }
             if let uploaded, let url = uploadURL {
                 result.set("bytes", .number(Double(uploaded.values.reduce(0, +))))

@@ -136,14 +136,7 @@ struct OutputsJoin: PreparedJob {
             throw JobError(code: .internalError, message: "the join found children that did not complete")
         }
         var result = first.result ?? .object([:])
-        let outputs = children.map { child -> JSONValue in
-            .object([
-                "kind": .string(child.kind.rawValue),
-                "output": .string(child.displayOutput),
-                "result": child.result ?? .null,
-            ])
-        }
-        result.set("outputs", .array(outputs))
+        result.set("outputs", .array(children.map(JobGraphStateMachine.outputEntry)))
         let media = first.result?["duration"]?.doubleValue
         let joined = result
         return FinishedRun(held: NoOutput(), mediaSeconds: media) { _ in joined }

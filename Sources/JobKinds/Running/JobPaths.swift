@@ -92,13 +92,23 @@ package struct JobPaths: Sendable {
     }
 
     /// `error` as the job's owner may see it: its directories taken out of paths in the message
-    /// (as given and as resolved), so a tenant sees its relative paths, not the host's layout.
-    package static func shown(_ error: JobError, for job: Job, inputRoot: String?, outputRoot: String?) -> JobError {
+    /// (as given and as resolved), and the worker's own (`workerDirectories`: the scratch and
+    /// staging directories, where a split export's parts and uploads wait), so a tenant sees
+    /// its relative paths (`PARENTID.split/segment-00001.mp4`), not the host's layout.
+    package static func shown(
+        _ error: JobError,
+        for job: Job,
+        inputRoot: String?,
+        outputRoot: String?,
+        workerDirectories: [String] = []
+    ) -> JobError {
         guard let owner = job.owner, TenantPath.isDirectoryName(owner) else { return error }
         var error = error
-        for root in [inputRoot, outputRoot].compactMap({ $0 }) {
-            let directory = TenantPath.directory(root: root, owner: owner)
-            for prefix in Set([directory, PathConfinement.resolved(directory)]) {
+        let directories =
+            [inputRoot, outputRoot].compactMap { $0 }.map { TenantPath.directory(root: $0, owner: owner) }
+            + workerDirectories.filter { !MediaLocation.isRemote($0) }.map(PathConfinement.tidied)
+        for directory in directories {
+            for prefix in Set([directory, PathConfinement.resolved(directory)]) where prefix != "/" {
                 error.message = error.message.replacingOccurrences(of: prefix + "/", with: "")
             }
         }

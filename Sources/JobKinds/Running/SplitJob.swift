@@ -56,6 +56,16 @@ enum SplitJob {
         // One level of graph: a child (a row written around `submit`'s checks) runs whole.
         guard job.parent == nil, SplitExport.canSplit(preset, format: format) else { return nil }
         let paths = try JobPaths.resolve(job, context: context)
+        // The output is checked before anything is planned or encoded, as a one-piece export's
+        // is: its join would otherwise find a missing directory after the whole encode.
+        let (destination, uploadURL) = try ExportJob.destination(
+            of: job,
+            paths: paths,
+            format: format,
+            preset: preset,
+            context: context
+        )
+        if uploadURL == nil { try OutputDestination.checkDirectory(of: destination) }
         let asset = try await onDedicatedThread("jobctl.plan") { () throws -> Asset in
             try Asset(location: try ObjectStoreMedia.openable(paths.input, context: context), limits: context.limits)
         }

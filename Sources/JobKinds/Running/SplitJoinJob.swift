@@ -6,7 +6,9 @@ import Synchronization
 
 /// The join of a split export, in its parent's last attempt: the segments proved and joined
 /// with the audio (`SegmentJoin`) into a hidden file, published like any export's (renamed
-/// into place, or uploaded). A segment the proof refuses is encoded again here, up to
+/// into place, or uploaded). A part that is not the file its child wrote (missing: a sweep or
+/// a lifecycle rule; or other bytes, `SplitJob.PartRecord`) is made again here first, the
+/// audio too; a segment the proof refuses is encoded again here, up to
 /// `SplitExport.maximumReencodes` times, then the job fails `encode_failed`.
 final class SplitJoinJob: PreparedJob {
     let job: Job
@@ -18,7 +20,7 @@ final class SplitJoinJob: PreparedJob {
     /// Where the joined file goes (the output, or a staging file for an upload).
     let destination: String
     let uploadURL: String?
-    private let state = Mutex<(progress: Double, cancelled: Bool)>((0, false))
+    private let state = Mutex<(progress: Double, cancelled: Bool, remaking: ExportSession?)>((0, false, nil))
 
     static func prepare(_ job: Job, preset: Preset, context: RunContext) async throws -> SplitJoinJob {
         var audio: Job?
@@ -75,52 +77,72 @@ final class SplitJoinJob: PreparedJob {
 
     var progress: Double { state.withLock { $0.progress } }
     var tracks: [JobTrack] { [] }
-    func cancel() { state.withLock { $0.cancelled = true } }
+    func cancel() {
+        let remaking = state.withLock { state -> ExportSession? in
+            state.cancelled = true
+            return state.remaking
+        }
+        remaking?.cancel()
+    }
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Runs a part's export here (a part made again), stopped by `cancel()`.
+    func run(_ session: ExportSession) async throws -> ExportResult {
+        let cancelled = state.withLock { state -> Bool in
+            state.remaking = session
+            return state.cancelled
+        }
+        defer { state.withLock { $0.remaking = nil } }
+        if cancelled { throw MediaError.cancelled() }
+        return try await session.export()
+    }
 
     func run() async throws -> FinishedRun {
         let scratch = try SplitScratch(parent: job.id, context: context)
         let (destination, format, context, job) = (self.destination, self.format, self.context, self.job)
+        let audioPart = try audio.flatMap { child in try child.splitSegment().map { (child, $0) } }
         let names =
             segments.map { SplitJob.fileName($0.segment, format: format) }
-            + (audio.flatMap { (try? $0.splitSegment()).flatMap { $0 } }.map { [SplitJob.fileName($0, format: format)] }
-                ?? [])
+            + (audioPart.map { [SplitJob.fileName($0.1, format: format)] } ?? [])
+        // A retry may come after the staging sweep removed the directory (10 minutes after the
+        // job failed or was cancelled): the parts it held are made again below.
+        try scratch.makeDirectory()
         let missing = try await scratch.download(names, context: context) { self.isCancelled }
-        let parts = try segments.map { child, segment in
-            SegmentJoin.Segment(
+        var parts = try segments.map { child, segment in
+            let cut = SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut
+            return SegmentJoin.Segment(
                 path: scratch.path(of: SplitJob.fileName(segment, format: format)),
-                frames: segment.frames,
+                frames: SplitJob.PartRecord.of(child)?.frames ?? segment.frames,
                 start: segment.start,
                 end: segment.end,
-                from: SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut.start
+                from: cut.start,
+                origin: cut.origin
             )
         }
-        let audioPath = audio.flatMap { child in
-            (try? child.splitSegment()).flatMap { $0 }.map { scratch.path(of: SplitJob.fileName($0, format: format)) }
-        }
+        let audioPath = audioPart.map { scratch.path(of: SplitJob.fileName($0.1, format: format)) }
         var reencodes = Array(repeating: 0, count: parts.count)
-        // A part the scratch lost (a lifecycle rule, a hand): a segment is encoded again here,
-        // as for a segment the proof refuses; the audio cannot be.
-        for (index, (child, segment)) in segments.enumerated()
-        where missing.contains(SplitJob.fileName(segment, format: format)) {
-            reencodes[index] += 1
-            try await reencode(child, to: parts[index].path)
-        }
-        if let audioPath, missing.contains((audioPath as NSString).lastPathComponent) {
-            throw JobError(
-                code: .internalError,
-                message: "the split export's audio part is missing from the scratch \(context.scratchDirectory)",
-                retryable: false
-            )
+        var warnings: [String] = []
+        // Every part must be the file its child wrote: one missing (a sweep, a lifecycle rule)
+        // or not that file (swapped, truncated, replaced) is made again here, from the source.
+        for (index, reason) in try await damagedParts(parts, audio: audioPath, missing: missing) {
+            if index < 0, let (child, _) = audioPart, let audioPath {
+                _ = try await remake(child, part: .audio, to: audioPath)
+                warnings.append("the audio part was not the file its job wrote (\(reason)): the join encoded it again")
+            } else if index >= 0 {
+                reencodes[index] += 1
+                parts[index].frames =
+                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
+            }
         }
         while true {
             if state.withLock({ $0.cancelled }) { throw MediaError.cancelled() }
             do {
                 let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
+                let proving = parts
                 let (joined, held) = try await onDedicatedThread("jobctl.join") {
                     () throws -> (SegmentJoin.Joined, HeldExport) in
                     let finished = try SegmentJoin.join(
-                        parts,
+                        proving,
                         audio: audioPath,
                         destination: destination,
                         format: format,
@@ -162,7 +184,7 @@ final class SplitJoinJob: PreparedJob {
                         edges: edges
                     )
                 }
-                let result = try SplitExport.result(
+                var result = try SplitExport.result(
                     of: held.temporaryPath,
                     shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,
                     joined: joined,
@@ -173,6 +195,7 @@ final class SplitJoinJob: PreparedJob {
                     ),
                     limits: context.limits
                 )
+                if !warnings.isEmpty { result.warnings = (result.warnings ?? []) + warnings }
                 state.withLock { $0.progress = 1 }
                 let value = try JSONValue.result(result)
                 let split = HeldSplit(held, scratch: scratch, parts: names, context: context)
@@ -194,7 +217,9 @@ final class SplitJoinJob: PreparedJob {
                         retryable: false
                     )
                 }
-                try await reencode(segments[mismatch.segment].job, to: parts[mismatch.segment].path)
+                let index = mismatch.segment
+                parts[index].frames =
+                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
             }
         }
     }
@@ -211,32 +236,6 @@ final class SplitJoinJob: PreparedJob {
                 end: segment.end
             )
         }
-    }
-
-    /// A segment encoded again, here, as its child would have.
-    private func reencode(_ child: Job, to path: String) async throws {
-        try? FileManager.default.removeItem(atPath: path)
-        let input = try JobPaths.input(of: job, context: context)
-        let asset = try await ExportJob.openInput(job, path: input, context: context)
-        let segment = try child.splitSegment()
-        let (encoded, cut) = SplitExport.encode(try child.timeRange(), first: segment?.index == 0, preset: preset)
-        let session = ExportSession(
-            asset: asset,
-            preset: preset,
-            outputPath: path,
-            format: SplitExport.container(of: .video, for: format),
-            timeRange: encoded,
-            temporaryTag: context.lease.temporaryTag,
-            part: .video,
-            cut: cut
-        )
-        _ = try await session.export()
-    }
-
-    /// A child's encode speed (frames per second of its run, to a tenth).
-    static func fps(of child: Job) -> Double? {
-        guard child.finishedAt != nil else { return nil }
-        return child.videoFramesPerSecond().map { ($0 * 10).rounded() / 10 }
     }
 }
 

@@ -136,11 +136,8 @@ extension Submission {
             throw rules.invalid("split", "cannot go with this preset")
         }
         let format = request.format.flatMap(ContainerFormat.init(rawValue:)) ?? preset.format
-        guard SplitExport.canSplit(preset, format: format) else {
-            throw rules.invalid(
-                "split",
-                "needs a preset that encodes video; '\(preset.name)' copies a track or keeps no video, and a copy can only be cut at the source's keyframes"
-            )
+        if let reason = SplitExport.unsplittable(preset, format: format) {
+            throw rules.invalid("split", "needs a preset that encodes video and audio: \(reason)")
         }
         request.presetSettings.set(SplitJob.key, .string(split.description))
     }

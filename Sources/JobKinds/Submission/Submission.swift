@@ -98,7 +98,11 @@ public enum Submission {
         guard !MediaLocation.isRemote(output) else { return }
         if writesFileSet {
             var info = stat()
-            guard lstat(output, &info) == 0 else { return }
+            guard lstat(output, &info) == 0 else {
+                // `out/talk.mp4/` with `out/talk.mp4` a file: the trailing `/` must not hide it.
+                if errno == ENOTDIR { throw OutputDestination.fileInTheWay(of: output) }
+                return
+            }
             guard info.st_mode & S_IFMT == S_IFDIR else {
                 throw MediaError(
                     .outputForbidden,

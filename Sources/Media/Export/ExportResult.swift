@@ -35,7 +35,8 @@ public struct ExportResult: Sendable, Codable, Hashable {
         public var height: Int?
         public var sampleRate: Int?
         public var channels: Int?
-        /// Video frames encoded.
+        /// Video frames encoded (a segment of a split export: its own, pre- and post-roll left
+        /// out, as the source decoded to them).
         public var frames: Int64?
         /// Audio samples encoded.
         public var samples: Int64?

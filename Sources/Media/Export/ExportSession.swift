@@ -338,7 +338,7 @@ public final class ExportSession: @unchecked Sendable {
                 case .video(let encoding):
                     track.width = encoding.size.width
                     track.height = encoding.size.height
-                    track.frames = written
+                    track.frames = input.segmentFrames.map(Int64.init) ?? written  // a segment: its own frames
                 case .audio(let encoding):
                     track.sampleRate = encoding.sampleRate
                     track.channels = encoding.channels

@@ -14,7 +14,9 @@ import JobctlCore
 public enum SegmentJoin {
     public struct Segment: Sendable, Hashable {
         public var path: String
-        /// The frames the plan gave the segment.
+        /// The frames the segment holds: those its encode was given between its start and its
+        /// end (`ExportResult.Track.frames` of its export), which are the plan's unless the
+        /// source is damaged there (a packet that decodes to no picture, as in the whole export).
         public var frames: Int
         /// Its range in the asset's own clock (absolute µs, the asset's start time included):
         /// its length in the joined file is exactly that of its frames in the source.
@@ -24,13 +26,19 @@ public enum SegmentJoin {
         /// the file's start): frames before it are pre-roll (`SplitExport.encode`), dropped
         /// like the post-roll after the segment's end.
         public var from: Int64
+        /// Where in its file the segment's time starts (µs; `SegmentCut.origin`): its first
+        /// frame is there unless the source lost it (a damaged packet that decodes to no
+        /// picture), and then the segment still starts there, its first picture later, as in
+        /// the whole export. `nil`: at its first frame.
+        public var origin: Int64?
 
-        public init(path: String, frames: Int, start: Int64, end: Int64, from: Int64 = 0) {
+        public init(path: String, frames: Int, start: Int64, end: Int64, from: Int64 = 0, origin: Int64? = nil) {
             self.path = path
             self.frames = frames
             self.start = start
             self.end = end
             self.from = from
+            self.origin = origin
         }
     }
 
@@ -44,6 +52,7 @@ public enum SegmentJoin {
     /// What the join wrote, for the result.
     public struct Joined: Sendable {
         public var frames: Int
+        public var framesPerSegment: [Int]
         public var bytesPerSegment: [Int64]
         /// Where each segment starts in the joined file (µs).
         public var segmentStarts: [Int64]
@@ -74,8 +83,10 @@ public enum SegmentJoin {
         var width: Int32
         var height: Int32
         var codec: AVCodecID
-        /// The segment's first frame in its file (the IDR), and its length there (ticks).
+        /// Where the segment starts in its file, its first frame (the IDR: later than the
+        /// start when the source lost its first frames), and its length there (ticks).
         var keepFrom: Int64
+        var keyframe: Int64
         var length: Int64
         var bytes: Int64
     }
@@ -102,6 +113,7 @@ public enum SegmentJoin {
         var lastDTS: Int64?
         var presentation: [Int64] = []
         var keepFrom: Int64?
+        var keyframe: Int64 = 0
         let packet = Packet()
         while true {
             let result = asset.input.read(into: packet.pointer)
@@ -116,7 +128,8 @@ public enum SegmentJoin {
                 guard packet.isKeyframe, av_rescale_q(packet.pts, timeBase, microsecondBase) >= segment.from else {
                     continue
                 }
-                keepFrom = packet.pts
+                keyframe = packet.pts
+                keepFrom = start(of: segment, keyframe: packet.pts, timeBase: timeBase)
             }
             guard let keepFrom, packet.pts >= keepFrom, packet.pts - keepFrom < length else { continue }
             frames += 1
@@ -132,9 +145,9 @@ public enum SegmentJoin {
             throw Mismatch(segment: index, reason: "it has no keyframe where the segment starts")
         }
         guard frames == segment.frames else {
-            throw Mismatch(segment: index, reason: "it holds \(frames) frames, its plan \(segment.frames)")
+            throw Mismatch(segment: index, reason: "it holds \(frames) frames, its encode was given \(segment.frames)")
         }
-        guard presentation.min() == 0 else {
+        guard presentation.min() == keyframe - keepFrom else {
             throw Mismatch(segment: index, reason: "a frame of it comes before its first keyframe")
         }
         let sorted = presentation.sorted()
@@ -155,9 +168,21 @@ public enum SegmentJoin {
             height: parameters.height,
             codec: parameters.codec_id,
             keepFrom: keepFrom,
+            keyframe: keyframe,
             length: length,
             bytes: bytes
         )
+    }
+
+    /// Where `segment` starts in its file (ticks), given its first keyframe: the keyframe,
+    /// unless it lies more than a tick (and the 5 µs of `SplitExport.encode`'s margin) after
+    /// the segment's origin: then the source lost the segment's first frames, and the segment
+    /// starts at its origin, its first picture later, as the whole export shows it.
+    static func start(of segment: Segment, keyframe: Int64, timeBase: AVRational) -> Int64 {
+        guard let origin = segment.origin else { return keyframe }
+        let expected = av_rescale_q(origin, microsecondBase, timeBase)
+        let tolerance = av_rescale_q_rnd(6, microsecondBase, timeBase, AV_ROUND_UP) + 1
+        return keyframe - expected > tolerance ? expected : keyframe
     }
 
     /// Proves the segments and joins them with the audio into `destination` (not yet shown).
@@ -247,7 +272,7 @@ public enum SegmentJoin {
             let timeBase = read[0].timeBase
             let videoSource = SegmentSource(
                 segments.map(\.path),
-                windows: read.map { ($0.keepFrom, $0.length) },
+                windows: read.map { ($0.keepFrom, $0.keyframe, $0.length) },
                 offsets: offsets,
                 decodeTimestamps: decodeTimestamps,
                 durations: durations,
@@ -305,6 +330,7 @@ public enum SegmentJoin {
         let duration = offset
         let joined = Joined(
             frames: read.reduce(0) { $0 + $1.frames },
+            framesPerSegment: read.map(\.frames),
             bytesPerSegment: read.map(\.bytes),
             segmentStarts: offsets.map { av_rescale_q($0, read[0].timeBase, microsecondBase) },
             duration: av_rescale_q(duration, read[0].timeBase, microsecondBase),
@@ -313,4 +339,14 @@ public enum SegmentJoin {
         return FinishedJoin(joined: joined, output: PendingOutput(writer: writer))
     }
 
+    /// The samples of the first audio track of `path` as the join counts them (its packets'
+    /// durations); `nil` when it holds no audio track.
+    public static func audioSamples(of path: String, limits: ResourceLimits) throws(MediaError) -> Int64? {
+        let asset = try Asset(location: path, limits: limits)
+        guard let track = asset.audioTracks.first else { return nil }
+        let source = PacketSource(asset, stream: track.index)
+        var samples: Int64 = 0
+        while let packet = try source.next() { samples += packet.duration }
+        return samples
+    }
 }

@@ -32,8 +32,10 @@ final class PacketSource {
 /// The segments' video packets in order, each moved by its segment's offset.
 final class SegmentSource {
     private let paths: [String]
-    /// Each segment's first frame in its file and its length (the rest is pre- and post-roll).
-    private let windows: [(from: Int64, length: Int64)]
+    /// Where each segment starts in its file, its first frame (an IDR, later than the start
+    /// when the source lost the segment's first frames) and its length (the rest is pre- and
+    /// post-roll).
+    private let windows: [(from: Int64, keyframe: Int64, length: Int64)]
     private let offsets: [Int64]
     private let decodeTimestamps: [[Int64]]
     private let durations: [[Int64: Int64]]
@@ -44,7 +46,7 @@ final class SegmentSource {
 
     init(
         _ paths: [String],
-        windows: [(from: Int64, length: Int64)],
+        windows: [(from: Int64, keyframe: Int64, length: Int64)],
         offsets: [Int64],
         decodeTimestamps: [[Int64]],
         durations: [[Int64: Int64]],
@@ -62,7 +64,7 @@ final class SegmentSource {
         while true {
             if let current, let packet = try current.next() {
                 let window = windows[index]
-                if position == 0, !(packet.isKeyframe && packet.pts == window.from) { continue }
+                if position == 0, !(packet.isKeyframe && packet.pts == window.keyframe) { continue }
                 guard packet.pts >= window.from, packet.pts - window.from < window.length else { continue }
                 guard position < decodeTimestamps[index].count else {
                     throw MediaError(.encodeFailed, "segment \(index) changed while it was joined")

@@ -97,7 +97,7 @@ public enum SplitExport {
         let margin: Int64 = start == range.start ? 0 : 5
         return (
             TimeRange(start: start, duration: end + postRoll - start),
-            SegmentCut(start: range.start - start - margin, end: end - start - 5)
+            SegmentCut(start: range.start - start - margin, end: end - start - 5, origin: range.start - start)
         )
     }
 
@@ -134,8 +134,25 @@ public enum SplitExport {
     /// Whether a preset can be split: it encodes video (a copy cannot be cut anywhere but at
     /// the source's keyframes).
     public static func canSplit(_ preset: Preset, format: ContainerFormat) -> Bool {
-        guard let video = preset.video, format.holdsVideo else { return false }
-        return video.codec != .copy && preset.audio?.codec != .copy
+        unsplittable(preset, format: format) == nil
+    }
+
+    /// Why an export with `preset` into `format` cannot be split (`nil`: it can), in words a
+    /// person can act on: the one reason that applies, for `submit --split` and `export --split`.
+    public static func unsplittable(_ preset: Preset, format: ContainerFormat) -> String? {
+        guard format.holdsVideo else {
+            return "the \(format.rawValue) container keeps no video, and a split cuts the video into segments"
+        }
+        guard let video = preset.video else {
+            return "preset '\(preset.name)' keeps no video, and a split cuts the video into segments"
+        }
+        if video.codec == .copy {
+            return "preset '\(preset.name)' copies its video, which can only be cut at the source's keyframes"
+        }
+        if preset.audio?.codec == .copy {
+            return "preset '\(preset.name)' copies its audio; a split encodes the audio once, so it needs an encode"
+        }
+        return nil
     }
 
     /// The container a segment's part is written in.
@@ -224,15 +241,18 @@ public enum SplitExport {
         }
     }
 
-    /// The segment table of a join.
+    /// The segment table of a join: each segment's frames as the joined file holds them (the
+    /// plan's, unless a damaged source decoded to fewer).
     public static func reports(_ plan: SplitPlan, joined: SegmentJoin.Joined) -> [SegmentReport] {
-        plan.segments.enumerated().map { position, segment in
+        var first = 0
+        return plan.segments.enumerated().map { position, segment in
             let start = joined.segmentStarts[position]
             let end = position + 1 < joined.segmentStarts.count ? joined.segmentStarts[position + 1] : joined.duration
+            defer { first += joined.framesPerSegment[position] }
             return SegmentReport(
                 index: segment.index,
-                firstFrame: segment.frames.lowerBound,
-                lastFrame: segment.frames.upperBound - 1,
+                firstFrame: first,
+                lastFrame: first + joined.framesPerSegment[position] - 1,
                 start: Double(start) / 1e6,
                 duration: Double(end - start) / 1e6,
                 bytes: joined.bytesPerSegment[position]

@@ -18,8 +18,10 @@ public final class SplitExportSession: Sendable {
     private let running = Mutex<[ObjectIdentifier: ExportSession]>([:])
     private let done = Mutex<(finished: Double, total: Double)>((0, 1))
     private let cancelled = Atomic<Bool>(false)
-    /// The seam scores each segment's encode measured, by segment index.
+    /// The seam scores each segment's encode measured, and the frames it was given (the plan's
+    /// unless the source is damaged), by segment index.
     private let edges = Mutex<[Int: SegmentEdges]>([:])
+    private let encodedFrames = Mutex<[Int: Int]>([:])
 
     public init(
         asset: Asset,
@@ -61,9 +63,12 @@ public final class SplitExportSession: Sendable {
     /// Plans, encodes and joins; the output is shown only when the join proved it. A plan of
     /// one segment is exported whole.
     public func export() async throws -> ExportResult {
-        guard SplitExport.canSplit(preset, format: format) else {
-            throw MediaError(.presetIncompatible, "preset '\(preset.name)' copies its video: a split needs an encode")
+        if let reason = SplitExport.unsplittable(preset, format: format) {
+            throw MediaError(.presetIncompatible, "--split cannot be used: \(reason)")
         }
+        // Before anything is planned or encoded (the scratch beside it would otherwise make a
+        // missing directory, and the join find the problem last).
+        try OutputDestination.checkDirectory(of: outputPath)
         guard let (plan, ranges) = try SplitExport.plan(asset, range: timeRange, segmentLength: segmentLength) else {
             let whole = ExportSession(
                 asset: asset,
@@ -115,15 +120,18 @@ public final class SplitExportSession: Sendable {
         var reencodes = Array(repeating: 0, count: plan.segments.count)
         while true {
             if cancelled.load(ordering: .acquiring) { throw MediaError.cancelled() }
+            let frames = encodedFrames.withLock { $0 }
             do {
                 let finished = try SegmentJoin.join(
                     plan.segments.indices.map { index in
-                        SegmentJoin.Segment(
+                        let cut = SplitExport.encode(ranges[index], first: index == 0, preset: preset).cut
+                        return SegmentJoin.Segment(
                             path: segmentPaths[index],
-                            frames: plan.segments[index].frameCount,
+                            frames: frames[index] ?? plan.segments[index].frameCount,
                             start: asset.startTime + ranges[index].start,
                             end: asset.startTime + ranges[index].start + (ranges[index].duration ?? 0),
-                            from: SplitExport.encode(ranges[index], first: index == 0, preset: preset).cut.start
+                            from: cut.start,
+                            origin: cut.origin
                         )
                     },
                     audio: hasAudio ? audioPath : nil,
@@ -200,8 +208,11 @@ public final class SplitExportSession: Sendable {
             // start threads for every CPU: 18 % slower on 2 CPUs, docs/benchmarks.md).
             videoThreads: threads
         )
-        _ = try await run(session)
+        let result = try await run(session)
         if let segment, let cut {
+            if let frames = result.tracks.first(where: { $0.mediaType == .video })?.frames {
+                encodedFrames.withLock { $0[segment.index] = Int(frames) }
+            }
             let scores = SeamQuality.edges(
                 ofSegment: path,
                 source: asset.location,

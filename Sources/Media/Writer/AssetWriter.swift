@@ -51,13 +51,7 @@ public final class AssetWriter: @unchecked Sendable {
         self.destination = destination
         self.format = format
         self.limits = limits
-        let url = URL(fileURLWithPath: destination)
-        let directory = url.deletingLastPathComponent().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw MediaError(.outputUnwritable, "\(destination): the directory \(directory) does not exist")
-        }
-        try OutputDestination.checkKind(destination)
+        try OutputDestination.checkDirectory(of: destination)
         let token = temporaryTag ?? String(UInt64.random(in: 0...UInt64.max), radix: 36)
         temporaryPath = AssetWriter.temporaryPath(for: destination, tag: token)
         do {

@@ -114,6 +114,12 @@ public final class AssetWriterInput: @unchecked Sendable {
     public private(set) var streamIndex: Int?
     /// The codec written (`h264`, `aac`, or the copied codec).
     public private(set) var codecName: String?
+    /// A video segment's frames (`VideoEncoding.cut`) given to the encoder between its start
+    /// and its end, once the input is finished; `nil` for any other encode.
+    public var segmentFrames: Int? {
+        guard case .video(let encoding) = settings, encoding.cut != nil else { return nil }
+        return (engine as? VideoEngine)?.segmentFrames
+    }
 
     /// Whether the input accepts samples: the writer is writing and the input is not finished.
     public var isReadyForMoreMediaData: Bool {
@@ -183,9 +189,13 @@ public final class AssetWriterInput: @unchecked Sendable {
 public struct SegmentCut: Sendable, Hashable {
     public var start: Int64
     public var end: Int64
+    /// Where the segment's time starts: `start`, or a few µs after it when `start` is moved
+    /// under it to catch its first frame (the join places the segment's frames from here).
+    public var origin: Int64
 
-    public init(start: Int64, end: Int64) {
+    public init(start: Int64, end: Int64, origin: Int64? = nil) {
         self.start = start
         self.end = end
+        self.origin = origin ?? start
     }
 }

@@ -13,6 +13,12 @@ public enum OutputDestination {
     /// Checks `path` as the destination of an export of `input` (a local path or an
     /// `http(s)` URL; remote inputs cannot be the output). Does not check the directory.
     public static func check(_ path: String, input: String?) throws(MediaError) {
+        if path.hasSuffix("/") {
+            throw MediaError(
+                .outputForbidden,
+                "\(path) ends in /, which names a directory: an export writes one file; name it (out/talk.mp4)"
+            )
+        }
         try checkKind(path)
         guard let input, !MediaLocation.isRemote(input) else { return }
         let inputPath = input.lowercased().hasPrefix("file://") ? (URL(string: input)?.path ?? input) : input
@@ -24,11 +30,50 @@ public enum OutputDestination {
         }
     }
 
-    /// `output_forbidden` if something other than a regular file exists at `path`.
+    /// `output_forbidden` if something other than a regular file exists at `path`, or if a
+    /// file stands where a directory of it should be (`out/talk.mp4/x.mp4`, or `out/talk.mp4/`
+    /// when `out/talk.mp4` is a file).
     public static func checkKind(_ path: String) throws(MediaError) {
         var info = stat()
-        guard lstat(path, &info) == 0 else { return }  // nothing there (or not reachable: the writer says why)
+        guard lstat(path, &info) == 0 else {
+            // Nothing there, or not reachable: the writer says why, unless a file is in the way.
+            if errno == ENOTDIR { throw fileInTheWay(of: path) }
+            return
+        }
         try refuse(info.st_mode & S_IFMT, path) { try? FileManager.default.destinationOfSymbolicLink(atPath: path) }
+    }
+
+    /// Checks the directory an output goes into, as the writer would only once the work is done
+    /// (a split export's join): `output_unwritable` when it does not exist, `output_forbidden`
+    /// when a file stands where it or one of its parents should be. Then `checkKind`.
+    public static func checkDirectory(of path: String) throws(MediaError) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            if errno == ENOTDIR { throw fileInTheWay(of: path) }
+            throw MediaError(.outputUnwritable, "\(path): the directory \(directory) does not exist")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw fileInTheWay(of: path) }
+        try checkKind(path)
+    }
+
+    /// `output_forbidden` naming the first part of `path` that exists and is not a directory
+    /// although more of the path follows it (a trailing `/` says the last part is a directory).
+    public static func fileInTheWay(of path: String) -> MediaError {
+        let components = path.split(separator: "/")
+        var prefix = ""
+        for (position, component) in components.enumerated()
+        where position < components.count - 1 || path.hasSuffix("/") {
+            prefix = prefix.isEmpty && !path.hasPrefix("/") ? String(component) : prefix + "/" + component
+            var info = stat()
+            if stat(prefix, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                return MediaError(
+                    .outputForbidden,
+                    "\(path): \(prefix) is a file, not a directory"
+                )
+            }
+        }
+        return MediaError(.outputForbidden, "\(path): a part of it is a file, not a directory")
     }
 
     /// `checkKind` for `name` in the directory open as `directory` (`path` is how it is shown).

@@ -142,6 +142,9 @@ final class VideoEngine: EncodingEngine {
     private var pendingBeforeEnd = 0
     private var sentPastEnd = false
     private var segmentOut = false
+    /// A segment's frames given to the encoder, from its start to its end: what the source
+    /// decoded to there (fewer than the plan's where a damaged packet gave no picture).
+    private(set) var segmentFrames = 0
 
     init(encoding: AssetWriterInput.VideoEncoding, file: OutputFile) throws(MediaError) {
         cut = encoding.cut
@@ -245,8 +248,10 @@ final class VideoEngine: EncodingEngine {
     private func send(_ sample: SampleBuffer, type: AVPictureType) throws(MediaError) {
         guard case .video(let frame) = sample.payload, !segmentOut else { return }
         if let cut {
-            if av_rescale_q(sample.pts, sample.timeBase, microsecondBase) < cut.end {
+            let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase)
+            if time < cut.end {
                 pendingBeforeEnd += 1
+                if time >= cut.start { segmentFrames += 1 }
             } else {
                 sentPastEnd = true
             }
