@@ -1,0 +1,215 @@
+import Foundation
+import JobctlCore
+import Media
+import MediaTestKit
+import Streaming
+import Testing
+
+/// Ladders of real-world shapes (issue 42, item 14): sound and picture that end (or start)
+/// apart. Every clip is generated with the ffmpeg CLI; the ladders are held to ffprobe (where
+/// each rendition's media ends, how many pictures it has), to ffmpeg (a clean decode through
+/// the master playlist, silence where the sound was padded), and one to headless Chromium
+/// playing to the end.
+@Suite("HLS ladders: sound and picture of different lengths, changing frame rates", .serialized)
+struct LadderEndsTests {
+    struct Variant: CustomTestStringConvertible, Sendable {
+        var name: String
+        var file: String
+        var arguments: [String]
+        /// Plays it in Chromium to the end (scripts/browser-play.sh).
+        var play = false
+        var testDescription: String { name }
+    }
+
+    /// A 9 s 30 fps picture and a sine of `sound` seconds; `late` delays one of them.
+    static func clip(
+        _ name: String,
+        sound: Double,
+        picture: Double = 9,
+        soundLate: Double = 0,
+        pictureLate: Double = 0,
+        file: String = "clip.mp4",
+        play: Bool = false
+    ) -> Variant {
+        let video = ["-f", "lavfi", "-i", "testsrc2=s=426x240:r=30:d=\(picture)"]
+        let audio = ["-f", "lavfi", "-i", "sine=f=440:r=48000:d=\(sound)"]
+        return Variant(
+            name: name,
+            file: file,
+            arguments: (pictureLate > 0 ? ["-itsoffset", "\(pictureLate)"] : []) + video
+                + (soundLate > 0 ? ["-itsoffset", "\(soundLate)"] : []) + audio
+                + ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac"],
+            play: play
+        )
+    }
+
+    static let endings: [Variant] = [
+        clip("the sound ends 0.05 s before the picture", sound: 8.95),
+        clip("the sound ends 1 s before the picture", sound: 8),
+        clip("the sound ends 2.7 s before the picture (a picture-only tail)", sound: 6.3, play: true),
+        clip("the sound ends 0.05 s after the picture", sound: 9.05),
+        clip("the sound ends 1 s after the picture", sound: 10),
+        clip("the sound ends 2.7 s after the picture (a sound-only tail)", sound: 11.7),
+        clip("the sound starts 0.5 s after the picture", sound: 8.5, soundLate: 0.5),
+        clip("the picture starts 0.5 s after the sound", sound: 9, picture: 8.5, pictureLate: 0.5),
+        clip("MPEG-TS, the sound 1.2 s short", sound: 7.8, file: "clip.ts"),
+        clip("Matroska, the sound 0.4 s long", sound: 9.4, file: "clip.mkv"),
+    ]
+
+    /// Where a stream of `path` starts and ends (its packets' earliest pts, latest pts +
+    /// duration, seconds), and how many packets it has. A packet without a duration (ffprobe
+    /// gives none in a fragmented MP4 put end to end) lasts until the next one shown, the last
+    /// one as long as the one before it.
+    static func probe(_ path: String, _ stream: String) async throws -> (start: Double, end: Double, packets: Int) {
+        let probed = try await ProcessRunner.check(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", stream, "-show_entries", "packet=pts_time,duration_time", "-of",
+                "csv=p=0", path,
+            ]
+        )
+        let packets = probed.stdoutText.split(separator: "\n").compactMap { line -> (Double, Double?)? in
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard let pts = fields.first.flatMap({ Double($0) }) else { return nil }
+            return (pts, fields.count > 1 ? Double(fields[1]) : nil)
+        }.sorted { $0.0 < $1.0 }
+        guard let first = packets.first else { return (0, 0, 0) }
+        var end = 0.0
+        for (index, (pts, duration)) in packets.enumerated() {
+            let gap =
+                index + 1 < packets.count
+                ? packets[index + 1].0 - pts : (packets.count > 1 ? pts - packets[index - 1].0 : 0)
+            end = max(end, pts + (duration ?? gap))
+        }
+        return (first.0, end, packets.count)
+    }
+
+    /// ffmpeg decodes `entry` to the end with no error, every picture at its own time in the
+    /// demuxer's time base (the CLI otherwise counts in 1/r_frame_rate, which it guesses from
+    /// the first segment: 15 fps pictures there, and the 30 fps ones later share its ticks,
+    /// which its null muxer reports as errors of its own).
+    static func decodes(_ directory: String, _ entry: String) async throws {
+        let decoded = try await ProcessRunner.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-xerror", "-i", "\(directory)/\(entry)", "-fps_mode", "passthrough", "-enc_time_base",
+                "-1", "-f", "null",
+                "-",
+            ]
+        )
+        #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(entry): \(decoded.stderr)")
+    }
+
+    /// A rendition's initialization segment and segments put end to end, as one file.
+    static func joined(_ directory: String, _ name: String, segments: Int) throws -> String {
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)-init.mp4"))
+        for index in 1...segments {
+            bytes.append(
+                try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)-\(String(format: "%05d", index)).m4s"))
+            )
+        }
+        let whole = "\(directory)/.\(name)-whole.mp4"
+        try bytes.write(to: URL(fileURLWithPath: whole))
+        return whole
+    }
+
+    /// The loudest sample of the last `seconds` of `path`'s sound, in dB (ffmpeg's volumedetect).
+    static func loudestAtEnd(_ path: String, seconds: Double) async throws -> Double {
+        let detected = try await ProcessRunner.run(
+            "ffmpeg",
+            ["-v", "info", "-sseof", "-\(seconds)", "-i", path, "-vn", "-af", "volumedetect", "-f", "null", "-"]
+        )
+        let line = detected.stderr.split(separator: "\n").first { $0.contains("max_volume:") } ?? ""
+        return Double(line.split(separator: " ").dropLast().last ?? "") ?? 0
+    }
+
+    /// Holds a ladder to the program: every rendition lasts from the input's first media to where
+    /// its later medium ends (within a video frame and an AAC frame), pictures every frame to the
+    /// end, silence where the sound was padded, a clean decode, and (when asked) Chromium
+    /// playing to the end. Spans, not ends: each rendition starts after its codec's delay (AAC's
+    /// priming, x264's reorder delay), as before.
+    static func check(_ result: LadderResult, _ output: String, input: String, play: Bool) async throws {
+        #expect(result.report.must.isEmpty, "\(result.report)")
+        let tolerance = 1.0 / 30 + 1024.0 / 48000
+        let picture = try await probe(input, "v:0")
+        let sound = try await probe(input, "a:0")
+        // The ladder's timeline starts at the input's first media (a transport stream's ~1.4 s;
+        // an MP4's AAC priming before 0 is not media).
+        let origin = max(0, min(picture.start, sound.start))
+        let program = max(picture.end, sound.end) - origin
+        guard let rendition = result.renditions.first, let audio = result.audio else {
+            Issue.record("no video or audio rendition: \(result.renditions), \(String(describing: result.audio))")
+            return
+        }
+        let video = try Self.joined(output, rendition.name, segments: rendition.segments)
+        let sounds = try Self.joined(output, "audio", segments: audio.segments)
+        let shownVideo = try await probe(video, "v:0")
+        let shownSound = try await probe(sounds, "a:0")
+        let (videoSpan, soundSpan) = (shownVideo.end - shownVideo.start, shownSound.end - shownSound.start)
+        #expect(
+            abs(videoSpan - program) <= tolerance && abs(soundSpan - program) <= tolerance,
+            "the program lasts \(program) s; the ladder's picture \(videoSpan) s, its sound \(soundSpan) s"
+        )
+        // A picture padded to the sound's end is a picture every frame, not one long frame.
+        let frameTime = (picture.end - picture.start) / Double(max(1, picture.packets))
+        #expect(
+            Double(shownVideo.packets) >= (program / frameTime).rounded() - 1,
+            "\(shownVideo.packets) pictures for \(program) s at \(frameTime) s each"
+        )
+        if program - (sound.end - origin) > 0.5 {
+            let loudest = try await loudestAtEnd(sounds, seconds: min(program - (sound.end - origin), 1) - 0.1)
+            #expect(loudest < -60, "the padded end of the sound peaks at \(loudest) dB")
+        }
+        if abs(picture.end - sound.end) > 0.5 {
+            #expect(result.warnings?.contains { $0.contains("before the") } == true, "\(result.warnings ?? [])")
+        }
+        try await Self.decodes(output, "master.m3u8")
+        if play {
+            let played = try await ProcessRunner.run("scripts/browser-play.sh", [output])
+            #expect(played.status == 0, "\(played.stdoutText) \(played.stderr)")
+            #expect(played.stdoutText.contains(#""ended": true"#), "\(played.stdoutText)")
+        }
+    }
+
+    /// Makes `variant`'s clip in `directory` and its ladder of `rungs` in `out`.
+    static func ladder(
+        _ variant: Variant,
+        _ rungs: String,
+        in directory: TemporaryDirectory
+    ) async throws -> (input: String, output: String, result: LadderResult) {
+        let input = try await LadderSessionTests.clip(directory, variant.file, variant.arguments)
+        let output = directory.file("out")
+        return (input, output, try LadderSessionTests.ladder(input, into: output, LadderOptions(ladder: rungs)))
+    }
+
+    @Test("every rendition lasts the program: the medium that ends first is padded", arguments: endings)
+    func ends(_ variant: Variant) async throws {
+        try await withTemporaryDirectory("ladder-ends") { directory in
+            let (input, output, result) = try await Self.ladder(variant, "234p", in: directory)
+            try await Self.check(result, output, input: input, play: variant.play)
+        }
+    }
+
+    @Test(
+        "a CMAF initialization segment without media (sound alone, or picture and sound) is refused as an export is",
+        arguments: [["-vn"], []]
+    )
+    func initializationAlone(_ only: [String]) async throws {
+        try await withTemporaryDirectory("ladder-init") { directory in
+            // ffmpeg's hls muxer writes the initialization segment as a file of its own.
+            _ = try await LadderSessionTests.clip(
+                directory,
+                "source.m3u8",
+                [
+                    "-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=2", "-f", "lavfi", "-i", "sine=d=2", "-c:v",
+                    "libx264", "-c:a", "aac", "-f", "hls", "-hls_segment_type", "fmp4",
+                ] + only
+            )
+            #expect {
+                try LadderSessionTests.ladder(directory.file("init.mp4"), into: directory.file("out"))
+            } throws: { error in
+                (error as? MediaError)?.code == .decodeFailed && "\(error)".contains("no frame of init.mp4")
+            }
+        }
+    }
+}
