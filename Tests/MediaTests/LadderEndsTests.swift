@@ -5,11 +5,11 @@ import MediaTestKit
 import Streaming
 import Testing
 
-/// Ladders of real-world shapes (issue 42, item 14): sound and picture that end (or start)
-/// apart. Every clip is generated with the ffmpeg CLI; the ladders are held to ffprobe (where
-/// each rendition's media ends, how many pictures it has), to ffmpeg (a clean decode through
-/// the master playlist, silence where the sound was padded), and one to headless Chromium
-/// playing to the end.
+/// Ladders of real-world shapes (issue 42, items 14 and 10): sound and picture that end (or
+/// start) apart, and frame rates that change. Every clip is generated with the ffmpeg CLI; the
+/// ladders are held to ffprobe (where each rendition's media ends, how many pictures it has),
+/// to ffmpeg (a clean decode through the master playlist, silence where the sound was padded),
+/// and two of them to headless Chromium playing to the end.
 @Suite("HLS ladders: sound and picture of different lengths, changing frame rates", .serialized)
 struct LadderEndsTests {
     struct Variant: CustomTestStringConvertible, Sendable {
@@ -100,6 +100,14 @@ struct LadderEndsTests {
         #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(entry): \(decoded.stderr)")
     }
 
+    /// What a media playlist's EXTINFs add up to (seconds).
+    static func declared(_ directory: String, _ name: String) throws -> Double {
+        try String(contentsOfFile: "\(directory)/\(name).m3u8", encoding: .utf8).split(separator: "\n")
+            .filter { $0.hasPrefix("#EXTINF:") }
+            .compactMap { Double($0.dropFirst("#EXTINF:".count).split(separator: ",")[0]) }
+            .reduce(0, +)
+    }
+
     /// A rendition's initialization segment and segments put end to end, as one file.
     static func joined(_ directory: String, _ name: String, segments: Int) throws -> String {
         var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)-init.mp4"))
@@ -150,6 +158,13 @@ struct LadderEndsTests {
             abs(videoSpan - program) <= tolerance && abs(soundSpan - program) <= tolerance,
             "the program lasts \(program) s; the ladder's picture \(videoSpan) s, its sound \(soundSpan) s"
         )
+        // The playlists say how long each rendition is shown, to a frame.
+        let (videoDeclared, soundDeclared) = (try declared(output, rendition.name), try declared(output, "audio"))
+        #expect(
+            abs(videoDeclared - videoSpan) <= 1.0 / 30 + 0.001
+                && abs(soundDeclared - soundSpan) <= 1024.0 / 48000 + 0.001,
+            "EXTINFs add up to \(videoDeclared) s (picture shown \(videoSpan) s), \(soundDeclared) s (sound \(soundSpan) s)"
+        )
         // A picture padded to the sound's end is a picture every frame, not one long frame.
         let frameTime = (picture.end - picture.start) / Double(max(1, picture.packets))
         #expect(
@@ -187,6 +202,71 @@ struct LadderEndsTests {
         try await withTemporaryDirectory("ladder-ends") { directory in
             let (input, output, result) = try await Self.ladder(variant, "234p", in: directory)
             try await Self.check(result, output, input: input, play: variant.play)
+        }
+    }
+
+    /// A 12 s 640x360 picture whose rate changes at `at` seconds, and 12 s of sound (or none).
+    static func changing(
+        _ name: String,
+        from: Int,
+        to: Int,
+        at: Double,
+        sound: Bool = true,
+        play: Bool = false
+    )
+        -> Variant
+    {
+        // Every frame at 30 fps, every other one at 15.
+        let keep = { (rate: Int) in rate == 30 ? "1" : "not(mod(n\\,2))" }
+        let select = "select='if(lt(t\\,\(at))\\,\(keep(from))\\,\(keep(to)))'"
+        return Variant(
+            name: name,
+            file: "vfr.mp4",
+            arguments: ["-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=12"]
+                + (sound ? ["-f", "lavfi", "-i", "sine=f=440:r=48000:d=12", "-c:a", "aac"] : [])
+                + ["-vf", select, "-fps_mode", "vfr", "-c:v", "libx264", "-preset", "ultrafast"],
+            play: play
+        )
+    }
+
+    static let rates: [Variant] = [
+        changing("30 fps, then 15 fps from 6 s (a segment boundary)", from: 30, to: 15, at: 6),
+        changing("15 fps, then 30 fps from 6 s", from: 15, to: 30, at: 6),
+        changing("30 fps, then 15 fps from 3.5 s (mid-segment)", from: 30, to: 15, at: 3.5, play: true),
+        changing("15 fps, then 30 fps from 8.2 s (mid-segment)", from: 15, to: 30, at: 8.2),
+        changing("30 fps, then 15 fps from 7 s, no sound", from: 30, to: 15, at: 7, sound: false),
+    ]
+
+    @Test("a frame rate that changes: two renditions, aligned keyframes, every picture kept", arguments: rates)
+    func changingRate(_ variant: Variant) async throws {
+        try await withTemporaryDirectory("ladder-vfr") { directory in
+            let (input, output, result) = try await Self.ladder(variant, "234p,360p", in: directory)
+            #expect(result.report.must.isEmpty, "\(result.report)")
+            #expect(result.renditions.map(\.name) == ["234p", "360p"], "\(result.renditions)")
+            try await LadderSessionTests.checkKeyframes(result, in: output)
+            let source = try await Self.probe(input, "v:0")
+            for rendition in result.renditions {
+                let shown = try await Self.probe(
+                    try Self.joined(output, rendition.name, segments: rendition.segments),
+                    "v:0"
+                )
+                // Every picture of the source, and at most one more (the sound may outlast it),
+                // shown as long as the playlist says, to a frame.
+                #expect(
+                    shown.packets >= source.packets && shown.packets <= source.packets + 1,
+                    "\(rendition.name): \(shown.packets) pictures of \(source.packets)"
+                )
+                let declared = try Self.declared(output, rendition.name)
+                #expect(
+                    abs(declared - (shown.end - shown.start)) <= 1.0 / 30 + 0.001,
+                    "\(rendition.name): EXTINFs add up to \(declared) s, its pictures are shown \(shown.end - shown.start) s"
+                )
+            }
+            if result.audio != nil {
+                try await Self.check(result, output, input: input, play: variant.play)
+            } else {
+                try await Self.decodes(output, "master.m3u8")
+            }
         }
     }
 
