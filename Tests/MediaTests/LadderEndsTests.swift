@@ -292,4 +292,31 @@ struct LadderEndsTests {
             }
         }
     }
+
+    @Test(
+        "one picture whose track claims 90,000 fps under 20 s of sound: padded at 60 pictures a second at most",
+        .timeLimit(.minutes(3))
+    )
+    func stillPicture() async throws {
+        try await withTemporaryDirectory("ladder-still") { directory in
+            let variant = Variant(
+                name: "still",
+                file: "still.mp4",
+                arguments: [
+                    "-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=0.04", "-f", "lavfi", "-i", "sine=d=20",
+                    "-fps_mode", "passthrough", "-r", "90000", "-c:v", "libx264", "-c:a", "aac",
+                ]
+            )
+            let (_, output, result) = try await Self.ladder(variant, "auto", in: directory)
+            #expect(result.report.must.isEmpty, "\(result.report)")
+            #expect(result.warnings?.contains { $0.contains("picture ends") } == true, "\(result.warnings ?? [])")
+            let rendition = try #require(result.renditions.first)
+            let shown = try await Self.probe(
+                try Self.joined(output, rendition.name, segments: rendition.segments),
+                "v:0"
+            )
+            #expect(abs(shown.end - shown.start - 20) < 0.1, "shown \(shown.start)…\(shown.end) s")
+            #expect(shown.packets >= 20 && shown.packets <= 20 * 60 + 2, "\(shown.packets) pictures")
+        }
+    }
 }

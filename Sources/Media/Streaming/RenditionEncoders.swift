@@ -251,9 +251,15 @@ final class RenditionEncoders: @unchecked Sendable {
         if let target {
             let goal = av_rescale_q(target, microsecondBase, timeBase)
             if let last {
-                // The source's frame spacing; a variable rate's last frame as the fallback.
+                // The source's frame spacing (its last frame's without a rate), between 1/60 s
+                // and 1 s: a still picture's track may claim 90,000 fps, and the padding of a
+                // long sound would then be millions of frames.
                 let nominal = plan.video?.frameRateRational.map { av_rescale_q(1, av_inv_q($0.av), timeBase) }
-                let spacing = max(1, nominal ?? last.duration)
+                let bounds = (
+                    av_rescale_q(1, AVRational(num: 1, den: 60), timeBase),
+                    av_rescale_q(1, AVRational(num: 1, den: 1), timeBase)
+                )
+                let spacing = max(1, bounds.0, min(bounds.1, nominal ?? last.duration))
                 while goal - end >= spacing {
                     try picture(last.frame, at: end)
                     end += spacing
