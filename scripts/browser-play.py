@@ -3,10 +3,10 @@
 
 Serves DIR on a loopback port, opens PAGE (player.html) in Debian's Chromium through
 chromedriver, and checks what a viewer would: the <video> loads the master playlist's metadata,
-plays 5 s from the start, and seeks to every segment boundary of the first media playlist
-with no error event. Also holds every playlist to the `m3u8` parser from PyPI (an independent
-reader). Prints a JSON report on stdout; exits 1 on any failure (a missing browser included:
-it never skips).
+plays 5 s from the start, seeks to every segment boundary of the first media playlist, and
+plays its last 2 s to the `ended` event, with no error event. Also holds every playlist to
+the `m3u8` parser from PyPI (an independent reader). Prints a JSON report on stdout; exits 1
+on any failure (a missing browser included: it never skips).
 """
 import functools
 import http.server
@@ -128,6 +128,20 @@ def main():
                 report["seeks"] = seeks
                 fail(report, f"seek to {target} s: {result}")
         report["seeks"] = seeks
+        # Plays the last 2 s to the end: a player stalls where the shortest track ends when
+        # the sound and the picture end apart (hls.js #7266, dash.js #1739).
+        ending = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const v = document.querySelector('video');
+            const timer = setTimeout(() => done(['timeout', v.currentTime, v.duration, v.readyState]), 30000);
+            v.addEventListener('ended', () => { clearTimeout(timer); done(['ended', v.currentTime, v.duration]); }, {once: true});
+            v.currentTime = Math.max(0, v.duration - 2);
+            v.play().catch((e) => { clearTimeout(timer); done(['play refused: ' + e]); });
+        """)
+        report["ending"] = ending
+        if ending[0] != "ended":
+            fail(report, f"did not play to the end: {ending}")
+        report["ended"] = True
         errors = driver.execute_script("return window.__errors;")
         if errors:
             fail(report, f"error events: {errors}")

@@ -1,13 +1,24 @@
 #!/usr/bin/env python3
 """jobctl and the ffmpeg CLI side by side on a folder of real-world media.
 
-Usage: corpus-compare.py FOLDER [--jobctl PATH] [--out DIR] [--timeout S] [--jobs N] [--json FILE]
-                          [--ffmpeg-from FILE]
+Usage: corpus-compare.py FOLDER [--mode export|ladder] [--jobctl PATH] [--out DIR] [--timeout S]
+                          [--jobs N] [--json FILE] [--ffmpeg-from FILE] [--videos] [--every N] [--first K]
 
-For every file under FOLDER (sorted), runs `jobctl export FILE --preset low --range 0s+3s` and
-the `ffmpeg` command that `jobctl presets --json` gives for `low`, with `-t 3`, each with a
-time limit, and classifies each run (--ffmpeg-from takes the CLI's column from an earlier
---json file instead of running it again: the CLI does not change between jobctl builds):
+--mode export (the default): for every file under FOLDER (sorted), runs `jobctl export FILE
+--preset low --range 0s+3s` and the `ffmpeg` command that `jobctl presets --json` gives for
+`low`, with `-t 3`.
+
+--mode ladder: makes a one-rung ladder of the whole file, `jobctl hls FILE --ladder 234p`, and
+the same with the `ffmpeg` CLI's hls muxer (CMAF segments of 6 s, a keyframe every 2 s, the
+picture scaled to 234 lines at 145 kb/s, AAC): ok when ffprobe counts packets through the
+ladder's master playlist (the CLI's playlist for the CLI).
+
+--videos keeps the files in which ffprobe finds a picture (not a cover picture); --every N
+--first K then takes every Nth of those from the Kth (0-based; the ladder run in
+docs/benchmarks.md takes every third from the second). Each run has a time limit, and is
+classified (--ffmpeg-from takes the CLI's column from an earlier --json file instead of running
+it again: the CLI does not change between jobctl builds; with --videos, that file's selection
+too, instead of probing again):
 
   ok        exit 0 and the output holds media (ffprobe counts packets in a stream)
   empty     exit 0 but the output holds no media (a "success" that wrote nothing)
@@ -25,6 +36,7 @@ import concurrent.futures
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +45,10 @@ import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("folder")
+parser.add_argument("--mode", choices=["export", "ladder"], default="export")
+parser.add_argument("--videos", action="store_true")
+parser.add_argument("--every", type=int, default=1)
+parser.add_argument("--first", type=int, default=0)
 parser.add_argument("--jobctl", default=".build/release/jobctl")
 parser.add_argument("--out", default=None)
 parser.add_argument("--timeout", type=float, default=30)
@@ -94,8 +110,7 @@ def classify(result, output):
     return ("ok", "") if packets(output) > 0 else ("empty", "exit 0, no media in the output")
 
 
-def compare(index_and_path):
-    index, path = index_and_path
+def export(index, path):
     mine = os.path.join(out, "%04d.jobctl.mp4" % index)
     theirs = os.path.join(out, "%04d.ffmpeg.mp4" % index)
     jobctl = classify(
@@ -110,7 +125,50 @@ def compare(index_and_path):
     for leftover in (mine, theirs):
         if os.path.exists(leftover):
             os.remove(leftover)
+    return jobctl, ffmpeg
+
+
+def ladder(index, path):
+    mine = os.path.join(out, "%04d.jobctl" % index)
+    theirs = os.path.join(out, "%04d.ffmpeg" % index)
+    jobctl = classify(
+        run([arguments.jobctl, "hls", path, "--ladder", "234p", "-o", mine], arguments.timeout),
+        os.path.join(mine, "master.m3u8"),
+    )
+    ffmpeg = earlier.get(os.path.relpath(path, arguments.folder))
+    if ffmpeg is None:
+        os.makedirs(theirs, exist_ok=True)
+        command = [
+            "ffmpeg", "-nostdin", "-y", "-v", "error", "-i", path, "-map", "0:v:0?", "-map", "0:a:0?",
+            "-vf", "scale=-2:234", "-c:v", "libx264", "-b:v", "145k", "-force_key_frames", "expr:gte(t,n_forced*2)",
+            "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod",
+            "-hls_segment_type", "fmp4", "-hls_segment_filename", os.path.join(theirs, "%05d.m4s"),
+            "-master_pl_name", "master.m3u8", os.path.join(theirs, "index.m3u8"),
+        ]
+        ffmpeg = classify(run(command, arguments.timeout), os.path.join(theirs, "master.m3u8"))
+    for leftover in (mine, theirs):
+        shutil.rmtree(leftover, ignore_errors=True)
+    return jobctl, ffmpeg
+
+
+def compare(index_and_path):
+    index, path = index_and_path
+    jobctl, ffmpeg = (ladder if arguments.mode == "ladder" else export)(index, path)
     return {"file": os.path.relpath(path, arguments.folder), "jobctl": jobctl, "ffmpeg": ffmpeg}
+
+
+def has_picture(path):
+    """Whether ffprobe finds a video stream that is not a cover picture (20 s allowed)."""
+    try:
+        probe = subprocess.run(
+            ["ffprobe", "-v", "error", "-show_entries", "stream=codec_type:stream_disposition=attached_pic",
+             "-of", "json", path],
+            capture_output=True, timeout=20,
+        )
+        streams = json.loads(probe.stdout or b"{}").get("streams", [])
+    except (subprocess.TimeoutExpired, ValueError):
+        return False
+    return any(s.get("codec_type") == "video" and not s.get("disposition", {}).get("attached_pic") for s in streams)
 
 
 files = sorted(
@@ -119,6 +177,13 @@ files = sorted(
     for name in names
     if os.path.isfile(os.path.join(directory, name))
 )
+if arguments.videos and earlier:
+    # The earlier run's selection, without probing every file again.
+    files = [path for path in files if os.path.relpath(path, arguments.folder) in earlier]
+else:
+    if arguments.videos:
+        files = [path for path in files if has_picture(path)]
+    files = files[arguments.first :: arguments.every]
 with concurrent.futures.ThreadPoolExecutor(max_workers=arguments.jobs) as pool:
     rows = list(pool.map(compare, enumerate(files)))
 

@@ -51,6 +51,8 @@ public enum LadderPackage {
         var ticks: [Int64]
         var firstTick: Int64
         var frameDuration: Double
+        /// How long the media is shown: from its first picture (or sound) to where the last ends.
+        var shownDuration: Double
     }
 
     /// The package of a ladder in the directory `root`.
@@ -117,7 +119,7 @@ public enum LadderPackage {
                 segmentsStartWithIDR: measured.startsWithIDR,
                 segmentStarts: measured.starts,
                 frameDuration: measured.frameDuration,
-                mediaDuration: Double(measured.ticks.reduce(0, +)) / Double(measured.track.timescale),
+                mediaDuration: measured.shownDuration,
                 targetDuration: target,
                 declaredDuration: measured.media.segments.reduce(0) { $0 + $1.duration },
                 declaredCodecs: measured.track.codecs ?? "",
@@ -156,11 +158,12 @@ public enum LadderPackage {
             )
         }
         var segments: [HLSPlaylists.Segment] = []
-        var starts: [Double] = []
+        var shown: [Int64] = []
         var idr: [Bool] = []
         var ticks: [Int64] = []
         var firstTick: Int64 = 0
         var frames: [UInt32] = []
+        var shownEnd = Int64.min
         for (index, name) in rendition.segments.enumerated() {
             let bytes = try read(name)
             let fragments = try FragmentedMP4.fragments(inSegment: bytes, tracks: tracks)
@@ -174,7 +177,14 @@ public enum LadderPackage {
             frames += samples.map(\.duration)
             // Where the segment's first picture is shown (rule 1 compares what a viewer sees):
             // its decode time plus its composition offset.
-            starts.append(Double(Int64(first.baseDecodeTime) + sample.compositionOffset) / Double(track.timescale))
+            shown.append(Int64(first.baseDecodeTime) + sample.compositionOffset)
+            for fragment in fragments {
+                var time = Int64(fragment.baseDecodeTime)
+                for sample in fragment.samples {
+                    shownEnd = max(shownEnd, time + sample.compositionOffset + Int64(sample.duration))
+                    time += Int64(sample.duration)
+                }
+            }
             idr.append(sample.isSync)
             segments.append(
                 HLSPlaylists.Segment(
@@ -186,16 +196,28 @@ public enum LadderPackage {
                 )
             )
         }
+        // A segment lasts from its first picture's showing to the next segment's (decision
+        // 156): with B-frames the decode times run a reorder delay ahead of the showing, and
+        // when the frame rate changes that delay changes with it, so the sum of the samples'
+        // decode durations is not how long the pictures are shown. Sound has no reordering:
+        // the same either way.
+        let presented = zip(shown, shown.dropFirst().map(Optional.some) + [shownEnd]).map { $1! - $0 }
+        if presented.allSatisfy({ $0 > 0 }) {
+            for index in segments.indices {
+                segments[index].duration = Double(presented[index]) / Double(track.timescale)
+            }
+        }
         let typical = frames.sorted().dropFirst(frames.count / 2).first ?? 0
         return Measured(
             rendition: rendition,
             track: track,
             media: HLSPlaylists.Media(initialization: rendition.initialization, segments: segments),
-            starts: starts,
+            starts: shown.map { Double($0) / Double(track.timescale) },
             startsWithIDR: track.handler == "vide" ? idr : [],
             ticks: ticks,
             firstTick: firstTick,
-            frameDuration: Double(typical) / Double(track.timescale)
+            frameDuration: Double(typical) / Double(track.timescale),
+            shownDuration: Double(shownEnd - (shown.first ?? shownEnd)) / Double(track.timescale)
         )
     }
 

@@ -77,20 +77,27 @@ struct LadderSplitTests {
         #expect(splitLog.components(separatedBy: "\n").filter { !$0.isEmpty }.count <= 1, "\(splitLog)")
     }
 
+    /// `name` in the setup's directory: 320x180 25 fps pictures of `picture` seconds and a
+    /// sine of `sound` seconds.
+    static func clip(_ setup: Setup, _ name: String, picture: Double, sound: Double) async throws -> String {
+        let input = setup.directory.file(name)
+        _ = try await ProcessRunner.check(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=\(picture)", "-f", "lavfi", "-i",
+                "sine=f=440:r=48000:d=\(sound)", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", input,
+            ]
+        )
+        return input
+    }
+
     @Test func aRangeWithALostSegmentMakesTheOneProcessLadder() async throws {
         let setup = try await Setup("ladder-split-vfr")
         defer {
             setup.directory.remove()
             setup.server.stop()
         }
-        let input = setup.directory.file("cfr.mp4")
-        _ = try await ProcessRunner.check(
-            "ffmpeg",
-            [
-                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=32", "-f", "lavfi", "-i",
-                "sine=f=440:r=48000:d=32", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-shortest", input,
-            ]
-        )
+        let input = try await Self.clip(setup, "cfr.mp4", picture: 32, sound: 32)
         let output = setup.directory.file("split")
         let id = try await setup.submit(
             input,
@@ -184,6 +191,30 @@ struct LadderSplitTests {
             in: setup,
             compareDecodeLogs: false
         )
+    }
+
+    /// 26 s of pictures and a sound 2.7 s shorter (the join pads it with silence) or 2.7 s longer
+    /// (the join encodes the last chunk again, its last picture repeated to the sound's end).
+    @Test(arguments: [23.3, 28.7])
+    func soundEndingBeforeOrAfterThePictureMakesTheOneProcessLadder(sound: Double) async throws {
+        let setup = try await Setup("ladder-split-ends")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        let input = try await Self.clip(setup, "ends.mp4", picture: 26, sound: sound)
+        let output = setup.directory.file("split")
+        let id = try await setup.submit(input, ["--kind", "hls", "--split", "12s", "-o", output], preset: nil)
+        let worker = try SplitJobTests.worker(setup, "A", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        #expect(try await worker.waitForExit(timeout: .seconds(240))?.status == 0, "\(worker.log)")
+        let job = try await setup.job(id)
+        #expect(job.status == .completed, "\(job.error?.message ?? "")")
+        #expect(try await SplitJobTests.children(setup, of: id).count == 2)
+        #expect(
+            job.result?["hls"]?["report"]?["must"]?.arrayValue?.isEmpty == true,
+            "\(String(describing: job.result))"
+        )
+        try await Self.expectOneProcessLadder(output, of: input, range: nil, rendition: "180p", in: setup)
     }
 
     @Test func twoWorkersMakeTheOneProcessLadder() async throws {

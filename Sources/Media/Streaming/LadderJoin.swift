@@ -136,6 +136,47 @@ extension LadderSession {
         return joined
     }
 
+    /// A join's: where the chunks' pictures end (µs from the range's start), the last chunk's
+    /// start plus the length of its first rendition's segments; the sound is padded to it
+    /// (decision 155). `nil` for any other part, or a join without renditions.
+    func joinedPictureEnd() throws(MediaError) -> Int64? {
+        guard case .join(let chunks) = part, let last = chunks.last, let rendition = plan.renditions.first else {
+            return nil
+        }
+        let directory = last.directory
+        do {
+            let initialization = try Self.read("\(directory)/\(rendition.name)-init.mp4")
+            let tracks = try FragmentedMP4.tracks(inInitialization: initialization)
+            guard let track = tracks.first, track.timescale > 0 else { throw FragmentedMP4.Problem("no track") }
+            var ticks: UInt64 = 0
+            for name in Self.segmentNames(rendition.name, in: directory) {
+                let fragments = try FragmentedMP4.fragments(
+                    inSegment: try Self.read("\(directory)/\(name)"),
+                    tracks: tracks
+                )
+                ticks += fragments.reduce(UInt64(0)) { $0 + $1.duration }
+            }
+            return last.chunk.offset + Int64((Double(ticks) * 1e6 / Double(track.timescale)).rounded())
+        } catch {
+            throw MediaError(.encodeFailed, "chunk \(last.chunk.index) of the ladder cannot be read: \(error)")
+        }
+    }
+
+    /// Encodes the last chunk again into its directory, its pictures lasting until `end` (µs
+    /// from the range's start): its last picture repeated on the ladder's grid.
+    func extendChunk(_ joined: JoinedChunk, to end: Int64) throws(MediaError) {
+        var chunk = joined.chunk
+        chunk.end = end
+        try? FileManager.default.removeItem(atPath: joined.directory)
+        let session = try LadderSession(
+            asset: try Asset(location: asset.location, limits: asset.limits),
+            options: options,
+            timeRange: joined.range,
+            part: .chunk(chunk)
+        )
+        _ = try session.run(directory: joined.directory)
+    }
+
     /// `NAME-00001.m4s`… in `directory`, in order.
     static func segmentNames(_ name: String, in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

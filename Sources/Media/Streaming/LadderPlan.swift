@@ -184,6 +184,12 @@ struct LadderPlan {
         }
     }
 
+    /// One picture's time at the source's frame rate (µs; 40 ms when it has none).
+    var frameMicroseconds: Int64 {
+        guard let rate = video?.frameRateRational, rate.num > 0, rate.den > 0 else { return 40_000 }
+        return Int64(rate.den) * 1_000_000 / Int64(rate.num)
+    }
+
     /// The largest rendition: what the reader scales the picture to, once.
     var top: Ladder.Rendition? { renditions.max { $0.width * $0.height < $1.width * $1.height } }
 

@@ -157,12 +157,34 @@ public final class LadderSession: @unchecked Sendable {
             encoders.abort()
             throw MediaError.cancelled()
         }
-        guard encoders.framesWritten > 0 || videoOutput == nil else {
+        // Nothing decoded: a picture track without pictures, or media without any (a CMAF
+        // initialization segment alone). A join of a silent input reads nothing here.
+        let nothing = encoders.framesWritten == 0 && (encoders.soundEnd ?? 0) == 0
+        guard (encoders.framesWritten > 0 || videoOutput == nil) && !(nothing && audioOutput != nil) else {
             encoders.abort()
             throw MediaError(
                 .decodeFailed,
                 "no frame of \(asset.displayName) could be decoded: the media is too short or damaged"
             )
+        }
+        // Every rendition ends at the program's end (decision 155).
+        do throws(MediaError) {
+            var pictureEnd = try joinedPictureEnd()
+            // A join whose sound outlasts the chunks' pictures encodes the last chunk again,
+            // its last picture repeated to the sound's end (a chunk knows nothing of the sound).
+            if case .join(let chunks) = part, let last = chunks.last, let picture = pictureEnd,
+                let sound = encoders.soundEnd, sound - picture > plan.frameMicroseconds
+            {
+                try extendChunk(last, to: sound)
+                warnings.append(
+                    "the picture ends \(RenditionEncoders.seconds(sound - picture)) before the sound: its last picture is shown until the sound ends"
+                )
+                pictureEnd = try joinedPictureEnd()
+            }
+            warnings += try encoders.endMedia(pictureEnd: pictureEnd)
+        } catch {
+            encoders.abort()
+            throw error
         }
         var written = try encoders.finish()
         let encoded = written.video + (written.audio.map { [$0] } ?? [])

@@ -37,6 +37,11 @@ final class RenditionEncoders: @unchecked Sendable {
     private var audioEngine: AudioEngine?
     private(set) var framesWritten = 0
     private var timeBase = AVRational(num: 1, den: 1_000_000)
+    /// The video thread's, then `finish`'s: where the next IDR is due (µs on the whole ladder's
+    /// grid), the last picture read and how long it lasts, and where the pictures end (`timeBase`).
+    private var nextKeyframe: Int64 = 0
+    private var last: (frame: Frame, duration: Int64)?
+    private var videoEnd: Int64?
 
     /// Every muxer, video first: fixed once the encoders are made (read for every sample).
     private(set) var muxers: [OutputFile] = []
@@ -167,35 +172,112 @@ final class RenditionEncoders: @unchecked Sendable {
     }
 
     /// Moves every picture of `output` through every rung; `progress` hears where the media
-    /// has got to (µs from the start).
+    /// has got to (µs from the start). The last picture is held: `endMedia(pictureEnd:)` pads
+    /// the media to the program's end and ends the encoders.
     func encodeVideo(from output: AssetReaderTrackOutput, progress: (Int64) -> Void) throws(MediaError) {
-        let interval = Int64(LadderOptions.keyframeSeconds) * 1_000_000
-        // On the whole ladder's grid: a chunk's frames are `offset` into it.
-        let offset = chunk?.offset ?? 0
-        var nextKeyframe: Int64 = 0
         var end: Int64 = 0
         var checks = 0
         while let sample = try output.copyNextSample() {
             try checkOutput(&checks)
             guard case .video(let frame) = sample.payload else { continue }
             timeBase = sample.timeBase
-            let time = av_rescale_q(sample.pts, sample.timeBase, microsecondBase) + offset
-            let keyframe = time >= nextKeyframe || framesWritten == 0
-            if keyframe { nextKeyframe = (time / interval + 1) * interval }
-            for rung in rungs { try take(frame, pts: sample.pts, keyframe: keyframe, into: rung) }
+            try picture(frame, at: sample.pts)
             end = sample.pts + sample.duration
-            framesWritten += 1
+            last = (frame, sample.duration)
             progress(sample.endMicroseconds)
         }
-        // A chunk's last frame lasts until the next chunk's first: the chunks join end to end.
-        if let chunk, let chunkEnd = chunk.end {
-            end = av_rescale_q(chunkEnd - chunk.offset, microsecondBase, timeBase)
+        videoEnd = end
+    }
+
+    /// Sends `frame`, shown from `pts` (the reader's time base), to every rung, an IDR at the
+    /// first frame at or after each multiple of 2 s of the whole ladder.
+    private func picture(_ frame: Frame, at pts: Int64) throws(MediaError) {
+        let interval = Int64(LadderOptions.keyframeSeconds) * 1_000_000
+        // On the whole ladder's grid: a chunk's frames are `offset` into it.
+        let time = av_rescale_q(pts, timeBase, microsecondBase) + (chunk?.offset ?? 0)
+        let keyframe = time >= nextKeyframe || framesWritten == 0
+        if keyframe { nextKeyframe = (time / interval + 1) * interval }
+        for rung in rungs { try take(frame, pts: pts, keyframe: keyframe, into: rung) }
+        framesWritten += 1
+    }
+
+    /// Where the pictures read end, in µs from the start (`nil`: no video was encoded here).
+    var pictureEnd: Int64? { videoEnd.map { av_rescale_q($0, timeBase, microsecondBase) } }
+
+    /// Where the sound read ends, in µs from the start (`nil`: no audio was encoded here).
+    var soundEnd: Int64? { audioEngine.map { av_rescale_q($0.endSample, $0.timeBase, microsecondBase) } }
+
+    /// Ends every rendition at the program's end, the later of the picture's and the sound's
+    /// (decision 155): the sound that ends first is padded with silence, the picture that ends
+    /// first with its last picture, repeated at the source's frame spacing on the keyframe
+    /// grid. `pictureEnd` is the picture's end when it is not encoded here (a split ladder's
+    /// join). A chunk's pictures end where the next chunk's start. Returns what was padded, for
+    /// the result's warnings.
+    func endMedia(pictureEnd outside: Int64? = nil) throws(MediaError) -> [String] {
+        let picture = pictureEnd ?? outside
+        let sound = soundEnd
+        let end = [picture, sound].compactMap { $0 }.max() ?? 0
+        var padded: [String] = []
+        if let chunk {
+            try finishVideo(until: chunk.end.map { $0 - chunk.offset })
+        } else if let picture, rungs.count > 0 {
+            let frames = try finishVideo(until: end)
+            if frames > 1 {
+                padded.append(
+                    "the picture ends \(Self.seconds(end - picture)) before the sound: its last picture is shown until the sound ends"
+                )
+            }
+        }
+        if let audioEngine, let sound {
+            let goal = av_rescale_q(end, microsecondBase, audioEngine.timeBase)
+            if goal - audioEngine.endSample > Int64(max(1, audioEngine.frameSize)) {
+                padded.append(
+                    "the sound ends \(Self.seconds(end - sound)) before the picture: it is padded with silence to the picture's end"
+                )
+            }
+            try audioEngine.padSilence(until: goal)
+            try audioEngine.finish()
+        }
+        return padded
+    }
+
+    /// Repeats the last picture until `target` (µs from the start) while a whole frame fits,
+    /// the last one lasting until `target`; sends the held pictures and ends the encoders.
+    /// Returns the number of pictures added.
+    @discardableResult
+    private func finishVideo(until target: Int64?) throws(MediaError) -> Int {
+        guard var end = videoEnd else { return 0 }
+        var added = 0
+        if let target {
+            let goal = av_rescale_q(target, microsecondBase, timeBase)
+            if let last {
+                // The source's frame spacing (its last frame's without a rate), between 1/60 s
+                // and 1 s: a still picture's track may claim 90,000 fps, and the padding of a
+                // long sound would then be millions of frames.
+                let nominal = plan.video?.frameRateRational.map { av_rescale_q(1, av_inv_q($0.av), timeBase) }
+                let bounds = (
+                    av_rescale_q(1, AVRational(num: 1, den: 60), timeBase),
+                    av_rescale_q(1, AVRational(num: 1, den: 1), timeBase)
+                )
+                let spacing = max(1, bounds.0, min(bounds.1, nominal ?? last.duration))
+                while goal - end >= spacing {
+                    try picture(last.frame, at: end)
+                    end += spacing
+                    added += 1
+                }
+            }
+            end = chunk == nil ? max(end, goal) : goal
         }
         for rung in rungs {
             if let held = rung.held { try send(held, until: end, to: rung) }
             rung.held = nil
             try rung.engine.finish()
         }
+        return added
+    }
+
+    static func seconds(_ microseconds: Int64) -> String {
+        String(format: "%.3f s", Double(microseconds) / 1e6)
     }
 
     private func take(_ frame: Frame, pts: Int64, keyframe: Bool, into rung: Rung) throws(MediaError) {
@@ -241,7 +323,6 @@ final class RenditionEncoders: @unchecked Sendable {
             try audioEngine.append(sample)
             progress(sample.endMicroseconds)
         }
-        try audioEngine.finish()
     }
 
     /// Writes the muxers' trailers (the last segments), removes their playlists, and names the

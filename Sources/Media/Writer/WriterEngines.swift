@@ -326,6 +326,39 @@ final class AudioEngine: EncodingEngine {
         while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
     }
 
+    /// Where the samples given so far end, in `timeBase` (1/sample rate).
+    var endSample: Int64 { (nextPTS ?? 0) + Int64(fifo.count) }
+    var timeBase: AVRational { encoder.timeBase }
+    var frameSize: Int32 { encoder.frameSize }
+
+    /// Appends silence until the samples end at `sample` (nothing if they already do).
+    func padSilence(until sample: Int64) throws(MediaError) {
+        if nextPTS == nil { nextPTS = 0 }
+        let frameSize = max(1, encoder.frameSize)
+        while endSample < sample {
+            let count = Int32(min(sample - endSample, 4096))
+            do {
+                let silence = try Frame.audio(
+                    samples: count,
+                    format: AV_SAMPLE_FMT_FLTP,
+                    layout: &layout,
+                    sampleRate: sampleRate
+                )
+                av_samples_set_silence(
+                    silence.pointer.pointee.extended_data,
+                    0,
+                    count,
+                    layout.nb_channels,
+                    AV_SAMPLE_FMT_FLTP
+                )
+                try fifo.write(silence)
+            } catch {
+                throw MediaError(.encodeFailed, "padding the sound with silence failed", detail: "\(error)")
+            }
+            while fifo.count >= frameSize { try encodeFromFifo(frameSize) }
+        }
+    }
+
     override func finish() throws(MediaError) {
         if fifo.count > 0 { try encodeFromFifo(fifo.count) }  // a short last frame (AV_CODEC_CAP_SMALL_LAST_FRAME)
         try encode(nil)
