@@ -128,7 +128,9 @@ public enum Ladder {
         return table.filter { asked.contains($0.name) }
     }
 
-    /// `rungs` sized for `source`, lowest first; the names of those dropped as taller than it.
+    /// `rungs` sized for `source`, lowest first; the names of those dropped as taller than it
+    /// (every one of them for a source smaller than them all, which gets one rendition at its
+    /// own size instead).
     public static func renditions(
         _ rungs: [Rung],
         source: Source
@@ -148,7 +150,9 @@ public enum Ladder {
                 short: lowest.shortSide
             )
             rendition.frameRate = frameRate(lowest, source: source)
-            return ([rendition], dropped.filter { $0 != lowest.name })
+            // Every rung was taller than the source, the lowest too: all are dropped (the
+            // rendition is named by its own size).
+            return ([rendition], dropped)
         }
         return (fits.sorted { $0.shortSide < $1.shortSide }.map { sized($0, source: source) }, dropped)
     }

@@ -61,7 +61,9 @@ struct LadderTests {
         let (renditions, dropped) = try Self.ladder(320, 180, fps: 30)
         #expect(Self.sizes(renditions) == ["320x180"] && renditions.first?.name == "180p")
         #expect(renditions.first?.bitRate == 86_000, "145,000 × 320·180 / 416·234")
-        #expect(dropped.count == 6 && !dropped.contains("234p"))
+        // Every rung is taller than the source: all seven are dropped, the lowest too (it was
+        // listed nowhere, as if it had been made).
+        #expect(dropped.count == 7 && dropped.contains("234p"), "\(dropped)")
     }
 
     @Test("named rungs: in table order, each once; unknown names and an empty list refused")
