@@ -41,6 +41,9 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case tiny
     // A 20 s clip that is slow to encode, for cancellation and progress.
     case long
+    // A slide show: 2 fps for 40 s with a tone. An encoder's lookahead (40 pictures) holds 20 s
+    // of it, so the audio reaches the muxer far ahead of the video (docs/decisions.md #153).
+    case slideshow
     // Split-and-stitch (issue 27): 24 s with B-frames and a tone, at 25 fps; and 30, 24 then
     // 15 fps (8 s each, variable frame rate).
     case splitCFR
@@ -382,6 +385,12 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
                         "-t", "20", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30", "-pix_fmt", "yuv420p",
                         "-c:a", "aac", "OUT",
                     ]
+            )
+        case .slideshow:
+            return .ffmpeg(
+                Self.video("640x360", rate: 2) + Self.tone() + ["-t", "40"] + Self.x264 + [
+                    "-c:a", "aac", "-ac", "2", "OUT",
+                ]
             )
         case .notMedia:
             return .text(String(repeating: "This is a text file, not a video.\n", count: 200))

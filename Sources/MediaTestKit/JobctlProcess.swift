@@ -71,7 +71,18 @@ public final class JobctlProcess: Sendable {
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// Whether the process is stopped (SIGSTOP: a failpoint it reached, `JOBCTL_FAILPOINTS`).
+    public var isStopped: Bool { processIsStopped(pid) }
+
     deinit { child.signal(SIGKILL) }
+}
+
+/// Whether `pid` is stopped (state `T` in /proc).
+public func processIsStopped(_ pid: Int32) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return false }
+    return stat[stat.index(close, offsetBy: 2)] == "T"
 }
 
 /// Polls `condition` every 50 ms until it holds or `timeout` passes.

@@ -11,8 +11,10 @@ import Synchronization
 /// join claimed, about to read its children), `before-join-commit` (a join about to show its
 /// output), `before-publish` (an `s3://` upload whose lease was just confirmed, about to make
 /// its object visible), `after-part` (a multipart upload with a part in the store),
-/// `between-files` (a set's upload with a file sent and another to go).
-enum Failpoints {
+/// `between-files` (a set's upload with a file sent and another to go). The in-process commands
+/// (`export`, `thumbnails`, `storyboard`, `waveform`, `hls`) have one: `signal-handlers` (their
+/// Ctrl-C, SIGTERM and SIGHUP handlers asked for and not yet in place).
+public enum Failpoints {
     private static let enabled: Set<Substring> = Set(
         (ProcessInfo.processInfo.environment["JOBCTL_FAILPOINTS"] ?? "").split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)[...]
@@ -20,7 +22,7 @@ enum Failpoints {
     )
     private static let reached = Mutex<Set<String>>([])
 
-    static func hit(_ name: String, logger: Logger) {
+    public static func hit(_ name: String, logger: Logger) {
         guard enabled.contains(name[...]) else { return }
         let first = reached.withLock { $0.insert(name).inserted }
         guard first else { return }

@@ -106,8 +106,9 @@ struct ExportCommand: AsyncParsableCommand {
             )
 
             // Ctrl-C, SIGTERM or SIGHUP (a closed terminal) cancels the export and removes its
-            // temporary file; a second one removes it and exits at once.
-            let signals = cancellingOnSignals(removing: [AssetWriter.temporaryPath(for: output, tag: tag)]) {
+            // temporary file; a second one removes it and exits at once. In place before the
+            // export starts (a signal before then ends the process: nothing is written yet).
+            let signals = await cancellingOnSignals(removing: [AssetWriter.temporaryPath(for: output, tag: tag)]) {
                 session.cancel()
             }
             defer { for signal in signals { signal.cancel() } }

@@ -2,8 +2,10 @@ import ArgumentParser
 import CommandLineSupport
 import Dispatch
 import Foundation
+import Logging
 import Media
 import Synchronization
+import Worker
 
 /// Runs `body` with Ctrl-C, SIGTERM and SIGHUP (a closed terminal) calling `cancel` instead of
 /// killing the process, so a cancelled operation removes its temporary files; and, on a
@@ -15,7 +17,7 @@ func runInterruptibly<T>(
     cancel: @escaping @Sendable () -> Void,
     _ body: () async throws -> T
 ) async throws -> T {
-    let signals = cancellingOnSignals(cancel: cancel)
+    let signals = await cancellingOnSignals(cancel: cancel)
     defer { for signal in signals { signal.cancel() } }
     let bar = showingProgress && Terminal.stderrIsTTY ? ProgressBar(total: total) : nil
     let drawing = Task {
@@ -34,13 +36,18 @@ func runInterruptibly<T>(
 /// Ctrl-C, SIGTERM and SIGHUP call `cancel`; a second one, when the first has not ended the
 /// operation (FFmpeg can spin in a loop that never asks whether to stop), removes `temporary`
 /// files and exits at once with status 130. Cancel the returned sources when done.
+///
+/// Returns once the handlers are in place: libdispatch registers a signal source later, on a
+/// thread of its own, and a command that went on meanwhile (made its temporary file) could
+/// miss a signal. Until then a signal keeps its default effect and ends the process at once,
+/// before anything was written; the signals are never set to be ignored first, since an
+/// ignored signal is dropped, not held for the handler (docs/decisions.md #154).
 func cancellingOnSignals(
     removing temporary: [String] = [],
     cancel: @escaping @Sendable () -> Void
-) -> [DispatchSourceSignal] {
+) async -> [DispatchSourceSignal] {
     let received = Mutex(0)
-    return [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
-        signal(number, SIG_IGN)
+    let sources = [SIGINT, SIGTERM, SIGHUP].map { number -> DispatchSourceSignal in
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
             let count = received.withLock { count in
@@ -52,9 +59,16 @@ func cancellingOnSignals(
             FileHandle.standardError.write(Data("error: cancelled: stopped without waiting (a second signal)\n".utf8))
             _exit(130)
         }
-        source.resume()
         return source
     }
+    Failpoints.hit("signal-handlers", logger: Logger(label: "jobctl"))
+    for source in sources {
+        await withCheckedContinuation { (registered: CheckedContinuation<Void, Never>) in
+            source.setRegistrationHandler { registered.resume() }
+            source.resume()
+        }
+    }
+    return sources
 }
 
 /// A maximum picture size: `320x180` (a box), `320x` (a width), `x180` (a height).

@@ -13,12 +13,7 @@ struct FencingTests {
     typealias Setup = RemoteMediaTests.Setup
 
     /// Whether `pid` is stopped (state `T` in /proc).
-    static func isStopped(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return false }
-        return stat[stat.index(close, offsetBy: 2)] == "T"
-    }
+    static func isStopped(_ pid: Int32) -> Bool { processIsStopped(pid) }
 
     static func worker(_ setup: Setup, _ name: String, failpoints: String? = nil, once: Bool) throws -> JobctlProcess {
         try JobctlProcess(

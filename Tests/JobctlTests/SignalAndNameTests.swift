@@ -28,6 +28,33 @@ struct SignalAndNameTests {
         }
     }
 
+    /// A signal that comes while a command's handlers are being put in place is not lost.
+    /// libdispatch registers a signal source later, on its own thread: on a loaded machine an
+    /// export had made its temporary file before then, and a SIGHUP there was ignored (the
+    /// export ran on). The `signal-handlers` failpoint stops the process at exactly that point;
+    /// the signal must end it at once, leaving nothing behind.
+    @Test(arguments: ["export", "thumbnails", "storyboard", "waveform", "hls"])
+    func aSignalWhileTheHandlersAreSetUpIsNotLost(_ command: String) async throws {
+        let input = try await Fixtures.shared.path(.long)
+        try await withTemporaryDirectory("signal-early-\(command)") { directory in
+            let output = directory.file(command == "export" ? "x.mp4" : "out")
+            let process = try JobctlProcess(
+                [command, input, "-o", output] + (command == "export" ? ["--preset", "highest"] : []),
+                log: directory.file("stderr"),
+                environment: ["JOBCTL_FAILPOINTS": "signal-handlers"]
+            )
+            try #require(
+                try await eventually(within: .seconds(60)) { process.isStopped },
+                "\(command) never reached its failpoint: \(process.log)"
+            )
+            process.signal(SIGHUP)
+            process.signal(SIGCONT)
+            let exit = try #require(try await process.waitForExit(timeout: .seconds(20)), "\(command): \(process.log)")
+            #expect([128 + SIGHUP, 130].contains(exit.status), "\(command) ran on after SIGHUP: \(process.log)")
+            #expect(directory.contents() == ["stderr"], "\(command) left: \(directory.contents())")
+        }
+    }
+
     /// A SIGKILLed export's temporary file names its process: the next export to the same
     /// place removes it once that process is gone (and it is 10 minutes old), and leaves a live
     /// one's alone.

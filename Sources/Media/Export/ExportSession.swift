@@ -240,6 +240,9 @@ public final class ExportSession: @unchecked Sendable {
             writer.cancelWriting()
             throw error
         }
+        // Several tracks' threads: the muxer takes their packets in the input's order (decision #153).
+        reader.marksInputOrder = pairs.count > 1
+        writer.ordersByInput = pairs.count > 1
         let cancelled = state.withLock { state -> Bool in
             state.reader = reader
             state.writer = writer

@@ -22,6 +22,19 @@ final class Packet: @unchecked Sendable {
         return packet
     }
 
+    /// Its number in the order the demuxer handed packets out (`InputOrder`), from 1.
+    var sequence: Int64 = 0
+    /// No media: tells a reader output that its track's packets still to come have at least
+    /// `sequence` (the track is idle in the file meanwhile).
+    private(set) var isMarker = false
+
+    static func marker(_ sequence: Int64) -> Packet {
+        let packet = Packet()
+        packet.sequence = sequence
+        packet.isMarker = true
+        return packet
+    }
+
     var streamIndex: Int { Int(pointer.pointee.stream_index) }
     var pts: Int64 {
         get { pointer.pointee.pts }

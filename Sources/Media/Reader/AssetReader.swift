@@ -26,7 +26,19 @@ public final class AssetReader: @unchecked Sendable {
         var window: ReadWindow?
         var inputEndedEarly: String?
         var lastDemuxError: String?
+        var marksInputOrder = false
     }
+
+    /// Numbers the packets handed to the outputs and tells an idle output how far the input has
+    /// got, so that samples carry the input's order (`InputOrder`: a writer whose tracks must
+    /// reach its muxer in the same order on every run). Set before `startReading()`.
+    public var marksInputOrder: Bool {
+        get { state.withLock { $0.marksInputOrder } }
+        set { state.withLock { $0.marksInputOrder = newValue } }
+    }
+
+    /// An idle output hears the input's sequence after this many packets went to the others.
+    static let markerInterval: Int64 = 8
 
     /// How much earlier than a range's start decoded audio is read from (200 ms: more than any
     /// common codec's pre-roll: AAC 1024 samples, MP3 two frames, Opus 80 ms).
@@ -132,7 +144,13 @@ public final class AssetReader: @unchecked Sendable {
             $0.status = .reading
             $0.window = window
         }
-        let routes = Routes(input: input, outputs: outputs, end: window.end, origin: window.start)
+        let routes = Routes(
+            input: input,
+            outputs: outputs,
+            end: window.end,
+            origin: window.start,
+            marksInputOrder: marksInputOrder
+        )
         for (output, pipeline) in zip(outputs, pipelines) {
             output.setStatus(.reading)
             let box = UncheckedBox(pipeline)
@@ -185,13 +203,17 @@ public final class AssetReader: @unchecked Sendable {
 
     /// Which output each stream's packets go to, where each stream's range ends, and how to
     /// place its packets on the export's timeline.
-    private struct Routes: Sendable {
+    struct Routes: Sendable {
         var byStream: [Int: (output: AssetReaderOutput, end: Int64?, timeBase: AVRational)] = [:]
         /// The window's start (absolute µs): time 0 of the timeline.
         let origin: Int64
+        let outputs: [AssetReaderOutput]
+        let marksInputOrder: Bool
 
-        init(input: InputFile, outputs: [AssetReaderOutput], end: Int64?, origin: Int64) {
+        init(input: InputFile, outputs: [AssetReaderOutput], end: Int64?, origin: Int64, marksInputOrder: Bool) {
             self.origin = origin
+            self.outputs = outputs
+            self.marksInputOrder = marksInputOrder
             for output in outputs {
                 for track in output.tracks {
                     let timeBase = input.stream(track.index).pointee.time_base
@@ -227,8 +249,12 @@ public final class AssetReader: @unchecked Sendable {
             rules.declaredEnd = asset.startTime + duration - routes.origin
         }
         var timeline = TimelineGuard<Packet>(streams: routes.byStream.keys, rules: rules)
+        var order = DemuxOrder(routes)
         defer {
-            for route in routes.byStream.values { route.output.packets.close() }
+            for output in routes.outputs {
+                order.end(output)
+                output.packets.close()
+            }
         }
         reading: while !open.isEmpty && terminalError == nil {
             let result = input.read(into: scratch.pointer)
@@ -247,6 +273,7 @@ public final class AssetReader: @unchecked Sendable {
                 }
                 break reading
             }
+            order.read()
             let index = scratch.streamIndex
             guard open.contains(index), let route = routes.byStream[index] else {
                 av_packet_unref(scratch.pointer)
@@ -266,10 +293,14 @@ public final class AssetReader: @unchecked Sendable {
                 let finished = route.output.tracks.allSatisfy {
                     !open.contains($0.index) && !timeline.isParked($0.index)
                 }
-                if finished { route.output.packets.close() }
+                if finished {
+                    order.end(route.output)
+                    route.output.packets.close()
+                }
                 continue
             }
             let packet = Packet.moving(from: scratch.pointer)
+            order.number(packet)
             var routed = [(stream: index, item: packet)]
             if let span = routes.span(of: packet) {
                 // (Only packets without any timestamp pass unplaced.)
@@ -288,10 +319,12 @@ public final class AssetReader: @unchecked Sendable {
             }
             for (stream, item) in routed {
                 let output = routes.byStream[stream]!.output
+                order.heard(output)
                 if !output.packets.push(item) {
                     for track in output.tracks { open.remove(track.index) }  // the output needs no more
                 }
             }
+            order.markIdle { timeline.isParked($0) }
         }
         guard terminalError == nil else { return }
         // A playlist reader that went on without a segment, with media after it.
@@ -304,6 +337,57 @@ public final class AssetReader: @unchecked Sendable {
         } catch {
             fail(error)
         }
+    }
+}
+
+/// The demuxer's numbering of the packets it hands out (`InputOrder`), and the markers that
+/// tell an output idle in the file how far the input has got. Only when the reader
+/// `marksInputOrder`.
+private struct DemuxOrder {
+    let outputs: [AssetReaderOutput]
+    let enabled: Bool
+    /// Packets read from the input so far, those of no output too: a count that depends on the
+    /// file alone (what reaches an output can depend on when its range ended).
+    private var handedOut: Int64 = 0
+    /// Where each output last heard from the demuxer (a packet or a marker), by position in
+    /// `outputs`.
+    private var lastHeard: [Int64]
+
+    init(_ routes: AssetReader.Routes) {
+        outputs = routes.outputs
+        enabled = routes.marksInputOrder
+        lastHeard = Array(repeating: 0, count: outputs.count)
+    }
+
+    mutating func read() { handedOut += 1 }
+
+    /// A packet just read: its number (a packet the timeline guard holds back keeps it).
+    func number(_ packet: Packet) { packet.sequence = handedOut }
+
+    mutating func heard(_ output: AssetReaderOutput) {
+        if let index = outputs.firstIndex(where: { $0 === output }) { lastHeard[index] = handedOut }
+    }
+
+    /// An output that heard nothing for a while, and has nothing queued (so the push cannot
+    /// wait), hears that its packets still to come are later than every one handed out. Not
+    /// one with a track the timeline guard holds back: those packets come later, with earlier
+    /// numbers.
+    mutating func markIdle(isParked: (Int) -> Bool) {
+        guard enabled else { return }
+        for (index, output) in outputs.enumerated()
+        where handedOut - lastHeard[index] >= AssetReader.markerInterval && output.packets.isEmpty
+            && !output.tracks.contains(where: { isParked($0.index) })
+        {
+            output.packets.push(.marker(handedOut + 1))
+            lastHeard[index] = handedOut
+        }
+    }
+
+    /// Before an output's queue closes: its last samples (the decoder's and encoder's delay)
+    /// carry the input's position there.
+    mutating func end(_ output: AssetReaderOutput) {
+        guard enabled else { return }
+        output.packets.push(.marker(handedOut + 1))
     }
 }
 

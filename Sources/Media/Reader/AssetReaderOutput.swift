@@ -74,8 +74,14 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     func setStatus(_ status: Status) { state.withLock { $0.status = status } }
 
+    /// The sequence of the packet being decoded (`InputOrder`): the samples it releases carry
+    /// it. Used by this output's thread only.
+    private var sequence: Int64 = 0
+
     /// Queues a sample for `copyNextSample()`; `false` once the reading was cancelled.
     func deliver(_ sample: SampleBuffer) -> Bool {
+        var sample = sample
+        sample.sequence = sequence
         let count = sample.count
         guard samples.push(sample) else { return false }
         state.withLock { $0.samplesRead += count }
@@ -87,6 +93,12 @@ public class AssetReaderOutput: @unchecked Sendable {
         defer { samples.close() }
         do {
             while let packet = packets.pop() {
+                // Never back (a track the timeline guard held back comes later with its own).
+                sequence = max(sequence, packet.sequence)
+                if packet.isMarker {
+                    guard samples.push(.marker(sequence)) else { break }
+                    continue
+                }
                 guard try pipeline.consume(packet) else {
                     packets.cancel()  // the range ended: the demuxer drops these tracks' packets from now on
                     break

@@ -13,12 +13,21 @@ public struct SampleBuffer: @unchecked Sendable {
         case audio(Frame)
         /// A compressed packet, timestamps rebased, in the source stream's time base.
         case packet(Packet)
+        /// No media: the output's samples still to come have at least `sequence`
+        /// (`InputOrder`; only from a reader that `marksInputOrder`).
+        case marker
     }
 
     let payload: Payload
     let pts: Int64
     let duration: Int64
     let timeBase: AVRational
+    /// The demuxed packet whose reading released this sample (`InputOrder`).
+    var sequence: Int64 = 0
+
+    static func marker(_ sequence: Int64) -> SampleBuffer {
+        SampleBuffer(payload: .marker, pts: 0, duration: 0, timeBase: AVRational(num: 1, den: 1), sequence: sequence)
+    }
 
     /// Seconds from the export's start.
     public var presentationTime: Double { Double(pts) * timeBase.double }
@@ -32,6 +41,7 @@ public struct SampleBuffer: @unchecked Sendable {
         switch payload {
         case .video, .packet: 1
         case .audio(let frame): Int64(frame.sampleCount)
+        case .marker: 0
         }
     }
 }

@@ -48,6 +48,13 @@ final class BlockingQueue<Element>: @unchecked Sendable {
         return true
     }
 
+    /// Whether nothing is queued now.
+    var isEmpty: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count == head
+    }
+
     /// The next element, waiting for one; `nil` once the queue is closed and drained, or cancelled.
     func pop() -> Element? {
         condition.lock()

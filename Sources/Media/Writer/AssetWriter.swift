@@ -79,9 +79,16 @@ public final class AssetWriter: @unchecked Sendable {
         inputs.append(input)
     }
 
+    /// Hands the inputs' packets to the muxer in the order of the reader's input (the samples'
+    /// `sequence`, from a reader that `marksInputOrder`) rather than as their threads come, so
+    /// that the file's bytes are the same on every run (`InputOrder`). Set before
+    /// `startWriting()`.
+    public var ordersByInput = false
+
     /// Creates the temporary file and writes the header.
     public func startWriting() throws(MediaError) {
         precondition(status == .unknown && !inputs.isEmpty)
+        if ordersByInput { file.orderByInput(streams: inputs.count) }
         do {
             let descriptor = try createTemporaryFile()
             state.withLock { $0.descriptor = descriptor }

@@ -133,6 +133,10 @@ public final class AssetWriterInput: @unchecked Sendable {
             throw engineError ?? MediaError(.internalError, "append to an input that is not ready for more media data")
         }
         do {
+            // What the encoder still holds comes out with a later sample (or at the end): under
+            // that one's sequence, never below what was promised.
+            engine.sequence = sample.sequence
+            if case .marker = sample.payload { return try engine.advance(to: sample.sequence) }
             try engine.append(sample)
         } catch {
             markFailed()
@@ -149,6 +153,7 @@ public final class AssetWriterInput: @unchecked Sendable {
         guard let engine, status == .reading else { return }
         do {
             try engine.finish()
+            try engine.advance(to: nil)
         } catch {
             markFailed()
             throw error

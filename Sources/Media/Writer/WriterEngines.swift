@@ -19,6 +19,9 @@ class Engine {
     func append(_ sample: SampleBuffer) throws(MediaError) {}
     func finish() throws(MediaError) {}
 
+    /// The input packet that released what this input writes now (`InputOrder`).
+    var sequence: Int64 = 0
+
     /// Writes `packet` (in `timeBase`) to this input's stream. A failure of the output's disk
     /// is `output_unwritable`; the muxer refusing the packet itself goes to `refused(_:)`.
     func write(_ packet: UnsafeMutablePointer<AVPacket>, from timeBase: AVRational) throws(MediaError) {
@@ -26,20 +29,38 @@ class Engine {
         av_packet_rescale_ts(packet, timeBase, file.stream(streamIndex).pointee.time_base)
         adjust(packet)
         var size: Int64 = 0
+        if try muxing({ size = try file.write(packet, sequence: sequence) }) { accepted() }
+        if let writer, size > writer.limits.maxOutputBytes {
+            throw writer.limits.outputTooLarge(size, path: writer.destination)
+        }
+    }
+
+    /// In the input's order: this stream's packets still to come have at least `sequence`
+    /// (a marker: the track has nothing in the file meanwhile), or none come (`nil`: finished).
+    func advance(to sequence: Int64?) throws(MediaError) {
+        _ = try muxing {
+            if let sequence {
+                try file.advance(stream: streamIndex, to: sequence)
+            } else {
+                try file.finish(stream: streamIndex)
+            }
+        }
+    }
+
+    /// Runs a write to the muxer: `false` when it refused a packet and `refused(_:)` let that pass.
+    private func muxing(_ body: () throws -> Void) throws(MediaError) -> Bool {
         do {
-            size = try file.write(packet)
-            accepted()
+            try body()
+            return true
         } catch let error as FFError where error.isExit {
             throw writer?.error ?? MediaError.cancelled()
         } catch let error as FFError where error.isOutputIO {
             throw AssetWriter.writeError(error, path: writer?.destination ?? file.path)
         } catch let error as FFError {
             try refused(error)
+            return false
         } catch {
             throw MediaError(.internalError, "writing a packet: \(error)")
-        }
-        if let writer, size > writer.limits.maxOutputBytes {
-            throw writer.limits.outputTooLarge(size, path: writer.destination)
         }
     }
 
