@@ -1,4 +1,4 @@
-/// An export that ended before the input's headers say its tracks do (decisions 80 and 158).
+/// An export that ended before the input's headers say its tracks do (decisions 80 and 157).
 ///
 /// Either the file is damaged (cut, or unreadable from some point on: the export fails with
 /// `decode_failed`), or its headers claim more than its media holds: an MP3's Xing or VBRI
