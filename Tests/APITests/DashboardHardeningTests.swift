@@ -138,14 +138,14 @@ struct DashboardHardeningTests {
         defer { f.directory.remove() }
         try await f.app.test(.live) { client in
             let browser = try await D.signIn(client, key: f.submit)
-            let connection = try RawConnection(port: try #require(client.port))
+            let connection = try await RawConnection.open(port: try #require(client.port))
             let chunk = "csrf=\(browser.csrf)&q=" + String(repeating: "a", count: 70 * 1024)
-            connection.send(
+            let head = try await connection.exchange(
                 "POST /ui/bulk HTTP/1.1\r\nHost: localhost\r\nCookie: \(browser.cookie)\r\n"
                     + "Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    + String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n0\r\n\r\n"
+                    + String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n0\r\n\r\n",
+                until: "\r\n"
             )
-            let head = connection.read(until: "\r\n")
             #expect(head.hasPrefix("HTTP/1.1 413"), "\(head)")
         }
     }
@@ -171,10 +171,13 @@ struct DashboardHardeningTests {
             let path = "/ui/jobs/\(job.id.rawValue)/files/big.mp4"
             var stalled: [RawConnection] = []
             for _ in 0..<8 {
-                let connection = try RawConnection(port: port, receiveBuffer: 4096)
-                connection.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\nCookie: \(browser.cookie)\r\n\r\n")
+                let connection = try await RawConnection.open(port: port, receiveBuffer: 4096)
                 // The response has begun (its read is counted); then nobody reads it.
-                #expect(connection.read(until: "\r\n").hasPrefix("HTTP/1.1 200"))
+                let head = try await connection.exchange(
+                    "GET \(path) HTTP/1.1\r\nHost: localhost\r\nCookie: \(browser.cookie)\r\n\r\n",
+                    until: "\r\n"
+                )
+                #expect(head.hasPrefix("HTTP/1.1 200"))
                 stalled.append(connection)
             }
             let ninth = try await client.execute(uri: path, method: .get, headers: [.cookie: browser.cookie])

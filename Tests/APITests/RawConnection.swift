@@ -1,8 +1,12 @@
 import Foundation
+import MediaTestKit
 
 /// A TCP connection to the test server on loopback that sends exactly the bytes it is given
 /// and reads only when asked: a body without a declared length, or a client that stops reading.
-final class RawConnection {
+/// Its calls block, so they run on threads of their own (`onThread`): a blocked cooperative
+/// thread would starve the server under test, which runs in this process (two blocked reads
+/// hung a CI run on two cores).
+final class RawConnection: @unchecked Sendable {
     let descriptor: Int32
 
     init(port: Int, receiveBuffer: Int32? = nil) throws {
@@ -11,6 +15,9 @@ final class RawConnection {
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
+        // A read that gets nothing for a minute gives up (the test then fails, it does not hang).
+        var patience = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -28,7 +35,20 @@ final class RawConnection {
 
     deinit { close(descriptor) }
 
-    func send(_ text: String) {
+    /// Connects on a thread of its own.
+    static func open(port: Int, receiveBuffer: Int32? = nil) async throws -> RawConnection {
+        try await onThread { try RawConnection(port: port, receiveBuffer: receiveBuffer) }
+    }
+
+    /// Sends `text`, then reads until `marker` has come: on a thread of its own.
+    func exchange(_ text: String, until marker: String) async throws -> String {
+        try await onThread { [self] in
+            send(text)
+            return read(until: marker)
+        }
+    }
+
+    private func send(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -38,7 +58,7 @@ final class RawConnection {
     }
 
     /// Reads until `marker` has come (or the connection ends): what came.
-    func read(until marker: String) -> String {
+    private func read(until marker: String) -> String {
         var received = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !String(decoding: received, as: UTF8.self).contains(marker) {
