@@ -12,7 +12,8 @@ struct DeterminismTests {
     /// far ahead of its video. The tracks' threads used to hand the muxer their packets as
     /// they came, and FFmpeg's interleaver stops waiting for a track 10 s behind: where it did
     /// depended on the timing, and 5 runs gave 5 different files (the same packets, laid out
-    /// differently). x264 (ABR, CRF) and x265 themselves are deterministic with threads.
+    /// differently). x264 with CRF and x265 are deterministic with frame threads; x264 with a
+    /// target bit rate (`low`) is only with slice threads (docs/ffmpeg.md #27).
     @Test(
         arguments: [
             ("low", nil), ("highest", "3.3s+30s"), ("hevc-highest", "10s+12s"), ("passthrough", nil),

@@ -44,11 +44,14 @@ struct PresetTests {
         #expect(low.hasPrefix("ffmpeg -i INPUT "))
         #expect(low.hasSuffix(" OUTPUT"))
         for part in [
-            "-c:v libx264", "-b:v 300k", "-pix_fmt yuv420p", "-c:a aac", "-b:a 64k", "-ac 1", "-ar 44100",
+            "-c:v libx264", "-b:v 300k", "-x264-params sliced-threads=1", "-pix_fmt yuv420p", "-c:a aac", "-b:a 64k",
+            "-ac 1", "-ar 44100",
             "-movflags +faststart", "-f mp4", "-map 0:v:0?", "-map 0:a?",
         ] {
             #expect(low.contains(part), "\(part) in \(low)")
         }
+        // Slice threads for a target bit rate only (docs/ffmpeg.md #27): a CRF preset keeps frame threads.
+        #expect(!(try PresetCatalog.builtIn.preset(named: "highest").ffmpegCommand.contains("sliced-threads")))
         let hevc = try PresetCatalog.builtIn.preset(named: "hevc-1920x1080").ffmpegCommand
         #expect(hevc.contains("-c:v libx265") && hevc.contains("-tag:v hvc1"))
         let copy = try PresetCatalog.builtIn.preset(named: "passthrough").ffmpegCommand

@@ -21,6 +21,10 @@ extension Preset {
                 if let bitrate = video.bitrate { arguments += ["-b:v", Preset.rate(bitrate)] }
                 if let crf = video.crf { arguments += ["-crf", "\(crf)"] }
                 if let speed = video.encoderPreset { arguments += ["-preset", speed] }
+                // A target bit rate with x264: slice threads, as export runs it (docs/ffmpeg.md #27).
+                if video.codec == .h264, video.bitrate != nil, video.crf == nil {
+                    arguments += ["-x264-params", "sliced-threads=1"]
+                }
                 arguments += ["-pix_fmt", "yuv420p"]
                 if video.codec == .hevc { arguments += ["-tag:v", "hvc1", "-x265-params", "log-level=error"] }
             }
