@@ -148,14 +148,52 @@ extension SplitJobTests {
         #expect(psnr > 30, "\(psnr) dB against the one-process export")
     }
 
-    /// A split export of `range` of `splitCFR` in 4 s segments (12 s: the audio and three
+    /// A segment the join makes again is encoded as its child encoded it (issue 43): the
+    /// same pre- and post-roll, so the same bytes, and the joined file is the one a split
+    /// export without damage gives. The range's 15 fps end is where the post-roll a child
+    /// computes from the frame rate (48 frames, 3.2 s) and a fixed one (2.5 s, shorter than the
+    /// encoder's lookahead: it flushes) used to differ.
+    @Test("a segment the join makes again is the bytes its child made", .serialized)
+    func aRemadeSegmentIsItsChildsBytes() async throws {
+        let setup = try await Setup("split-remade-bytes")
+        defer {
+            setup.directory.remove()
+            setup.server.stop()
+        }
+        var outputs: [String] = []
+        for damage in [nil, Damage.swappedSegments] {
+            let (id, _, output, worker) = try await stoppedAtTheJoin(
+                setup,
+                fixture: .splitVFR,
+                range: "12s+12s",
+                output: "split-\(damage?.rawValue ?? "whole").mp4"
+            )
+            try await damage?.apply(in: setup.directory.file("scratch/\(id).split"))
+            kill(worker.pid, SIGCONT)
+            #expect(try await worker.waitForExit(timeout: .seconds(180))?.status == 0, "\(worker.log)")
+            let job = try await setup.job(id)
+            try #require(job.status == .completed, "\(job.error?.code.rawValue ?? "") \(job.error?.message ?? "")")
+            let segments = try #require(job.result?["segments"]?.arrayValue)
+            let remade = Set(segments.indices.filter { segments[$0]["reencoded"] != nil })
+            #expect(remade == (damage?.segments ?? []), "\(segments)")
+            outputs.append(output)
+        }
+        #expect(
+            FileManager.default.contentsEqual(atPath: outputs[0], andPath: outputs[1]),
+            "the remade segments are not the bytes their children made"
+        )
+    }
+
+    /// A split export of `range` of `fixture` in 4 s segments (12 s: the audio and three
     /// segments) whose every part is made, its worker stopped (SIGSTOP) as it claims the join.
     func stoppedAtTheJoin(
         _ setup: Setup,
-        range: String = "0s+12s"
+        fixture: Fixture = .splitCFR,
+        range: String = "0s+12s",
+        output name: String = "split.mp4"
     ) async throws -> (id: JobID, input: String, output: String, worker: JobctlProcess) {
-        let input = try await Fixtures.shared.path(.splitCFR)
-        let output = setup.directory.file("split.mp4")
+        let input = try await Fixtures.shared.path(fixture)
+        let output = setup.directory.file(name)
         let id = try await setup.submit(input, ["--split", "4s", "--range", range, "-o", output])
         let worker = try Self.worker(setup, "A", failpoints: "before-join", secret: secret)
         try #require(

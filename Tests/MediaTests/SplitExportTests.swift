@@ -179,7 +179,12 @@ struct SplitExportTests {
             var parts: [SegmentJoin.Segment] = []
             for (segment, range) in zip(plan.segments, ranges) {
                 let path = directory.file("segment-\(segment.index).mp4")
-                let (encoded, cut) = SplitExport.encode(range, first: segment.index == 0, preset: preset)
+                let (encoded, cut) = SplitExport.encode(
+                    range,
+                    first: segment.index == 0,
+                    preset: preset,
+                    postRoll: SplitExport.postRoll
+                )
                 _ = try await ExportSession(
                     asset: try Asset(location: source),
                     preset: try PresetCatalog.builtIn.preset(named: "low"),
@@ -224,7 +229,12 @@ struct SplitExportTests {
             // Another preset's segment: other stream headers.
             let other = directory.file("other.mp4")
             let medium = try PresetCatalog.builtIn.preset(named: "medium")
-            let (encoded, cut) = SplitExport.encode(ranges[2], first: false, preset: medium)
+            let (encoded, cut) = SplitExport.encode(
+                ranges[2],
+                first: false,
+                preset: medium,
+                postRoll: SplitExport.postRoll
+            )
             _ = try await ExportSession(
                 asset: try Asset(location: source),
                 preset: try PresetCatalog.builtIn.preset(named: "medium"),
@@ -309,7 +319,12 @@ struct SplitExportTests {
             let source = try await Fixtures.shared.path(.splitCFR)  // 25 fps, B-frames
             let preset = try PresetCatalog.builtIn.preset(named: name)
             let segment = TimeRange(start: 6_000_000, duration: 4_000_000)  // frames 150..<250
-            let (encoded, cut) = SplitExport.encode(segment, first: false, preset: preset)
+            let (encoded, cut) = SplitExport.encode(
+                segment,
+                first: false,
+                preset: preset,
+                postRoll: SplitExport.postRoll
+            )
             #expect(encoded.start + (encoded.duration ?? 0) == 12_500_000, "2.5 s of post-roll")
             let path = directory.file("segment.mp4")
             _ = try await ExportSession(

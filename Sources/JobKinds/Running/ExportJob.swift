@@ -113,29 +113,24 @@ struct ExportJob: PreparedJob {
         let input = try JobPaths.input(of: job, context: context)
         let asset = try await openInput(job, path: input, context: context)
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
-        let range = try job.timeRange()
-        let (encoded, cut) =
-            segment.part == .video
-            ? SplitExport.encode(
-                range,
-                first: segment.index == 0,
-                preset: preset,
-                postRoll: SplitExport.postRoll(for: asset, threads: nil)
-            ) : (range, nil)
-        let session = ExportSession(
+        let encode = PartEncode(
+            segment.part,
+            range: try job.timeRange(),
+            first: segment.index == 0,
+            asset: asset,
+            preset: preset
+        )
+        let session = encode.session(
             asset: asset,
             preset: preset,
-            outputPath: output,
             format: name,
-            timeRange: encoded,
-            temporaryTag: context.lease.temporaryTag,
-            part: segment.part,
-            cut: cut
+            outputPath: output,
+            temporaryTag: context.lease.temporaryTag
         )
-        let seam = cut.map {
+        let seam = encode.cut.map {
             SegmentSeam(
                 source: asset.location,
-                encoded: encoded,
+                encoded: encode.encoded,
                 cut: $0,
                 first: segment.index == 0,
                 last: segment.last == true

@@ -109,7 +109,7 @@ final class SplitJoinJob: PreparedJob {
         try scratch.makeDirectory()
         let missing = try await scratch.download(names, context: context) { self.isCancelled }
         var parts = try segments.map { child, segment in
-            let cut = SplitExport.encode(try child.timeRange(), first: segment.index == 0, preset: preset).cut
+            let cut = PartEncode.cut(of: try child.timeRange(), first: segment.index == 0, preset: preset)
             return SegmentJoin.Segment(
                 path: scratch.path(of: SplitJob.fileName(segment, format: format)),
                 frames: SplitJob.PartRecord.of(child)?.frames ?? segment.frames,

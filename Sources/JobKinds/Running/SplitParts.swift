@@ -109,19 +109,19 @@ extension SplitJoinJob {
         let input = try JobPaths.input(of: job, context: context)
         let asset = try await ExportJob.openInput(job, path: input, context: context)
         let segment = try child.splitSegment()
-        let (encoded, cut) =
-            part == .video
-            ? SplitExport.encode(try child.timeRange(), first: segment?.index == 0, preset: preset)
-            : (try child.timeRange(), nil)
-        let session = ExportSession(
+        let encode = PartEncode(
+            part,
+            range: try child.timeRange(),
+            first: segment?.index == 0,
+            asset: asset,
+            preset: preset
+        )
+        let session = encode.session(
             asset: asset,
             preset: preset,
+            format: format,
             outputPath: path,
-            format: SplitExport.container(of: part, for: format),
-            timeRange: encoded,
-            temporaryTag: context.lease.temporaryTag,
-            part: part,
-            cut: cut
+            temporaryTag: context.lease.temporaryTag
         )
         let result = try await run(session)
         return result.tracks.first { $0.mediaType == .video }?.frames.map { Int($0) }

@@ -87,7 +87,7 @@ public enum SplitExport {
         _ range: TimeRange,
         first: Bool,
         preset: Preset,
-        postRoll: Int64 = postRoll
+        postRoll: Int64
     ) -> (range: TimeRange, cut: SegmentCut) {
         let rated = preset.video?.bitrate != nil && preset.video?.crf == nil
         let start = first || !rated ? range.start : max(0, range.start - preRoll)

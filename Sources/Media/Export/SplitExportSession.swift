@@ -124,7 +124,7 @@ public final class SplitExportSession: Sendable {
             do {
                 let finished = try SegmentJoin.join(
                     plan.segments.indices.map { index in
-                        let cut = SplitExport.encode(ranges[index], first: index == 0, preset: preset).cut
+                        let cut = PartEncode.cut(of: ranges[index], first: index == 0, preset: preset)
                         return SegmentJoin.Segment(
                             path: segmentPaths[index],
                             frames: frames[index] ?? plan.segments[index].frameCount,
@@ -186,37 +186,26 @@ public final class SplitExportSession: Sendable {
     ) async throws {
         if cancelled.load(ordering: .acquiring) { throw MediaError.cancelled() }
         let first = range.start == (try? timeRange.resolved(assetDuration: asset.duration, assetName: "")).map(\.start)
+        // The CPUs shared among the sessions running at once (each x264 would otherwise start
+        // threads for every CPU: 18 % slower on 2 CPUs, docs/benchmarks.md).
         let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / parallel)
-        let (encoded, cut) =
-            part == .video
-            ? SplitExport.encode(
-                range,
-                first: first,
-                preset: preset,
-                postRoll: SplitExport.postRoll(for: asset, threads: threads)
-            ) : (range, nil)
+        let encode = PartEncode(part, range: range, first: first, asset: asset, preset: preset, videoThreads: threads)
         // Each session reads with an asset of its own (an asset's demuxer is one position).
-        let session = ExportSession(
+        let session = encode.session(
             asset: try Asset(location: asset.location, limits: asset.limits),
             preset: preset,
-            outputPath: path,
-            format: SplitExport.container(of: part, for: format),
-            timeRange: encoded,
-            part: part,
-            cut: cut,
-            // The CPUs shared among the sessions running at once (each x264 would otherwise
-            // start threads for every CPU: 18 % slower on 2 CPUs, docs/benchmarks.md).
-            videoThreads: threads
+            format: format,
+            outputPath: path
         )
         let result = try await run(session)
-        if let segment, let cut {
+        if let segment, let cut = encode.cut {
             if let frames = result.tracks.first(where: { $0.mediaType == .video })?.frames {
                 encodedFrames.withLock { $0[segment.index] = Int(frames) }
             }
             let scores = SeamQuality.edges(
                 ofSegment: path,
                 source: asset.location,
-                encoded: encoded,
+                encoded: encode.encoded,
                 cut: cut,
                 first: segment.index == 0,
                 last: segment.index == segment.count - 1,
