@@ -25,6 +25,7 @@ public enum Migrations {
         Migration("0010_search", PackageResources._010_search_sqlite_sql),
         Migration("0011_attempts", PackageResources._011_attempts_sqlite_sql),
         Migration("0012_server_secrets", PackageResources._012_server_secrets_sqlite_sql),
+        Migration("0013_roles", PackageResources._013_roles_sqlite_sql),
     ]
 
     public static let postgres: [Migration] = [
@@ -38,5 +39,6 @@ public enum Migrations {
         Migration("0008_listing", PackageResources._008_listing_postgres_sql),
         Migration("0009_attempts", PackageResources._009_attempts_postgres_sql),
         Migration("0010_server_secrets", PackageResources._010_server_secrets_postgres_sql),
+        Migration("0011_roles", PackageResources._011_roles_postgres_sql),
     ]
 }

@@ -21,7 +21,8 @@ extension DashboardRoutes {
         if let files = job.result?["files"]?.arrayValue {
             return files.compactMap { $0["name"]?.stringValue }
         }
-        return job.kind == .export ? [(job.output as NSString).lastPathComponent] : []
+        let writesOneFile = JobKinds.named(job.kind).map { !$0.writesFileSet } ?? false
+        return writesOneFile ? [(job.output as NSString).lastPathComponent] : []
     }
 
     /// The job's output as a worker resolves it (the key's directory or prefix), if `name` is

@@ -137,12 +137,30 @@ public enum JobKinds {
                 retryable: false
             )
         }
-        if let also = try job.alsoOutputs() {
-            switch try job.alsoStep(also, children: context.children) {
+        // By the job's place in its graph (`JobRole`), then its phase.
+        switch job.role {
+        case .parent(.outputs):
+            switch try job.alsoStep(try job.alsoOutputs(), children: context.children) {
             case .fanOut(let children): return FanOutJob(children: children)
             case .join(let children): return OutputsJoin(children: children)
             }
+        case .parent(.split), .child(part: .some):
+            guard let splittable = definition as? any SplittableKind.Type else {
+                throw JobError(
+                    code: .databaseCorrupt,
+                    message:
+                        "job \(job.id) is a part of a split \(job.kind.rawValue.prefix(40)) job, which cannot be split",
+                    retryable: false
+                )
+            }
+            return try await splittable.prepareInGraph(job, context: context)
+        case .standalone, .child(part: nil):
+            return try await definition.prepareStored(job, context: context)
         }
-        return try await definition.prepareStored(job, context: context)
+    }
+
+    /// The kinds a fleet can split (`--split`).
+    static func splittable(_ kind: JobKind) -> (any SplittableKind.Type)? {
+        named(kind) as? any SplittableKind.Type
     }
 }

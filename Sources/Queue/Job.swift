@@ -73,6 +73,8 @@ public struct Job: Sendable, Hashable, Codable {
     public var childIndex: Int?
     /// A parent's children as they stand (`JobGraphStateMachine`); `nil` before it fans out.
     public var children: JobGraphStateMachine.Children?
+    /// Its place in a graph: standalone, a parent with its plan, or a child with its part.
+    public var role: JobRole
 
     /// Where a parent is in its graph (derived from `children`).
     public var graphPhase: JobGraphStateMachine.Phase {
@@ -109,7 +111,8 @@ public struct Job: Sendable, Hashable, Codable {
         owner: String? = nil,
         parent: JobID? = nil,
         childIndex: Int? = nil,
-        children: JobGraphStateMachine.Children? = nil
+        children: JobGraphStateMachine.Children? = nil,
+        role: JobRole = .standalone
     ) {
         self.id = id
         self.kind = kind
@@ -140,6 +143,7 @@ public struct Job: Sendable, Hashable, Codable {
         self.parent = parent
         self.childIndex = childIndex
         self.children = children
+        self.role = role
     }
 
     /// Seconds, as in the job JSON; `duration` is `nil` for "to the end".
@@ -164,7 +168,7 @@ public struct Job: Sendable, Hashable, Codable {
         case id, kind, status, input, output, preset, presetSettings, format, range, priority, attempt, maxAttempts,
             progress, tracks,
             result, error, webhook, metadata, idempotencyKey, worker, cancelRequested, runAt, createdAt, startedAt,
-            finishedAt, owner, parent, childIndex, children
+            finishedAt, owner, parent, childIndex, children, role
     }
 
     /// The input as shown: a URL without credentials or query (`MediaLocation.displayed`).
@@ -205,6 +209,7 @@ public struct Job: Sendable, Hashable, Codable {
         try container.encode(parent, forKey: .parent)
         try container.encode(childIndex, forKey: .childIndex)
         try container.encode(children, forKey: .children)
+        try container.encode(role, forKey: .role)
     }
 }
 

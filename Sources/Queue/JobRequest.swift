@@ -19,6 +19,9 @@ public struct JobRequest: Sendable, Hashable {
     /// Set by a fan-out (`JobStore.fanOut`) on the children it creates; a submission has none.
     public var parent: JobID?
     public var childIndex: Int?
+    /// Its place in a graph: a submission is standalone or a parent; a fan-out's children are
+    /// children (`JobRole.child`).
+    public var role: JobRole
 
     public init(
         kind: JobKind = .export,
@@ -33,7 +36,8 @@ public struct JobRequest: Sendable, Hashable {
         idempotencyKey: String? = nil,
         metadata: [String: String] = [:],
         webhook: String? = nil,
-        owner: String? = nil
+        owner: String? = nil,
+        role: JobRole = .standalone
     ) {
         self.kind = kind
         self.input = input
@@ -50,5 +54,19 @@ public struct JobRequest: Sendable, Hashable {
         self.owner = owner
         self.parent = nil
         self.childIndex = nil
+        self.role = role
+    }
+}
+
+extension JobRequest {
+    /// The row a fan-out writes for child `index` of `parent`: the parent's owner, no webhook
+    /// and no idempotency key (children are silent and never submitted on their own), and a
+    /// child's role, with the part its kind gave it (every store writes children through here).
+    public func child(of parent: JobID, index: Int, owner: String?) -> JobRequest {
+        var child = self
+        (child.parent, child.childIndex, child.owner) = (parent, index, owner)
+        (child.webhook, child.idempotencyKey) = (nil, nil)
+        child.role = .child(part: role.part)
+        return child
     }
 }

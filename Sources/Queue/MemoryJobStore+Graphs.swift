@@ -32,7 +32,8 @@ extension MemoryJobStore {
             finishedAt: nil,
             owner: request.owner,
             parent: request.parent,
-            childIndex: request.childIndex
+            childIndex: request.childIndex,
+            role: request.role
         )
     }
 
@@ -58,11 +59,9 @@ extension MemoryJobStore {
             tables.jobs[lease.jobID] = parent
             let ids = JobID.makeAscending(children.count, at: now)
             return zip(children, ids).enumerated().map { index, pair in
-                var (request, id) = pair
-                (request.parent, request.childIndex, request.owner) = (lease.jobID, index, parent.job.owner)
-                (request.webhook, request.idempotencyKey) = (nil, nil)
+                let (request, id) = pair
                 let child = MemoryJobStore.job(
-                    request,
+                    request.child(of: lease.jobID, index: index, owner: parent.job.owner),
                     id: id,
                     now: now,
                     createdAt: parent.job.createdAt

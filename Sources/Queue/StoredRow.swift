@@ -20,7 +20,7 @@ public enum StoredColumns {
         "attempt", "max_attempts", "progress", "result", "error_code", "error_message", "error_retryable", "webhook",
         "metadata",
         "idempotency_key", "worker", "cancel_requested", "run_at", "created_at", "started_at", "finished_at",
-        "owner", "parent_id", "child_index", "children_total", "children_completed", "children_failed",
+        "owner", "parent_id", "child_index", "role", "children_total", "children_completed", "children_failed",
         "children_cancelled",
     ].joined(separator: ", ")
 
@@ -90,7 +90,8 @@ extension StoredRow {
             owner: try text("owner"),
             parent: try text("parent_id").map { JobID($0) },
             childIndex: try integer("child_index").map { Int($0) },
-            children: try children()
+            children: try children(),
+            role: try JobRole(stored: try text("role"), row: name())
         )
     }
 

@@ -32,12 +32,13 @@ extension PostgresJobStore {
                     """
                     INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start,
                         range_duration, priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key,
-                        owner, created_at, updated_at, parent_id, child_index)
+                        owner, created_at, updated_at, parent_id, child_index, role)
                     VALUES (\(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output),
                         \(request.preset), \(try StoredJSON.encode(request.presetSettings)), \(request.format),
                         \(request.range?.start), \(request.range?.duration), \(request.priority), \(request.maxAttempts),
                         \(request.maxAttempts), \(now), NULL, \(try StoredJSON.encode(request.metadata)), NULL,
-                        \(parent.owner), \(parent.createdAt), \(now), \(lease.jobID.rawValue), \(index))
+                        \(parent.owner), \(parent.createdAt), \(now), \(lease.jobID.rawValue), \(index),
+                        \(try request.child(of: lease.jobID, index: index, owner: parent.owner).role.stored()))
                     """,
                     logger: self.logger
                 )

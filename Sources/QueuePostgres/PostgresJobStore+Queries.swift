@@ -28,11 +28,13 @@ extension PostgresJobStore {
                     """
                     WITH \(unescaped: self.clockCTE)
                     INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at)
+                        priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at,
+                        role)
                     SELECT \(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
                         \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start),
                         \(request.range?.duration), \(request.priority), \(request.maxAttempts), \(request.maxAttempts), t.now,
-                        \(request.webhook), \(try StoredJSON.encode(request.metadata)), NULL, \(request.owner), t.now, t.now
+                        \(request.webhook), \(try StoredJSON.encode(request.metadata)), NULL, \(request.owner), t.now, t.now,
+                        \(try request.role.stored())
                     FROM t
                     RETURNING \(unescaped: StoredColumns.job)
                     """,
@@ -58,11 +60,13 @@ extension PostgresJobStore {
             try await connection.query(
                 """
                 INSERT INTO jobctl.jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
-                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at)
+                    priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at, updated_at,
+                    role)
                 VALUES (\(id.rawValue), \(request.kind.rawValue), 'unknown', \(request.input), \(request.output), \(request.preset),
                     \(try StoredJSON.encode(request.presetSettings)), \(request.format), \(request.range?.start), \(request.range?.duration),
                     \(request.priority), \(request.maxAttempts), \(request.maxAttempts), \(now), \(request.webhook),
-                    \(try StoredJSON.encode(request.metadata)), \(request.idempotencyKey), \(request.owner), \(now), \(now))
+                    \(try StoredJSON.encode(request.metadata)), \(request.idempotencyKey), \(request.owner), \(now), \(now),
+                    \(try request.role.stored()))
                 """,
                 logger: self.logger
             )

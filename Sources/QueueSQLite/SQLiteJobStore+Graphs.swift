@@ -32,10 +32,8 @@ extension SQLiteJobStore {
                 )
             else { return nil }
             for (index, (request, id)) in zip(children, ids).enumerated() {
-                var request = request
-                (request.parent, request.childIndex, request.owner) = (lease.jobID, index, parent["owner"])
-                (request.webhook, request.idempotencyKey) = (nil, nil)
-                try SQLiteJobStore.insert(request, id: id, now: now, createdAt: parent["created_at"], db)
+                let child = request.child(of: lease.jobID, index: index, owner: parent["owner"])
+                try SQLiteJobStore.insert(child, id: id, now: now, createdAt: parent["created_at"], db)
             }
             return ids
         }

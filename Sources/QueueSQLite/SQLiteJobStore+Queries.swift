@@ -42,8 +42,8 @@ extension SQLiteJobStore {
             sql: """
                 INSERT INTO jobs (id, kind, status, input, output, preset, preset_settings, format, range_start, range_duration,
                     priority, max_attempts, attempt_budget, run_at, webhook, metadata, idempotency_key, owner, created_at,
-                    updated_at, parent_id, child_index)
-                VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    updated_at, parent_id, child_index, role)
+                VALUES (?, ?, 'unknown', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 id.rawValue, request.kind.rawValue, request.input, request.output, request.preset,
@@ -51,7 +51,7 @@ extension SQLiteJobStore {
                 request.format, request.range?.start, request.range?.duration, request.priority,
                 request.maxAttempts, request.maxAttempts,
                 now, request.webhook, try StoredJSON.encode(request.metadata), request.idempotencyKey, request.owner,
-                createdAt ?? now, now, request.parent?.rawValue, request.childIndex,
+                createdAt ?? now, now, request.parent?.rawValue, request.childIndex, try request.role.stored(),
             ]
         )
     }

@@ -110,6 +110,8 @@ public enum JobStoreConformance {
         case graphConcurrentEnds
         /// A parent that ends without completing lists its completed children's outputs.
         case graphStoppedOutputs
+        /// A job's role (standalone, parent with a plan, child with a part) read back as stored.
+        case roles
         /// A waiting parent's progress is its children's, weighted by their ranges; a listing
         /// by parent returns exactly its children; children are claimed in index order.
         case graphProgress
@@ -164,6 +166,7 @@ public enum JobStoreConformance {
             case .graphLifecycle: try await Checks.graphLifecycle(harness)
             case .graphConcurrentEnds: try await Checks.graphConcurrentEnds(harness)
             case .graphStoppedOutputs: try await Checks.graphStoppedOutputs(harness)
+            case .roles: try await Checks.roles(harness)
             case .graphProgress: try await Checks.graphProgress(harness)
             case .graphChildEvents: try await Checks.graphChildEvents(harness)
             case .uploadRecords: try await Checks.uploadRecords(harness)

@@ -29,9 +29,9 @@ extension Attempts {
             children = try await store.jobs(JobQuery(parent: claimed.job.id, limit: total))
                 .sorted { ($0.childIndex ?? 0) < ($1.childIndex ?? 0) }
         }
-        // A split of `auto` needs more than one worker alive.
+        // A split (of `auto`, the kind decides) needs more than one worker alive.
         var aliveWorkers = 1
-        if claimed.job.presetSettings["split"]?.stringValue == "auto", claimed.job.children == nil {
+        if claimed.job.role.split != nil, claimed.job.children == nil {
             let recent = Date().addingTimeInterval(-60)
             aliveWorkers =
                 (try? await store.workers().filter { $0.stoppedAt == nil && $0.heartbeatAt > recent }.count) ?? 1

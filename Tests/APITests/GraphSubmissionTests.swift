@@ -24,12 +24,17 @@ struct AlsoSubmissionTests {
             .init(kind: "waveform", output: "/srv/out/peaks"),
         ]
         let request = try Submission.request(draft, rules: try Rules.rules(.flags))
-        let also = try #require(request.presetSettings["also"]).decoded(as: [AlsoOutput].self)
+        guard case .parent(.outputs(let plan)) = request.role else {
+            Issue.record("a submission with also is not a parent with outputs: \(request.role)")
+            return
+        }
+        let also = try plan.decoded(as: [AlsoOutput].self)
         #expect(also.map(\.kind) == [.thumbnails, .waveform])
         #expect(also.map(\.output) == ["/srv/out/talk.thumbnails", "/srv/out/peaks"], "beside the job's output")
         let thumbnails = try also[0].settings.decoded(as: ThumbnailOptions.self)
         #expect(thumbnails.times.count == 1)
         #expect(request.presetSettings["name"]?.stringValue == "low", "the job's own options are still there")
+        #expect(request.presetSettings["also"] == nil, "the graph is the job's role, not one of its options")
     }
 
     @Test("a refusal names the extra output: also[N].field in the API, --also KIND on the command line")
@@ -78,14 +83,15 @@ struct SplitSubmissionTests {
         return draft
     }
 
-    @Test("a segment length or auto is stored with the export; off stores nothing")
+    @Test("a segment length or auto is stored in the export's role; off stores nothing")
     func stored() throws {
         let request = try Submission.request(Self.draft("30s"), rules: try Rules.rules(.json))
-        #expect(request.presetSettings["split"]?.stringValue == "30s")
+        #expect(request.role == .parent(.split(.string("30s"))))
+        #expect(request.presetSettings["split"] == nil, "the split is the job's role, not one of its options")
         let auto = try Submission.request(Self.draft("AUTO"), rules: try Rules.rules(.flags))
-        #expect(auto.presetSettings["split"]?.stringValue == "auto")
+        #expect(auto.role == .parent(.split(.string("auto"))))
         let off = try Submission.request(Self.draft("off"), rules: try Rules.rules(.json))
-        #expect(off.presetSettings["split"] == nil)
+        #expect(off.role == .standalone)
         // The stored preset still reads as the preset.
         #expect(try request.presetSettings.decoded(as: Preset.self).name == "low")
     }

@@ -7,7 +7,7 @@ import Queue
 /// the fields of `jobctl presets --json`), a range and one output file. The row stores the
 /// preset's name and its settings as they were at submission, so every worker runs the same
 /// preset whatever presets file it has; `format` (mp4, mov, m4a) has a column of its own.
-public enum ExportKind: JobKindDefinition {
+public enum ExportKind: SplittableKind {
     /// `"preset": "low"`, or `"preset": {…}`.
     public enum Request: Codable, Sendable, Hashable {
         case name(String)
@@ -108,21 +108,54 @@ public enum ExportKind: JobKindDefinition {
     ) async throws
         -> any PreparedJob
     {
-        if let segment = try job.splitSegment() {
-            return try await ExportJob.prepareSegment(job, preset: preset, segment: segment, context: context)
+        try await ExportJob.prepare(job, preset: preset, context: context)
+    }
+}
+
+/// A split export (`SplitJob`): the audio and one child per video segment, joined by the parent.
+extension ExportKind {
+    typealias Part = SplitJob.Segment
+
+    static func check(
+        _ split: SplitRequest,
+        for request: JobRequest,
+        rules: SubmissionRules
+    ) throws(SubmissionError) {
+        let preset: Preset
+        do {
+            preset = try request.presetSettings.decoded(as: Preset.self)
+        } catch {
+            throw rules.invalid("split", "cannot go with this preset")
         }
-        if let split = job.splitRequest() {
-            switch job.graphPhase {
-            case .join:
-                return try await SplitJoinJob.prepare(job, preset: preset, context: context)
-            case .none:
-                if let fanOut = try await SplitJob.fanOut(job, preset: preset, split: split, context: context) {
-                    return fanOut
-                }
-            case .waiting:
-                throw JobError(code: .internalError, message: "job \(job.id) was claimed while its segments run")
-            }
+        let format = request.format.flatMap(ContainerFormat.init(rawValue:)) ?? preset.format
+        if let reason = SplitExport.unsplittable(preset, format: format) {
+            throw rules.invalid("split", "needs a preset that encodes video and audio: \(reason)")
         }
-        return try await ExportJob.prepare(job, preset: preset, context: context)
+    }
+
+    static func fanOut(
+        _ job: Job,
+        options: Preset,
+        split: SplitRequest,
+        context: RunContext
+    ) async throws
+        -> FanOutJob?
+    {
+        try await SplitJob.fanOut(job, preset: options, split: split, context: context)
+    }
+
+    static func preparePart(
+        _ job: Job,
+        options: Preset,
+        part: Part,
+        context: RunContext
+    ) async throws
+        -> any PreparedJob
+    {
+        try await ExportJob.prepareSegment(job, preset: options, segment: part, context: context)
+    }
+
+    static func prepareJoin(_ job: Job, options: Preset, context: RunContext) async throws -> any PreparedJob {
+        try await SplitJoinJob.prepare(job, preset: options, context: context)
     }
 }

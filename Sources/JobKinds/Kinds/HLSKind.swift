@@ -11,7 +11,7 @@ extension JobKind {
 /// `hls`: an adaptive-streaming ladder (HLS and DASH over one set of CMAF files) written into
 /// the output directory, to a `{name}` URL template or under an object-store prefix, as a set:
 /// media first, playlists last, `master.m3u8` the very last.
-public enum HLSKind: FileSetKind {
+public enum HLSKind: FileSetKind, SplittableKind {
     /// `"hls": {…}`, the flags of `jobctl hls`.
     public struct Request: Codable, Sendable, Hashable {
         /// `auto`, or rungs such as `1080p,720p,480p`.
@@ -48,26 +48,10 @@ public enum HLSKind: FileSetKind {
         return options
     }
 
-    /// A ladder split across workers fans out, its chunks encode video, its join publishes
-    /// (`LadderSplit`); any other ladder is one worker's file set.
+    /// A ladder made by one worker, as a file set (a split one: `LadderSplit`, below).
     public static func prepare(_ job: Job, options: LadderOptions, context: RunContext) async throws -> any PreparedJob
     {
-        if let chunk = try job.ladderChunk() {
-            return try await LadderSplit.prepareChunk(job, options: options, chunk: chunk, context: context)
-        }
-        if job.parent == nil, let split = job.splitRequest() {
-            switch job.graphPhase {
-            case .join:
-                return try await LadderSplit.prepareJoin(job, options: options, context: context)
-            case .none:
-                if let fanOut = try await LadderSplit.fanOut(job, options: options, split: split, context: context) {
-                    return fanOut
-                }
-            case .waiting:
-                throw JobError(code: .internalError, message: "job \(job.id) was claimed while its chunks run")
-            }
-        }
-        return try await FileSetJob.prepare(job, context: context) { asset, range in
+        try await FileSetJob.prepare(job, context: context) { asset, range in
             try work(on: asset, options: options, range: range)
         }
     }
@@ -88,5 +72,54 @@ public enum HLSKind: FileSetKind {
         public func run(into files: StagedFiles) throws -> JSONValue {
             try .result(["hls": try session.run(into: files)])
         }
+    }
+}
+
+/// A ladder split across workers (`LadderSplit`): it fans out, its chunks encode video, its
+/// join encodes the sound and publishes.
+extension HLSKind {
+    typealias Part = LadderChunk
+
+    static func check(
+        _ split: SplitRequest,
+        for request: JobRequest,
+        rules: SubmissionRules
+    ) throws(SubmissionError) {
+        // A ladder's chunks are whole 6 s segments, at most `LadderSplit.longestChunk`.
+        if case .segments(let length) = split, length > LadderSplit.longestChunk {
+            throw rules.invalid("split", "is at most 3:00 for an hls ladder (chunks of whole 6 s segments)")
+        }
+    }
+
+    static func fanOut(
+        _ job: Job,
+        options: LadderOptions,
+        split: SplitRequest,
+        context: RunContext
+    )
+        async throws -> FanOutJob?
+    {
+        try await LadderSplit.fanOut(job, options: options, split: split, context: context)
+    }
+
+    static func preparePart(
+        _ job: Job,
+        options: LadderOptions,
+        part: Part,
+        context: RunContext
+    ) async throws
+        -> any PreparedJob
+    {
+        try await LadderSplit.prepareChunk(job, options: options, chunk: part, context: context)
+    }
+
+    static func prepareJoin(
+        _ job: Job,
+        options: LadderOptions,
+        context: RunContext
+    ) async throws
+        -> any PreparedJob
+    {
+        try await LadderSplit.prepareJoin(job, options: options, context: context)
     }
 }

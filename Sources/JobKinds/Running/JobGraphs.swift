@@ -15,9 +15,6 @@ public struct AlsoOutput: Codable, Sendable, Hashable {
     public var settings: JSONValue
     public var output: String
     public var format: String?
-
-    /// The key under which a job's stored options keep its extra outputs.
-    static let key = "also"
 }
 
 /// What an attempt of a graph's parent does.
@@ -29,10 +26,10 @@ enum GraphStep {
 }
 
 extension Job {
-    /// The extra outputs of a `--also` submission, `nil` for any other job. Stored options
-    /// that name some but do not read fail the job, `database_corrupt`.
-    func alsoOutputs() throws(JobError) -> [AlsoOutput]? {
-        guard let value = presetSettings[AlsoOutput.key] else { return nil }
+    /// The extra outputs of a `--also` submission (its role's plan; none for any other job).
+    /// A plan that does not read fails the job, `database_corrupt`.
+    func alsoOutputs() throws(JobError) -> [AlsoOutput] {
+        guard case .parent(.outputs(let value)) = role else { return [] }
         do {
             return try value.decoded(as: [AlsoOutput].self)
         } catch {
@@ -77,13 +74,8 @@ extension Job {
     func alsoStep(_ also: [AlsoOutput], children: [Job]) throws(JobError) -> GraphStep {
         switch graphPhase {
         case .none:
-            var own = presetSettings
-            if case .object(var fields) = own {
-                fields[AlsoOutput.key] = nil
-                own = .object(fields)
-            }
             return .fanOut(
-                [childRequest(kind: kind, preset: preset, settings: own, output: output, format: format)]
+                [childRequest(kind: kind, preset: preset, settings: presetSettings, output: output, format: format)]
                     + also.map {
                         childRequest(
                             kind: $0.kind,

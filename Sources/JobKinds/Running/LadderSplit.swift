@@ -10,8 +10,6 @@ import Queue
 /// chunks' segments onto one timeline, writes the playlists and publishes the set. No picture is
 /// stitched or encoded twice.
 enum LadderSplit {
-    /// The key of a child's chunk in its stored options.
-    static let chunkKey = "chunk"
     /// The longest chunk (see `RenditionEncoders.open`'s segment target).
     static let longestChunk: Int64 = 180_000_000
 
@@ -55,11 +53,6 @@ enum LadderSplit {
                 { try SplitExport.ladderPlan(asset, range: range, segmentLength: length) }
             )
         else { return nil }
-        var own = job.presetSettings
-        if case .object(var fields) = own {
-            fields[SplitJob.key] = nil
-            own = .object(fields)
-        }
         var children: [JobRequest] = []
         for (segment, chunkRange) in zip(plan.segments, ranges) {
             let offset = segment.start - first
@@ -70,15 +63,14 @@ enum LadderSplit {
                 firstSegment: 1 + Int((offset + 3_000_000) / 6_000_000),
                 end: last ? nil : segment.end - first
             )
-            var settings = own
-            settings.set(chunkKey, try JSONValue.result(chunk))
             var request = job.childRequest(
                 kind: .hls,
                 preset: job.preset,
-                settings: settings,
+                settings: job.presetSettings,
                 output: "\(job.id).split/" + String(format: "chunk-%05d", segment.index),
                 format: nil
             )
+            request.role = try HLSKind.role(of: chunk)
             request.range = Job.Range(
                 start: Double(chunkRange.start) / 1e6,
                 duration: chunkRange.duration.map { Double($0) / 1e6 }
@@ -163,16 +155,5 @@ enum LadderSplit {
 
 extension Job {
     /// The chunk a child of a split ladder encodes (`nil`: not such a child).
-    func ladderChunk() throws(JobError) -> LadderChunk? {
-        guard let value = presetSettings[LadderSplit.chunkKey] else { return nil }
-        do {
-            return try value.decoded(as: LadderChunk.self)
-        } catch {
-            throw JobError(
-                code: .databaseCorrupt,
-                message: "job \(id): its chunk of a split ladder cannot be read (\(error))",
-                retryable: false
-            )
-        }
-    }
+    func ladderChunk() throws(JobError) -> LadderChunk? { try HLSKind.part(of: self) }
 }

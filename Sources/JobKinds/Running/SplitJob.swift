@@ -9,10 +9,6 @@ import Queue
 /// (`SCRATCH/PARENTID.split/`); the parent's join proves the segments, joins them with the audio
 /// and publishes the file like any export.
 enum SplitJob {
-    /// The key of the stored options that asks for a split (`auto` or a length).
-    static let key = "split"
-    /// The key of a child's part.
-    static let segmentKey = "segment"
     /// In a segment child's result: the scores of its first and last frames (`SegmentEdges`).
     static let edgesKey = "seamEdges"
 
@@ -88,21 +84,15 @@ enum SplitJob {
                 }
             )
         else { return nil }
-        var own = job.presetSettings
-        if case .object(var fields) = own {
-            fields[key] = nil
-            own = .object(fields)
-        }
         func child(_ segment: Segment, range: TimeRange) throws -> JobRequest {
-            var settings = own
-            settings.set(segmentKey, try JSONValue.result(segment))
             var request = job.childRequest(
                 kind: .export,
                 preset: job.preset,
-                settings: settings,
+                settings: job.presetSettings,
                 output: "\(job.id).split/" + fileName(segment, format: format),
                 format: SplitExport.container(of: segment.part, for: format).rawValue
             )
+            request.role = try ExportKind.role(of: segment)
             request.range = Job.Range(
                 start: Double(range.start) / 1e6,
                 duration: range.duration.map { Double($0) / 1e6 }
@@ -132,24 +122,8 @@ enum SplitJob {
 }
 
 extension Job {
-    /// The split a parent export asked for (`nil`: none).
-    func splitRequest() -> SplitRequest? {
-        presetSettings[SplitJob.key]?.stringValue.flatMap { try? SplitRequest(parsing: $0) }
-    }
-
     /// The part a child of a split export writes (`nil`: not such a child).
-    func splitSegment() throws(JobError) -> SplitJob.Segment? {
-        guard let value = presetSettings[SplitJob.segmentKey] else { return nil }
-        do {
-            return try value.decoded(as: SplitJob.Segment.self)
-        } catch {
-            throw JobError(
-                code: .databaseCorrupt,
-                message: "job \(id): its part of a split export cannot be read (\(error))",
-                retryable: false
-            )
-        }
-    }
+    func splitSegment() throws(JobError) -> SplitJob.Segment? { try ExportKind.part(of: self) }
 
     /// The container of an export: the stored format, else the output's extension, else the
     /// preset's.

@@ -104,8 +104,8 @@ extension Submission {
         return request
     }
 
-    /// `split` checked and kept in the export's stored options (`SplitJob`); `off` keeps
-    /// nothing.
+    /// `split` checked, by its syntax then by the kind (`SplittableKind.check`), and kept in the
+    /// job's role (a parent with a split plan); `off` keeps nothing.
     static func attach(split text: String, to request: inout JobRequest, rules: SubmissionRules) throws(SubmissionError)
     {
         let split: SplitRequest
@@ -117,36 +117,19 @@ extension Submission {
                 "is auto, off or a segment length of at least 4 s (60s, 1:00), not '\(text.prefix(40))'"
             )
         }
-        guard request.kind == .export || request.kind == .hls else {
+        guard let kind = JobKinds.splittable(request.kind) else {
             throw rules.invalid("split", "is for exports and hls ladders, not \(request.kind)")
         }
         if split == .off { return }
-        if request.kind == .hls {
-            // A ladder's chunks are whole 6 s segments, at most `LadderSplit.longestChunk`.
-            if case .segments(let length) = split, length > LadderSplit.longestChunk {
-                throw rules.invalid("split", "is at most 3:00 for an hls ladder (chunks of whole 6 s segments)")
-            }
-            request.presetSettings.set(SplitJob.key, .string(split.description))
-            return
-        }
-        let preset: Preset
-        do {
-            preset = try request.presetSettings.decoded(as: Preset.self)
-        } catch {
-            throw rules.invalid("split", "cannot go with this preset")
-        }
-        let format = request.format.flatMap(ContainerFormat.init(rawValue:)) ?? preset.format
-        if let reason = SplitExport.unsplittable(preset, format: format) {
-            throw rules.invalid("split", "needs a preset that encodes video and audio: \(reason)")
-        }
-        request.presetSettings.set(SplitJob.key, .string(split.description))
+        try kind.check(split, for: request, rules: rules)
+        request.role = .parent(.split(.string(split.description)))
     }
 
     /// The most outputs one submission may ask for with `also`.
     public static let maximumAlso = 8
 
     /// `also`'s outputs checked as submissions of their own (same input, range and numbers)
-    /// and kept in the job's stored options: its first attempt fans out into its own output
+    /// and kept in the job's role (a parent with outputs): its first attempt fans out into its own output
     /// and each of these (`Job.alsoStep`).
     static func attach(
         _ also: [SubmissionDraft.AlsoDraft],
@@ -157,14 +140,11 @@ extension Submission {
         guard also.count <= maximumAlso else { throw rules.invalid("also", "names at most \(maximumAlso) outputs") }
         // One level of graph: a split export's parent is not also the parent of other outputs
         // (decision 109).
-        guard request.presetSettings[SplitJob.key] == nil else {
+        guard request.role == .standalone else {
             throw rules.invalid(
                 "also",
                 "cannot go with split yet: submit the split export and the other outputs as jobs of their own"
             )
-        }
-        guard case .object(var settings) = request.presetSettings, settings[AlsoOutput.key] == nil else {
-            throw rules.invalid("also", "cannot go with this kind's options")
         }
         var outputs: [AlsoOutput] = []
         var taken: Set<String> = [request.output]
@@ -217,11 +197,10 @@ extension Submission {
             )
         }
         do {
-            settings[AlsoOutput.key] = try JSONValue(encoding: outputs)
+            request.role = .parent(.outputs(try JSONValue(encoding: outputs)))
         } catch {
             throw rules.invalid("also", "cannot be stored: \(error)")
         }
-        request.presetSettings = .object(settings)
     }
 
     /// The range as the row stores it (seconds, exact for every microsecond: decision #96)
