@@ -71,20 +71,3 @@ extension SubmitCommand {
         return fields
     }
 }
-
-extension WaveformArguments {
-    /// These flags as the request of a `waveform` job (`--files` is `submit`'s own).
-    var request: WaveformKind.Request {
-        var request = WaveformKind.Request()
-        request.samplesPerPixel = samplesPerPixel.map(WholeNumber.init)
-        request.pixelsPerSecond = pixelsPerSecond.map(WholeNumber.init)
-        request.bits = bits.map(WholeNumber.init)
-        request.splitChannels = splitChannels ? true : nil
-        request.track = track.map(WholeNumber.init)
-        request.width = width.map(WholeNumber.init)
-        request.height = height.map(WholeNumber.init)
-        request.color = color
-        request.background = background
-        return request
-    }
-}
