@@ -43,20 +43,6 @@ package enum CommandFailure: Error {
     }
 }
 
-extension ValidationError {
-    /// Runs a kind's options check, the one the API and the worker make, and words its refusal
-    /// with the command line's flag (`--samples-per-pixel is between 2 and 16777216`): exit 64.
-    /// Refusals that are not about one option (`limit_exceeded`: a picture too large) are left
-    /// to the command's run, which reports them with their own code.
-    package static func checking(_ check: () throws(MediaError) -> Void) throws {
-        do {
-            try check()
-        } catch {
-            if let option = error.option { throw ValidationError("\(option.flag) \(option.requirement)") }
-        }
-    }
-}
-
 /// Runs a command body, turning our errors into their line and exit code.
 package func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
     do {

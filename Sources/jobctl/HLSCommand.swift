@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 import Streaming
@@ -20,10 +21,8 @@ struct LadderArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The video codec: h264, or hevc (hvc1 in fMP4).", valueName: "codec"))
     var codec: Ladder.Codec?
 
-    /// The ladder these flags ask for, a presets file's ladder by name included.
-    func options(_ catalog: PresetCatalog) throws(MediaError) -> LadderOptions {
-        try catalog.ladderOptions(ladder, codec: codec)
-    }
+    /// These flags as the request of an `hls` job (a presets file's ladder is one by name).
+    var request: HLSKind.Request { HLSKind.Request(ladder: ladder, codec: codec?.rawValue) }
 }
 
 struct HLSCommand: AsyncParsableCommand {
@@ -80,16 +79,16 @@ struct HLSCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
-            let options = try ladder.options(try presets.catalog())
-            let session = try LadderSession(asset: asset, options: options, timeRange: timeRange)
+            let options = try HLSKind.inProcessOptions(ladder.request, catalog: try presets.catalog())
+            let work = try HLSKind.work(on: asset, options: options, range: timeRange)
             let result = try await runInterruptibly(
                 showingProgress: !json,
                 total: nil,
-                progress: { session.progress },
-                cancel: { session.cancel() }
+                progress: { work.progress },
+                cancel: { work.cancel() }
             ) {
                 try await onDedicatedThread("jobctl.hls") { () throws(MediaError) in
-                    try session.run(directory: output)
+                    try work.session.run(directory: output)
                 }
             }
             if json {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 
@@ -18,19 +19,16 @@ struct StoryboardArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Tiles per row of the sprite (default 10).", valueName: "n"))
     var columns: Int?
 
-    /// The options' own check (the API's and the worker's), worded with these flags.
-    func validate() throws {
-        let options = options(format: .jpeg)
-        try ValidationError.checking { () throws(MediaError) in try options.check() }
-    }
+    /// The kind's check (the API's, `submit`'s and the worker's), worded with these flags.
+    func validate() throws { try StoryboardKind.validating(request) }
 
-    func options(format: ImageFormat) -> StoryboardOptions {
-        var options = StoryboardOptions()
-        options.tiles = tiles
-        if let tileSize { options.tileSize = tileSize.size }
-        options.columns = columns
-        options.format = format
-        return options
+    /// These flags as the request of a `storyboard` job.
+    var request: StoryboardKind.Request {
+        StoryboardKind.Request(
+            tiles: tiles.map(WholeNumber.init),
+            tileSize: tileSize?.text,
+            columns: columns.map(WholeNumber.init)
+        )
     }
 }
 
@@ -84,19 +82,16 @@ struct StoryboardCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
-            let session = try StoryboardSession(
-                asset: asset,
-                options: storyboard.options(format: format),
-                timeRange: timeRange
-            )
+            let options = try StoryboardKind.inProcessOptions(storyboard.request, format: format.rawValue)
+            let work = try StoryboardKind.work(on: asset, options: options, range: timeRange)
             let result = try await runInterruptibly(
                 showingProgress: !json,
                 total: nil,
-                progress: { session.progress },
-                cancel: { session.cancel() }
+                progress: { work.progress },
+                cancel: { work.cancel() }
             ) {
                 try await onDedicatedThread("jobctl.storyboard") { () throws(MediaError) in
-                    try session.run(directory: output)
+                    try work.session.run(directory: output)
                 }
             }
             if json {

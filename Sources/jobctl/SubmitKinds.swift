@@ -7,8 +7,9 @@ import Media
 import Queue
 
 /// `submit --kind`: each kind's flags are the request the API takes in that kind's field
-/// (`--at 1s --size 320x` is `"thumbnails": {"at": "1s", "size": "320x"}`), checked by the
-/// kind itself (`Submission.request`). A kind without flags here takes `--options JSON`.
+/// (`--at 1s --size 320x` is `"thumbnails": {"at": "1s", "size": "320x"}`: the `request` of
+/// the kind's flags group, the one its in-process command runs), checked by the kind itself
+/// (`Submission.request`). A kind without flags here takes `--options JSON`.
 extension SubmitCommand {
     /// The request each kind's flags make, by the kind's field; `nil` where none was given.
     private var flagRequests: [(kind: JobKind, field: String, request: JSONValue?)] {
@@ -68,52 +69,5 @@ extension SubmitCommand {
             fields[definition.field] = value
         }
         return fields
-    }
-}
-
-extension ThumbnailArguments {
-    /// These flags as the request of a `thumbnails` job.
-    var request: ThumbnailsKind.Request {
-        ThumbnailsKind.Request(
-            at: at.map(ListValue.init),
-            every: every?.text,
-            count: count.map(WholeNumber.init),
-            exact: exact ? true : nil,
-            tolerance: tolerance?.text,
-            size: size?.text
-        )
-    }
-}
-
-extension StoryboardArguments {
-    /// These flags as the request of a `storyboard` job.
-    var request: StoryboardKind.Request {
-        StoryboardKind.Request(
-            tiles: tiles.map(WholeNumber.init),
-            tileSize: tileSize?.text,
-            columns: columns.map(WholeNumber.init)
-        )
-    }
-}
-
-extension LadderArguments {
-    /// These flags as the request of an `hls` job.
-    var request: HLSKind.Request { HLSKind.Request(ladder: ladder, codec: codec?.rawValue) }
-}
-
-extension WaveformArguments {
-    /// These flags as the request of a `waveform` job (`--files` is `submit`'s own).
-    var request: WaveformKind.Request {
-        var request = WaveformKind.Request()
-        request.samplesPerPixel = samplesPerPixel.map(WholeNumber.init)
-        request.pixelsPerSecond = pixelsPerSecond.map(WholeNumber.init)
-        request.bits = bits.map(WholeNumber.init)
-        request.splitChannels = splitChannels ? true : nil
-        request.track = track.map(WholeNumber.init)
-        request.width = width.map(WholeNumber.init)
-        request.height = height.map(WholeNumber.init)
-        request.color = color
-        request.background = background
-        return request
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 
@@ -43,31 +44,19 @@ struct ThumbnailArguments: ParsableArguments {
     )
     var size: MaximumSize?
 
-    func validate() throws {
-        if let at {
-            do { _ = try ImageTime.parseList(at) } catch { throw ValidationError(error.description) }
-        }
-        if exact && tolerance != nil { throw ValidationError("--exact and --tolerance are alternatives: give one") }
-        // The options' own check (the API's and the worker's), worded with these flags.
-        let options = options(format: .jpeg)
-        try ValidationError.checking { () throws(MediaError) in try options.check() }
-    }
+    /// The kind's check (the API's, `submit`'s and the worker's), worded with these flags.
+    func validate() throws { try ThumbnailsKind.validating(request) }
 
-    func options(format: ImageFormat) -> ThumbnailOptions {
-        var options = ThumbnailOptions()
-        options.times = (try? at.map { try ImageTime.parseList($0) }) ?? []
-        options.every = every?.microseconds
-        options.count = count
-        if exact {
-            options.toleranceBefore = 0
-            options.toleranceAfter = 0
-        } else if let tolerance {
-            options.toleranceBefore = tolerance.microseconds
-            options.toleranceAfter = tolerance.microseconds
-        }
-        options.maximumSize = size?.size
-        options.format = format
-        return options
+    /// These flags as the request of a `thumbnails` job.
+    var request: ThumbnailsKind.Request {
+        ThumbnailsKind.Request(
+            at: at.map(ListValue.init),
+            every: every?.text,
+            count: count.map(WholeNumber.init),
+            exact: exact ? true : nil,
+            tolerance: tolerance?.text,
+            size: size?.text
+        )
     }
 }
 
@@ -131,19 +120,16 @@ struct ThumbnailsCommand: AsyncParsableCommand {
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
-            let session = try ThumbnailSession(
-                asset: asset,
-                options: images.options(format: format),
-                timeRange: timeRange
-            )
+            let options = try ThumbnailsKind.inProcessOptions(images.request, format: format.rawValue)
+            let work = try ThumbnailsKind.work(on: asset, options: options, range: timeRange)
             let written = try await runInterruptibly(
                 showingProgress: !json,
                 total: nil,
-                progress: { session.progress },
-                cancel: { session.cancel() }
+                progress: { work.progress },
+                cancel: { work.cancel() }
             ) {
                 try await onDedicatedThread("jobctl.thumbnails") { () throws(MediaError) in
-                    try session.run(directory: output)
+                    try work.session.run(directory: output)
                 }
             }
             if json {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobKinds
 import JobctlCore
 import Media
 
@@ -44,30 +45,29 @@ struct WaveformArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The PNG's background colour, RRGGBB (default FFFFFF).", valueName: "hex"))
     var background: String?
 
-    /// The options' own check (the API's and the worker's), worded with these flags.
+    /// The kind's check (the API's, `submit`'s and the worker's), worded with these flags. The
+    /// picture's flags are checked whether or not a PNG is among the files (`submit --files`,
+    /// `waveform --png`), so a bad one is refused even where it would go unused.
     func validate() throws {
-        var options = self.options
-        options.png = picture  // the PNG's settings are checked whether or not png is among the files
-        try ValidationError.checking { () throws(MediaError) in try options.check() }
+        var request = request
+        request.files = ListValue("png")
+        try WaveformKind.validating(request)
     }
 
-    var options: WaveformOptions {
-        var options = WaveformOptions()
-        options.samplesPerPixel = samplesPerPixel
-        options.pixelsPerSecond = pixelsPerSecond
-        options.bits = bits ?? 16
-        options.splitChannels = splitChannels
-        options.track = track
-        return options
-    }
-
-    var picture: WaveformPicture {
-        var picture = WaveformPicture()
-        if let width { picture.width = width }
-        if let height { picture.height = height }
-        if let color { picture.color = color }
-        if let background { picture.background = background }
-        return picture
+    /// These flags as the request of a `waveform` job (its `files` is `submit --files`, or the
+    /// outputs `jobctl waveform` was given).
+    var request: WaveformKind.Request {
+        var request = WaveformKind.Request()
+        request.samplesPerPixel = samplesPerPixel.map(WholeNumber.init)
+        request.pixelsPerSecond = pixelsPerSecond.map(WholeNumber.init)
+        request.bits = bits.map(WholeNumber.init)
+        request.splitChannels = splitChannels ? true : nil
+        request.track = track.map(WholeNumber.init)
+        request.width = width.map(WholeNumber.init)
+        request.height = height.map(WholeNumber.init)
+        request.color = color
+        request.background = background
+        return request
     }
 }
 
@@ -125,24 +125,36 @@ struct WaveformCommand: AsyncParsableCommand {
         if Set(paths).count != paths.count { throw ValidationError("each output needs its own file") }
     }
 
+    /// The request of a job that writes these files. Without `--png` the picture's flags are
+    /// left out (a job refuses them without a PNG to draw): `validate` checked them, unused.
+    var request: WaveformKind.Request {
+        var request = peaks.request
+        if png == nil { (request.width, request.height, request.color, request.background) = (nil, nil, nil, nil) }
+        var files: [String] = []
+        if output != nil { files.append("json") }
+        if dat != nil { files.append("dat") }
+        if png != nil { files.append("png") }
+        request.files = ListValue(files.joined(separator: ","))
+        return request
+    }
+
     func run() async throws {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
             for path in [output, dat, png].compactMap({ $0 }) { try OutputDestination.check(path, input: input) }
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())
-            let reader = try WaveformReader(asset: asset, options: peaks.options, timeRange: timeRange)
-            var outputs = WaveformOutputs(json: output, dat: dat, png: png)
-            outputs.picture = peaks.picture
-            let target = outputs
+            let options = try WaveformKind.inProcessOptions(request)
+            let work = try WaveformKind.work(on: asset, options: options, range: timeRange)
+            let outputs = WaveformOutputs(json: output, dat: dat, png: png)
             let result = try await runInterruptibly(
                 showingProgress: !json,
                 total: nil,
-                progress: { reader.progress },
-                cancel: { reader.cancel() }
+                progress: { work.progress },
+                cancel: { work.cancel() }
             ) {
                 try await onDedicatedThread("jobctl.waveform") { () throws(MediaError) in
-                    try reader.run(writing: target)
+                    try work.reader.run(writing: outputs)
                 }
             }
             if json {

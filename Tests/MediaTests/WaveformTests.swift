@@ -192,18 +192,16 @@ struct WaveformTests {
     @Test func pngRendering() async throws {
         let path = try await Fixtures.shared.path(.impulses)
         try await withTemporaryDirectory("waveform") { directory in
-            var outputs = WaveformOutputs(
+            let outputs = WaveformOutputs(
                 json: directory.file("a.json"),
                 dat: directory.file("a.dat"),
                 png: directory.file("w.png")
             )
-            outputs.picture.width = 300
-            outputs.picture.height = 100
-            let reader = try WaveformReader(
-                asset: try Asset(location: path),
-                options: WaveformOptions(),
-                timeRange: .all
-            )
+            var options = WaveformOptions()
+            options.png = WaveformPicture()
+            options.png?.width = 300
+            options.png?.height = 100
+            let reader = try WaveformReader(asset: try Asset(location: path), options: options, timeRange: .all)
             let result = try reader.run(writing: outputs)
             #expect(result.files.map(\.name).sorted() == ["a.dat", "a.json", "w.png"])
             let picture = try #require(try await FFProbe.probe(directory.file("w.png")).video)

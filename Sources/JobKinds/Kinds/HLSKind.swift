@@ -61,7 +61,9 @@ public enum HLSKind: FileSetKind, SplittableKind {
     }
 
     public struct Work: FileSetWork {
-        let session: LadderSession
+        /// The session itself: `jobctl hls` runs it into the directory it was given
+        /// (`run(directory:)`) rather than into files a worker stages and publishes.
+        public let session: LadderSession
 
         init(session: LadderSession) { self.session = session }
 

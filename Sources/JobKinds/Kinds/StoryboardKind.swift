@@ -52,7 +52,9 @@ public enum StoryboardKind: FileSetKind {
     }
 
     public struct Work: FileSetWork {
-        let session: StoryboardSession
+        /// The session itself: `jobctl storyboard` runs it into the directory it was given
+        /// (`run(directory:)`) rather than into files a worker stages and publishes.
+        public let session: StoryboardSession
         public var progress: Double { session.progress }
         public func cancel() { session.cancel() }
         public static let isSetFile: @Sendable (String) -> Bool = StoryboardSession.isSetFile

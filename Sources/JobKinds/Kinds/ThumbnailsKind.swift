@@ -83,7 +83,9 @@ public enum ThumbnailsKind: FileSetKind {
     }
 
     public struct Work: FileSetWork {
-        let session: ThumbnailSession
+        /// The session itself: `jobctl thumbnails` runs it into the directory it was given
+        /// (`run(directory:)`) rather than into files a worker stages and publishes.
+        public let session: ThumbnailSession
         public var progress: Double { session.progress }
         public func cancel() { session.cancel() }
         public func run(into files: StagedFiles) throws -> JSONValue {

@@ -58,10 +58,8 @@ public enum WaveformKind: FileSetKind {
         var picture = WaveformPicture()
         if let width = request.width { picture.width = width.value }
         if let height = request.height { picture.height = height.value }
-        if let color = request.color { picture.color = color.hasPrefix("#") ? String(color.dropFirst()) : color }
-        if let background = request.background {
-            picture.background = background.hasPrefix("#") ? String(background.dropFirst()) : background
-        }
+        if let color = request.color { picture.color = hex(color) }
+        if let background = request.background { picture.background = hex(background) }
         if files.contains("png") {
             options.png = picture
         } else if request.width != nil || request.height != nil || request.color != nil || request.background != nil {
@@ -73,6 +71,12 @@ public enum WaveformKind: FileSetKind {
         }
         try rules.checking(field) { () throws(MediaError) in try options.check() }
         return options
+    }
+
+    /// A colour as the picture holds it, `RRGGBB`: a request may write `#RRGGBB` (CSS's way).
+    /// The only place that knows about the `#`; `WaveformOptions.check` then wants six hex digits.
+    private static func hex(_ colour: String) -> String {
+        colour.hasPrefix("#") ? String(colour.dropFirst()) : colour
     }
 
     public static func work(on asset: Asset, options: WaveformOptions, range: TimeRange) throws(MediaError) -> Work {
@@ -90,7 +94,8 @@ public enum WaveformKind: FileSetKind {
     }
 
     public struct Work: FileSetWork {
-        let reader: WaveformReader
+        /// The reader itself, for `jobctl waveform`, which writes each file to a path of its own.
+        public let reader: WaveformReader
         public var progress: Double { reader.progress }
         public func cancel() { reader.cancel() }
         public static let isSetFile: @Sendable (String) -> Bool = {

@@ -305,7 +305,7 @@ public final class WaveformReader: @unchecked Sendable {
             try write(path) { chunk throws(MediaError) in try data.writeDat(bits: options.bits, to: chunk) }
         }
         if let path = outputs.png {
-            let picture = try WaveformRenderer.png(data, outputs.picture)
+            let picture = try WaveformRenderer.png(data, options.png ?? WaveformPicture())
             try write(path) { chunk throws(MediaError) in try chunk(picture) }
         }
         var files: [WrittenFile] = []
@@ -314,12 +314,12 @@ public final class WaveformReader: @unchecked Sendable {
     }
 }
 
-/// Where a waveform's files go (paths; at least one), and how the PNG looks.
+/// Where a waveform's files go (paths; at least one). The PNG looks as `options.png` says
+/// (the default picture without it), the same settings a job's `waveform.png` is drawn with.
 public struct WaveformOutputs: Sendable, Hashable {
     public var json: String?
     public var dat: String?
     public var png: String?
-    public var picture = WaveformPicture()
 
     public init(json: String? = nil, dat: String? = nil, png: String? = nil) {
         self.json = json

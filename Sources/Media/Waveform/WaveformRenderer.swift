@@ -57,9 +57,9 @@ enum WaveformRenderer {
         pixel[2] = color.2
     }
 
-    /// `RRGGBB` (a leading `#` allowed).
-    static func rgb(_ text: String) -> (UInt8, UInt8, UInt8)? {
-        let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
+    /// `RRGGBB`. A request may write `#RRGGBB`: `WaveformKind` drops the `#` as it reads it,
+    /// so every front end (the API, `submit`, `jobctl waveform`) reads colours by one rule.
+    static func rgb(_ hex: String) -> (UInt8, UInt8, UInt8)? {
         guard hex.count == 6, let value = UInt32(hex, radix: 16) else { return nil }
         return (UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF))
     }
