@@ -29,7 +29,7 @@ package enum CommandFailure: Error {
             }
             Terminal.printError("error: \(error.description)")
             if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
-            return ExitCode(error.code.errorCode.exitCode)
+            return ExitCode(error.code.exitCode)
         case .usage(let message):
             Terminal.printError("error: usage: \(message)")
             return ExitCode(CommandFailure.usageExitCode)
@@ -67,6 +67,6 @@ package func reportingFailures<T>(_ body: () async throws -> T) async throws -> 
         throw error.report()
     } catch let error as JobStoreError {
         Terminal.printError("error: \(error.description)")
-        throw ExitCode(error.code.errorCode.exitCode)
+        throw ExitCode(error.code.exitCode)
     }
 }

@@ -122,12 +122,12 @@ struct JobErrorTests {
 
     @Test("every store error code is one of the vocabulary's, with the exit the CLI used")
     func storeCodes() {
-        let codes: [(JobStoreError.Code, Int32)] = [
-            (.notFound, 1), (.conflict, 1), (.unavailable, 1), (.corrupt, 1), (.invalidLocation, 64),
+        let codes: [(ErrorCode, Int32)] = [
+            (.notFound, 1), (.conflict, 1), (.databaseUnavailable, 1), (.databaseCorrupt, 1), (.usage, 64),
         ]
         for (code, exit) in codes {
-            #expect(ErrorCode.vocabulary[code.errorCode] != nil, "\(code)")
-            #expect(code.errorCode.exitCode == exit, "\(code)")
+            #expect(ErrorCode.vocabulary[code] != nil, "\(code)")
+            #expect(code.exitCode == exit, "\(code)")
         }
     }
 }
