@@ -31,9 +31,12 @@ public struct ErrorCode: Hashable, Sendable, Codable, CustomStringConvertible, C
     public struct Traits: Sendable, Hashable {
         /// Whether another attempt of a job failing with it could succeed (docs/spec.md §4).
         public var retryable: Bool
-        /// The API's status for it.
+        /// The API's status for it. A refused field answers as `invalid_request` does, whatever
+        /// its code (`APIError.invalid`), and a body that is not JSON or too large has its own
+        /// (docs/api.md).
         public var httpStatus: Int
-        /// The CLI's exit status for it.
+        /// The CLI's exit status for it. A refused argument exits as `usage` does, whatever its
+        /// code (`CommandFailure.refused`).
         public var exitCode: Int32
     }
 
