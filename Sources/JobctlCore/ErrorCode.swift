@@ -2,8 +2,9 @@
 /// the API's `{"error": {"code"}}` say (docs/spec.md §4, docs/cli.md, docs/api.md). One type
 /// for all three, and the code of every error that has one (`MediaError`, `JobStoreError`,
 /// `JobError`), each code with what follows from it: whether another attempt could succeed,
-/// the HTTP status the API answers with, the exit code of the CLI. Stored and sent as its
-/// string; the wire formats are the strings.
+/// the HTTP status the API answers with, the exit code of the CLI (docs/spec.md §4's table,
+/// which a test holds this one to). Stored and sent as its string; the wire formats are the
+/// strings.
 ///
 /// A struct with static members rather than an enum: codes can be added without breaking
 /// anyone's `switch`, and a stored string this version does not know still reads (it keeps

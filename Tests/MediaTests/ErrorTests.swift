@@ -8,7 +8,7 @@ import Testing
 /// crash, never a file left at the destination (nor a temporary one beside it).
 ///
 /// A `MediaError`'s code is an `ErrorCode`, so that it is one of the vocabulary's is the
-/// compiler's to check.
+/// compiler's to check (QueueTests' `JobErrorTests` holds the vocabulary to docs/spec.md).
 @Suite("Bad input: clear errors, nothing left behind", .timeLimit(.minutes(5)))
 struct ErrorTests {
     @Test(
