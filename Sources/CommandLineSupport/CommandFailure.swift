@@ -5,19 +5,19 @@ import Media
 import Queue
 
 /// How a command ends when it cannot do its work: one line on stderr a person can act on
-/// (`error: input_not_found: /data/in.mov does not exist`) and an exit code.
+/// (`error: input_not_found: /data/in.mov does not exist`) and the exit status of its code
+/// (`ErrorCode.exitCode`: 1, 64 for errors in the arguments, 130 when interrupted).
 package enum CommandFailure: Error {
-    /// The operation failed: exit 1 (64 for errors in the arguments, 130 when interrupted).
+    /// The operation failed with a media error; an option at fault is named by its flag.
     case media(MediaError)
-    /// A usage or configuration error (`error: usage: …`): exit 64.
+    /// A usage or configuration error (`error: usage: …`).
     case usage(String)
-    /// An argument refused for a reason with its own code (`webhook_forbidden`): exit 64.
+    /// An argument refused for a reason with its own code (`webhook_forbidden`, or
+    /// `output_forbidden` for a loopback URL): a usage error, so it exits as `usage` does
+    /// whatever its code's own exit (a job failing with `output_forbidden` exits 1).
     case refused(code: ErrorCode, String)
-    /// The operation failed with `code`: exit 1.
+    /// The operation failed with `code`.
     case failed(code: ErrorCode, String)
-
-    package static let usageExitCode: Int32 = 64
-    package static let interruptedExitCode: Int32 = 130
 
     /// Prints the error and returns the exit to throw.
     package func report() -> ExitCode {
@@ -25,25 +25,24 @@ package enum CommandFailure: Error {
         case .media(let error):
             if let option = error.option {
                 Terminal.printError("error: \(error.code): \(option.flag) \(option.requirement)")
-                return ExitCode(CommandFailure.usageExitCode)
+            } else {
+                Terminal.printError("error: \(error.description)")
             }
-            Terminal.printError("error: \(error.description)")
-            if error.isCancellation { return ExitCode(CommandFailure.interruptedExitCode) }
-            return ExitCode(error.code.errorCode.exitCode)
+            return ExitCode(error.code.exitCode)
         case .usage(let message):
             Terminal.printError("error: usage: \(message)")
-            return ExitCode(CommandFailure.usageExitCode)
+            return ExitCode(ErrorCode.usage.exitCode)
         case .refused(let code, let message):
             Terminal.printError("error: \(code): \(message)")
-            return ExitCode(CommandFailure.usageExitCode)
+            return ExitCode(ErrorCode.usage.exitCode)
         case .failed(let code, let message):
             Terminal.printError("error: \(code): \(message)")
-            return .failure
+            return ExitCode(code.exitCode)
         }
     }
 }
 
-/// Runs a command body, turning our errors into their line and exit code.
+/// Runs a command body, turning our errors into their line and their code's exit status.
 package func reportingFailures<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
@@ -53,6 +52,6 @@ package func reportingFailures<T>(_ body: () async throws -> T) async throws -> 
         throw error.report()
     } catch let error as JobStoreError {
         Terminal.printError("error: \(error.description)")
-        throw ExitCode(error.code.errorCode.exitCode)
+        throw ExitCode(error.code.exitCode)
     }
 }

@@ -15,6 +15,15 @@ public struct APIError: HTTPResponseError, Sendable {
     /// The methods the path has, for 405.
     public var allow: [String]?
 
+    /// An error answered with its code's status (`ErrorCode.httpStatus`): every error but
+    /// those below.
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
+        self.init(HTTPResponse.Status(code: code.httpStatus), code, message, field: field)
+    }
+
+    /// An error answered with a status other than its code's, where docs/api.md's table has
+    /// one: `invalid_request` for a body that is not JSON or a bad header (400) or too large
+    /// (413), and Hummingbird's own refusals, which keep theirs.
     public init(_ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, field: String? = nil) {
         self.status = status
         self.code = code
@@ -22,13 +31,12 @@ public struct APIError: HTTPResponseError, Sendable {
         self.field = field
     }
 
-    /// An error answered with its code's status (`ErrorCode.httpStatus`).
-    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
-        self.init(HTTPResponse.Status(code: code.httpStatus), code, message, field: field)
-    }
-
+    /// A field refused, with the code that says why: answered as `invalid_request` is (422),
+    /// whatever that code's own status: the client is to fix the field, so an output directory
+    /// that does not exist is 422 `output_unwritable` here, though a job failing with that code
+    /// would be the server's 500.
     static func invalid(_ field: String, _ message: String, code: ErrorCode = .invalidRequest) -> APIError {
-        APIError(.unprocessableContent, code, message, field: field)
+        APIError(HTTPResponse.Status(code: ErrorCode.invalidRequest.httpStatus), code, message, field: field)
     }
 
     static let unauthorized = APIError(

@@ -1,5 +1,6 @@
-/// The one shape of jobctl's errors, as swift-nio's `FileSystemError`: a `Code` (a struct
-/// wrapping a private enum, so codes can be added without breaking anyone's `switch`), a
+/// The one shape of jobctl's errors, as swift-nio's `FileSystemError`: a code (a struct, so
+/// codes can be added without breaking anyone's `switch`: `ErrorCode`, the one vocabulary, for
+/// every error a person reads; `HTTPError` and `S3Error` wrap a private enum of their own), a
 /// message a person can act on, the error underneath (`cause`), and where it was thrown.
 ///
 /// `description` is the line the CLI prints after `error: ` (`input_not_found: /data/in.mov

@@ -1,12 +1,14 @@
 /// The vocabulary of error codes: what a job's `error.code`, the CLI's `error: CODE: …` line and
 /// the API's `{"error": {"code"}}` say (docs/spec.md §4, docs/cli.md, docs/api.md). One type
-/// for all three, each code with what follows from it: whether another attempt could succeed,
-/// the HTTP status the API answers with, the exit code of the CLI. Stored and sent as its
-/// string; the wire formats are the strings.
+/// for all three, and the code of every error that has one (`MediaError`, `JobStoreError`,
+/// `JobError`), each code with what follows from it: whether another attempt could succeed,
+/// the HTTP status the API answers with, the exit code of the CLI (docs/spec.md §4's table,
+/// which a test holds this one to). Stored and sent as its string; the wire formats are the
+/// strings.
 ///
-/// A struct with static members rather than an enum, as `MediaError.Code`: codes can be added
-/// without breaking anyone's `switch`, and a stored string this version does not know still
-/// reads (it keeps its text, and is final).
+/// A struct with static members rather than an enum: codes can be added without breaking
+/// anyone's `switch`, and a stored string this version does not know still reads (it keeps
+/// its text, and is final). Only such a reading makes a code from a string.
 public struct ErrorCode: Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
     public let rawValue: String
 
@@ -30,9 +32,12 @@ public struct ErrorCode: Hashable, Sendable, Codable, CustomStringConvertible, C
     public struct Traits: Sendable, Hashable {
         /// Whether another attempt of a job failing with it could succeed (docs/spec.md §4).
         public var retryable: Bool
-        /// The API's status for it.
+        /// The API's status for it. A refused field answers as `invalid_request` does, whatever
+        /// its code (`APIError.invalid`), and a body that is not JSON or too large has its own
+        /// (docs/api.md).
         public var httpStatus: Int
-        /// The CLI's exit status for it.
+        /// The CLI's exit status for it. A refused argument exits as `usage` does, whatever its
+        /// code (`CommandFailure.refused`).
         public var exitCode: Int32
     }
 
@@ -105,19 +110,30 @@ public struct ErrorCode: Hashable, Sendable, Codable, CustomStringConvertible, C
     public static let outputForbidden = ErrorCode(rawValue: "output_forbidden")
     public static let decodeFailed = ErrorCode(rawValue: "decode_failed")
     public static let encodeFailed = ErrorCode(rawValue: "encode_failed")
+    /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
     public static let limitExceeded = ErrorCode(rawValue: "limit_exceeded")
+    /// A request out of its domain; for a job kind's option, `MediaError.option` names it.
     public static let invalidRequest = ErrorCode(rawValue: "invalid_request")
     public static let leaseLost = ErrorCode(rawValue: "lease_lost")
     public static let workerCrashed = ErrorCode(rawValue: "worker_crashed")
     public static let webhookForbidden = ErrorCode(rawValue: "webhook_forbidden")
+    /// The database, or a row of it, is damaged (SQLite: a malformed page, not a database at
+    /// all; a job's stored options that do not read). Retrying cannot help: stop, keep a copy,
+    /// recover (docs/operations.md).
     public static let databaseCorrupt = ErrorCode(rawValue: "database_corrupt")
     public static let internalError = ErrorCode(rawValue: "internal")
+    /// Not a job's error code: the work was cancelled (status `cancelled`; the CLI exits 130).
     public static let cancelled = ErrorCode(rawValue: "cancelled")
 
     // The commands' own (docs/cli.md).
+    /// A usage or configuration error: a bad flag, a malformed `--db` location (not a
+    /// `postgres://` URL, an unknown `sslmode`): not an outage.
     public static let usage = ErrorCode(rawValue: "usage")
     public static let notFound = ErrorCode(rawValue: "not_found")
+    /// The job's status does not allow the operation (`cancel` of an ended job…);
+    /// `JobStoreError.status` says which.
     public static let conflict = ErrorCode(rawValue: "conflict")
+    /// The database cannot be opened, reached or used.
     public static let databaseUnavailable = ErrorCode(rawValue: "database_unavailable")
     public static let keyNotFound = ErrorCode(rawValue: "key_not_found")
     public static let tlsInvalid = ErrorCode(rawValue: "tls_invalid")

@@ -134,7 +134,7 @@ extension JobRole {
             self = try JSONDecoder().decode(JobRole.self, from: Data(text.utf8))
         } catch {
             throw JobStoreError(
-                .corrupt,
+                .databaseCorrupt,
                 "\(row()) has a role that cannot be read (\(error)); the row was changed outside jobctl"
             )
         }

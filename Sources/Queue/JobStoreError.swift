@@ -3,38 +3,11 @@ import JobctlCore
 
 /// Errors of the store API itself (not of jobs), in the one error shape (`CodedError`).
 public struct JobStoreError: CodedError, Sendable {
-    /// What went wrong; new codes may be added (it wraps a private enum). `description` is the
-    /// code the CLI prints (`error: database_unavailable: …`).
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case notFound = "not_found"
-            case conflict
-            case unavailable = "database_unavailable"
-            case corrupt = "database_corrupt"
-            case invalidLocation = "usage"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-        public var description: String { base.rawValue }
-        /// The code in the vocabulary every error shares.
-        public var errorCode: ErrorCode { ErrorCode(rawValue: base.rawValue) }
-
-        public static let notFound = Code(.notFound)
-        /// The job's status does not allow the operation (`cancel` of an ended job…); the
-        /// error's `status` says which.
-        public static let conflict = Code(.conflict)
-        /// The database cannot be opened or used.
-        public static let unavailable = Code(.unavailable)
-        /// The database file is damaged (SQLite: a malformed page, not a database at all).
-        /// Retrying cannot help: stop, keep a copy, recover (docs/operations.md).
-        public static let corrupt = Code(.corrupt)
-        /// The database's location is malformed (not a `postgres://` URL, an unknown
-        /// `sslmode`): a usage error, not an outage.
-        public static let invalidLocation = Code(.invalidLocation)
-    }
-
-    public var code: Code
+    /// What went wrong, in the one vocabulary: `not_found`, `conflict`, `database_unavailable`
+    /// (the database cannot be opened or used), `database_corrupt` (a damaged file or row),
+    /// `usage` (a malformed location). The CLI prints it (`error: database_unavailable: …`) and
+    /// exits with its exit status.
+    public var code: ErrorCode
     public var message: String
     /// The status that made a `conflict`.
     public var status: JobStatus?
@@ -43,7 +16,7 @@ public struct JobStoreError: CodedError, Sendable {
     public var location: ErrorLocation
 
     public init(
-        _ code: Code,
+        _ code: ErrorCode,
         _ message: String,
         status: JobStatus? = nil,
         cause: (any Error)? = nil,

@@ -5,7 +5,7 @@ extension MemoryJobStore: APIKeyStore {
     public func createAPIKey(_ key: APIKey, secretHash: String) async throws {
         try apiKeyTable.withLock { keys in
             guard keys[key.id] == nil else {
-                throw JobStoreError(.unavailable, "an API key with the id \(key.id) exists already")
+                throw JobStoreError(.databaseUnavailable, "an API key with the id \(key.id) exists already")
             }
             keys[key.id] = (key, secretHash)
         }

@@ -7,7 +7,7 @@ extension MemoryJobStore: DashboardStore {
         try dashboardTables.withLock { tables in
             tables.sessions = tables.sessions.filter { $0.value.expiresAt > session.createdAt }
             guard tables.sessions[session.idHash] == nil else {
-                throw JobStoreError(.unavailable, "a dashboard session with this id exists already")
+                throw JobStoreError(.databaseUnavailable, "a dashboard session with this id exists already")
             }
             tables.sessions[session.idHash] = session
         }

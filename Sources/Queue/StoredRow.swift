@@ -41,7 +41,10 @@ extension StoredRow {
         row: @autoclosure () -> String
     ) throws -> Value {
         guard let value = try read(column) else {
-            throw JobStoreError(.corrupt, "\(row()) has no \(column), which every row must have (the row is damaged)")
+            throw JobStoreError(
+                .databaseCorrupt,
+                "\(row()) has no \(column), which every row must have (the row is damaged)"
+            )
         }
         return value
     }

@@ -11,7 +11,7 @@ public enum StoredValue {
     ) throws -> Value where Value.RawValue == String {
         guard let value = Value(rawValue: raw) else {
             throw JobStoreError(
-                .corrupt,
+                .databaseCorrupt,
                 "\(row()) has \(column) '\(raw.prefix(40))', which this version of jobctl does not know (a newer jobctl wrote it, or the row is damaged)"
             )
         }

@@ -18,7 +18,7 @@ extension PostgresJobStore {
             let host = components.host, !host.isEmpty
         else {
             throw JobStoreError(
-                .invalidLocation,
+                .usage,
                 "\(MediaLocation.withoutCredentials(url)) is not a postgres://user:password@host:port/database URL"
             )
         }
@@ -26,7 +26,7 @@ extension PostgresJobStore {
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         if let rootCertificate = parameter("sslrootcert") {
             guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
-                throw JobStoreError(.unavailable, "sslrootcert \(rootCertificate) cannot be read")
+                throw JobStoreError(.databaseUnavailable, "sslrootcert \(rootCertificate) cannot be read")
             }
             tlsConfiguration.trustRoots = .file(rootCertificate)
         }
@@ -46,7 +46,7 @@ extension PostgresJobStore {
             tls = .require(tlsConfiguration)
         default:
             throw JobStoreError(
-                .invalidLocation,
+                .usage,
                 "sslmode=\(mode) is not one of disable, prefer, require, verify-ca, verify-full"
             )
         }

@@ -162,7 +162,7 @@ extension PostgresJobStore: DashboardStore {
                 logger: self.logger
             )
             for try await value in rows.decode(String.self) { return value }
-            throw JobStoreError(.unavailable, "the server secret \(name) was neither stored nor found")
+            throw JobStoreError(.databaseUnavailable, "the server secret \(name) was neither stored nor found")
         }
     }
 

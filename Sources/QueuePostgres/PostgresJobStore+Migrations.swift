@@ -27,7 +27,7 @@ extension PostgresJobStore {
             }
             if let unknown = applied.subtracting(Migrations.postgres.map(\.name)).sorted().first {
                 throw JobStoreError(
-                    .unavailable,
+                    .databaseUnavailable,
                     "the job database \(self.location) has migration \(unknown), from a newer jobctl; upgrade jobctl"
                 )
             }

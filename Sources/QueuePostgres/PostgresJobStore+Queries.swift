@@ -41,7 +41,10 @@ extension PostgresJobStore {
                     logger: self.logger
                 )
                 for try await row in rows { return (try Stored(row.makeRandomAccess()).job(tracks: []), true) }
-                throw JobStoreError(.unavailable, "the job database \(self.location) did not return the job it stored")
+                throw JobStoreError(
+                    .databaseUnavailable,
+                    "the job database \(self.location) did not return the job it stored"
+                )
             }
         }
         return try await transaction { connection in

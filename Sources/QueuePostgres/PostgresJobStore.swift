@@ -110,7 +110,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
         if let now { return now }
         let rows = try await connection.query("SELECT \(unescaped: Self.databaseNow)", logger: logger)
         for try await value in rows.decode(Int64.self) { return value }
-        throw JobStoreError(.unavailable, "the job database did not tell the time")
+        throw JobStoreError(.databaseUnavailable, "the job database did not tell the time")
     }
 
     // MARK: Plumbing
@@ -130,13 +130,13 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             if let closure = error.closureError as? JobStoreError { throw closure }
             let underlying = error.closureError ?? error.commitError ?? error.beginError ?? error
             throw JobStoreError(
-                .unavailable,
+                .databaseUnavailable,
                 "the job database \(location) failed: \(Self.describe(underlying))",
                 cause: underlying
             )
         } catch {
             throw JobStoreError(
-                .unavailable,
+                .databaseUnavailable,
                 "the job database \(location) failed: \(Self.describe(error))",
                 cause: error
             )
@@ -157,7 +157,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             throw error
         } catch {
             throw JobStoreError(
-                .unavailable,
+                .databaseUnavailable,
                 "the job database \(location) failed: \(Self.describe(error))",
                 cause: error
             )
@@ -214,7 +214,7 @@ public final class PostgresJobStore: JobStore, JobStoreChangeNotifying, WebhookO
             && knownDownGrace.map { ContinuousClock.now >= wait.started + min(connectionWait, $0) } == true
         guard hopeless || down || ContinuousClock.now >= wait.started + connectionWait else { return nil }
         let reason = failure?.reason ?? "no connection became free within \(connectionWait)"
-        return JobStoreError(.unavailable, "the job database \(location) cannot be reached: \(reason)")
+        return JobStoreError(.databaseUnavailable, "the job database \(location) cannot be reached: \(reason)")
     }
 
     /// PSQLError's description is deliberately generic (no secrets); take the server's message.

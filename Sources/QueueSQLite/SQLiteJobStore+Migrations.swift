@@ -27,7 +27,7 @@ extension SQLiteJobStore {
             try pool.write(adoptLegacyHistory)
             if try pool.read(migrator.hasBeenSuperseded) {
                 throw JobStoreError(
-                    .unavailable,
+                    .databaseUnavailable,
                     "the job database \(path) was migrated by a newer jobctl; upgrade jobctl"
                 )
             }

@@ -95,7 +95,7 @@ struct Stored: StoredRow {
     private func position(_ column: String) throws -> Int {
         guard let position = columns.positions[column] else {
             throw JobStoreError(
-                .corrupt,
+                .databaseCorrupt,
                 "the job database returned no column \(column) (its schema is not the one this jobctl expects)"
             )
         }

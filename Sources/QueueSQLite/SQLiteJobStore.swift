@@ -118,7 +118,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
             [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
         {
             return JobStoreError(
-                .corrupt,
+                .databaseCorrupt,
                 "the job database \(path) is damaged (\(describe(error))): stop every worker using it, keep a copy, and rebuild it with `sqlite3 \(path) .dump | sqlite3 NEW.sqlite` (docs/operations.md, \"A damaged SQLite database\")",
                 cause: error
             )
@@ -132,9 +132,9 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
                 : FileManager.default.isWritableFile(atPath: directory)
                     ? describe(error)
                     : "\(directory) is not writable by this user (SQLite needs to create its -wal and -shm files there)"
-            return JobStoreError(.unavailable, "\(what): \(reason)", cause: error)
+            return JobStoreError(.databaseUnavailable, "\(what): \(reason)", cause: error)
         }
-        return JobStoreError(.unavailable, "\(what): \(describe(error))", cause: error)
+        return JobStoreError(.databaseUnavailable, "\(what): \(describe(error))", cause: error)
     }
 
     /// SQLite keeps its write-ahead log beside the *name* a database is opened by: two hard
@@ -144,7 +144,7 @@ public final class SQLiteJobStore: JobStore, JobStoreChangeNotifying, WebhookOut
         var info = stat()
         guard stat(path, &info) == 0, info.st_nlink > 1 else { return }
         throw JobStoreError(
-            .unavailable,
+            .databaseUnavailable,
             "the job database \(path) has \(info.st_nlink) hard links: SQLite must be reached through one path on one host (its write-ahead log follows the name); remove the other links, or use PostgreSQL to share a queue between hosts"
         )
     }

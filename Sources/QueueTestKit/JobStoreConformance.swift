@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Queue
 import Testing
 
@@ -281,7 +282,7 @@ struct Harness: Sendable {
 
     /// Expects `body` to throw a `JobStoreError` with `code` (and, for a conflict, `status`).
     func expectStoreError<T>(
-        _ code: JobStoreError.Code,
+        _ code: ErrorCode,
         status: JobStatus? = nil,
         _ what: Comment,
         sourceLocation: SourceLocation = #_sourceLocation,

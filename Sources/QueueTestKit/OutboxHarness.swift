@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Queue
 import Testing
 
@@ -218,7 +219,7 @@ struct OutboxHarness: Sendable {
 
     func expectStoreError<T>(
         _ what: Comment,
-        _ code: JobStoreError.Code,
+        _ code: ErrorCode,
         sourceLocation: SourceLocation = #_sourceLocation,
         _ body: () async throws -> T
     ) async {

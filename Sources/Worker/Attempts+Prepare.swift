@@ -80,7 +80,7 @@ extension Attempts {
         case let error as MediaError where error.isCancellation: .cancelled
         case let error as MediaError:
             .failed(
-                JobError(code: error.code.errorCode, message: error.message, retryable: error.transient ? true : nil)
+                JobError(code: error.code, message: error.message, retryable: error.transient ? true : nil)
             )
         case let failure as JobError: .failed(failure)
         default: .failed(JobError(code: .internalError, message: "\(error)"))

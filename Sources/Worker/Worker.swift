@@ -162,7 +162,7 @@ final class JobClaimer: ClaimLoopDriver {
     }
 
     func classify(_ error: any Error) -> ClaimLoopStateMachine.ClaimFailure {
-        guard let error = error as? JobStoreError, error.code == .corrupt else { return .transient }
+        guard let error = error as? JobStoreError, error.code == .databaseCorrupt else { return .transient }
         databaseFault.error = error
         return .damaged
     }

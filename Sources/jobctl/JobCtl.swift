@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLineSupport
 import Foundation
+import JobctlCore
 
 @main
 struct JobCtl: AsyncParsableCommand {
@@ -39,7 +40,7 @@ struct JobCtl: AsyncParsableCommand {
         fixMmapThreshold()
         if let problem = invalidArgument() {
             Terminal.printError("error: usage: \(problem)")
-            Glibc.exit(CommandFailure.usageExitCode)
+            Glibc.exit(ErrorCode.usage.exitCode)
         }
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
@@ -56,7 +57,7 @@ struct JobCtl: AsyncParsableCommand {
             let text = message(for: error).split(whereSeparator: \.isNewline).map {
                 $0.trimmingCharacters(in: .whitespaces)
             }.filter { !$0.isEmpty }
-            if code.rawValue == CommandFailure.usageExitCode {
+            if code.rawValue == ErrorCode.usage.exitCode {
                 let command = arguments.first { !$0.hasPrefix("-") }.flatMap { name in
                     configuration.subcommands.first { $0._commandName == name }?._commandName
                 }

@@ -65,7 +65,7 @@ struct StoredValueTests {
             let read = try await store.job(job)
             Issue.record("read \(job) as \(String(describing: read?.status))")
         } catch let error as JobStoreError {
-            #expect(error.code == .corrupt)
+            #expect(error.code == .databaseCorrupt)
             #expect(error.message.contains("\(job)") && error.message.contains(value), "\(error.message)")
         }
         // The claim query does not select a row whose status it does not know; the other, of a

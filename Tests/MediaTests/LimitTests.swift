@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import MediaTestKit
 import Testing
 
@@ -14,7 +15,7 @@ struct LimitTests {
         var fixture: Fixture
         var preset: String
         var limits = ResourceLimits.default
-        var code: MediaError.Code
+        var code: ErrorCode
         var mentions: String
         var description: String { "\(fixture) \(preset)" }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import MediaTestKit
 import Testing
 
@@ -56,7 +57,7 @@ struct ManifestTests {
     static func expectRefused(
         _ manifest: String,
         _ directory: TemporaryDirectory,
-        code: MediaError.Code = .inputUnsupported,
+        code: ErrorCode = .inputUnsupported,
         mentions text: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async {

@@ -9,7 +9,7 @@ import Testing
 /// the check says so, never after its connection came; one watcher serves every wait.
 @Suite("Connection waits")
 struct ConnectionWaitsTests {
-    static let refused = JobStoreError(.unavailable, "the job database cannot be reached: connection refused")
+    static let refused = JobStoreError(.databaseUnavailable, "the job database cannot be reached: connection refused")
 
     /// Waits (up to 10 s, for a loaded machine) until `condition` holds.
     static func eventually(_ condition: () -> Bool) async throws {
@@ -47,7 +47,7 @@ struct ConnectionWaitsTests {
         let waits = ConnectionWaits { _ in nil }
         let wait = waits.begin()
         wait.fail(Self.refused)
-        wait.fail(JobStoreError(.unavailable, "a second reason"))
+        wait.fail(JobStoreError(.databaseUnavailable, "a second reason"))
         let cancelled = Mutex(false)
         wait.attach { cancelled.withLock { $0 = true } }
         #expect(cancelled.withLock { $0 })

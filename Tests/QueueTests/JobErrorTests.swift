@@ -120,14 +120,52 @@ struct JobErrorTests {
         return String(words[0]) + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 
-    @Test("every store error code is one of the vocabulary's, with the exit the CLI used")
-    func storeCodes() {
-        let codes: [(JobStoreError.Code, Int32)] = [
-            (.notFound, 1), (.conflict, 1), (.unavailable, 1), (.corrupt, 1), (.invalidLocation, 64),
+    // `MediaError`, `JobStoreError` and `JobError` carry an `ErrorCode`: that they say only
+    // codes of the vocabulary is the compiler's to check, save a code made from a string,
+    // which only reading a stored one may do (the last test).
+
+    /// docs/spec.md §4's table of codes: code → (retryable, exit, HTTP).
+    static func specTable() throws -> [String: (retryable: Bool, exit: Int32, http: Int)] {
+        let spec = try String(contentsOf: root.appendingPathComponent("docs/spec.md"), encoding: .utf8)
+        let section = try #require(spec.components(separatedBy: "**Error codes**").dropFirst().first)
+        let row = /\| `([a-z_]+)` \| (yes|no) \| (\d+) \| (\d+) \|/
+        var table: [String: (retryable: Bool, exit: Int32, http: Int)] = [:]
+        for line in section.components(separatedBy: "**Retries**")[0].split(separator: "\n") {
+            guard let match = try row.wholeMatch(in: line) else { continue }
+            #expect(table[String(match.1)] == nil, "\(match.1) is in the table twice")
+            table[String(match.1)] = (match.2 == "yes", try #require(Int32(match.3)), try #require(Int(match.4)))
+        }
+        return table
+    }
+
+    @Test("every code's retry, exit status and HTTP status are docs/spec.md §4's table's")
+    func statusesAreTheSpecTable() throws {
+        let table = try Self.specTable()
+        #expect(Set(table.keys) == Set(ErrorCode.vocabulary.keys.map(\.rawValue)))
+        for code in ErrorCode.vocabulary.keys.sorted() {
+            let documented = try #require(table[code.rawValue], "\(code) is not in docs/spec.md §4's table")
+            #expect(code.isRetryable == documented.retryable, "\(code): retryable")
+            #expect(code.exitCode == documented.exit, "\(code): exit status")
+            #expect(code.httpStatus == documented.http, "\(code): HTTP status")
+        }
+    }
+
+    @Test("a code is made from a string only where a stored one is read back")
+    func noStringBridges() throws {
+        let readers: Set = [
+            "Sources/JobctlCore/ErrorCode.swift", "Sources/Queue/StoredRow.swift",
+            "Sources/QueueSQLite/SQLiteJobStore+Graphs.swift",
         ]
-        for (code, exit) in codes {
-            #expect(ErrorCode.vocabulary[code.errorCode] != nil, "\(code)")
-            #expect(code.errorCode.exitCode == exit, "\(code)")
+        let sources = try #require(
+            FileManager.default.enumerator(atPath: Self.root.appendingPathComponent("Sources").path)
+        )
+        for case let path as String in sources where path.hasSuffix(".swift") {
+            let file = "Sources/" + path
+            let text = try String(contentsOf: Self.root.appendingPathComponent(file), encoding: .utf8)
+            #expect(
+                readers.contains(file) || !text.contains(/\bErrorCode\(rawValue:/),
+                "\(file) makes an ErrorCode from a string: use the vocabulary's member"
+            )
         }
     }
 }

@@ -43,7 +43,7 @@ struct JobRoleTests {
             let role = try JobRole(stored: text, row: "job 0193")
             Issue.record("\(text) read as \(role)")
         } catch let error as JobStoreError {
-            #expect(error.code == .corrupt && error.message.hasPrefix("job 0193 has a role"), "\(error)")
+            #expect(error.code == .databaseCorrupt && error.message.hasPrefix("job 0193 has a role"), "\(error)")
         } catch {
             Issue.record("\(text): \(error)")
         }

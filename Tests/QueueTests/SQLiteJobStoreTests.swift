@@ -84,7 +84,7 @@ struct SQLiteJobStoreTests {
             _ = try SQLiteJobStore(path: path)
             Issue.record("a database with an unknown migration was opened")
         } catch let error as JobStoreError {
-            #expect(error.code == .unavailable)
+            #expect(error.code == .databaseUnavailable)
             #expect(error.message.contains("newer jobctl"), "\(error.message)")
         }
     }
@@ -130,7 +130,7 @@ struct SQLiteJobStoreTests {
         timeout.cancel()
     }
 
-    @Test("a database that cannot be opened is .unavailable")
+    @Test("a database that cannot be opened is database_unavailable")
     func unavailable() throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -139,7 +139,7 @@ struct SQLiteJobStoreTests {
             _ = try SQLiteJobStore(path: path)
             Issue.record("opened \(path)")
         } catch let error as JobStoreError {
-            #expect(error.code == .unavailable)
+            #expect(error.code == .databaseUnavailable)
             #expect(error.message.contains(path), "the message names the file: \(error.message)")
         }
     }

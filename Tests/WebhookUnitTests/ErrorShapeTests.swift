@@ -9,14 +9,8 @@ import Testing
 struct ErrorShapeTests {
     struct DriverError: Error, CustomStringConvertible { var description: String { "connection reset by peer" } }
 
-    @Test("JobStoreError: the CLI codes, the conflict's status, the cause and location in debugDescription")
+    @Test("JobStoreError: code and message, the conflict's status, the cause and location in debugDescription")
     func jobStoreError() {
-        let codes: [(JobStoreError.Code, String)] = [
-            (.notFound, "not_found"), (.conflict, "conflict"), (.unavailable, "database_unavailable"),
-            (.corrupt, "database_corrupt"), (.invalidLocation, "usage"),
-        ]
-        for (code, text) in codes { #expect("\(code)" == text) }
-
         let conflict = JobStoreError(
             .conflict,
             "job x has already ended (completed); nothing to cancel",
@@ -26,7 +20,7 @@ struct ErrorShapeTests {
         #expect(conflict.status == .completed)
 
         let line = #line + 1
-        let failed = JobStoreError(.unavailable, "the job database failed", cause: DriverError())
+        let failed = JobStoreError(.databaseUnavailable, "the job database failed", cause: DriverError())
         #expect(failed.location.line == line)
         #expect(failed.location.file.hasSuffix("ErrorShapeTests.swift"))
         #expect(failed.debugDescription.contains("ErrorShapeTests.swift:\(line)"), "\(failed.debugDescription)")

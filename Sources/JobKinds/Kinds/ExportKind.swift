@@ -59,7 +59,7 @@ public enum ExportKind: SplittableKind {
                 preset = try rules.catalog.inlinePreset((try? JSONEncoder().encode(value)) ?? Data())
             }
         } catch {
-            throw SubmissionError(code: error.code.errorCode, field: "preset", message: error.message)
+            throw SubmissionError(code: error.code, field: "preset", message: error.message)
         }
         // Encoder settings that cost many times the CPU are the operator's to grant (an admin
         // key, a named preset in the presets file).

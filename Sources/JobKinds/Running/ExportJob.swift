@@ -72,7 +72,7 @@ struct ExportJob: PreparedJob {
             do throws(MediaError) {
                 try OutputDestination.check(paths.output, input: paths.input)
             } catch {
-                throw JobError(code: error.code.errorCode, message: error.message, retryable: false)
+                throw JobError(code: error.code, message: error.message, retryable: false)
             }
             return (paths.output, nil)
         }

@@ -263,7 +263,7 @@ extension Submission {
             case .presetUnknown, .presetIncompatible, .limitExceeded, .invalidRequest: definition.field
             default: "input"
             }
-        return SubmissionError(code: error.code.errorCode, field: field, message: message, foundInMedia: true)
+        return SubmissionError(code: error.code, field: field, message: message, foundInMedia: true)
     }
 }
 

@@ -212,7 +212,7 @@ public struct LocalInput: Sendable {
     /// the errors in `refused` refuse the submission; anything else (an encoder this host
     /// lacks but workers may have) is left for the job to report.
     public func check(
-        refusing refused: [MediaError.Code] = [.inputUnsupported, .limitExceeded, .presetUnknown],
+        refusing refused: [ErrorCode] = [.inputUnsupported, .limitExceeded, .presetUnknown],
         _ check: (Asset, TimeRange) throws(MediaError) -> Void
     ) throws(MediaError) {
         guard !MediaLocation.isRemote(location) else { return }
@@ -290,7 +290,7 @@ extension SubmissionRules {
             try check()
         } catch {
             if let option = error.option { throw invalid("\(field).\(option.field)", option.requirement) }
-            throw SubmissionError(code: error.code.errorCode, field: field, message: error.message, foundInMedia: true)
+            throw SubmissionError(code: error.code, field: field, message: error.message, foundInMedia: true)
         }
     }
 

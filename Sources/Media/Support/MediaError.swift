@@ -5,55 +5,9 @@ import JobctlCore
 /// `description` is the one line a person can act on (`input_not_found: /data/in.mov does not
 /// exist`); the FFmpeg error underneath, if any, is kept for `debugDescription` and logs.
 public struct MediaError: CodedError, Sendable {
-    /// A stable, documented error code. New codes may be added (it wraps a private enum): match
-    /// on the ones you know with `==`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
-        private enum Base: String, Sendable, Codable {
-            case inputNotFound = "input_not_found"
-            case inputUnreadable = "input_unreadable"
-            case inputUnsupported = "input_unsupported"
-            case rangeOutOfBounds = "range_out_of_bounds"
-            case presetUnknown = "preset_unknown"
-            case presetIncompatible = "preset_incompatible"
-            case outputUnwritable = "output_unwritable"
-            case outputForbidden = "output_forbidden"
-            case decodeFailed = "decode_failed"
-            case encodeFailed = "encode_failed"
-            case limitExceeded = "limit_exceeded"
-            case invalidRequest = "invalid_request"
-            case internalError = "internal"
-            case cancelled
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The code as the job JSON and the CLI write it.
-        public var rawValue: String { base.rawValue }
-        /// The code in the vocabulary every error shares.
-        public var errorCode: ErrorCode { ErrorCode(rawValue: base.rawValue) }
-        public var description: String { base.rawValue }
-
-        public static let inputNotFound = Code(.inputNotFound)
-        public static let inputUnreadable = Code(.inputUnreadable)
-        public static let inputUnsupported = Code(.inputUnsupported)
-        public static let rangeOutOfBounds = Code(.rangeOutOfBounds)
-        public static let presetUnknown = Code(.presetUnknown)
-        public static let presetIncompatible = Code(.presetIncompatible)
-        public static let outputUnwritable = Code(.outputUnwritable)
-        public static let outputForbidden = Code(.outputForbidden)
-        public static let decodeFailed = Code(.decodeFailed)
-        public static let encodeFailed = Code(.encodeFailed)
-        /// A resource limit (`ResourceLimits`): picture size, duration, tracks, output size.
-        public static let limitExceeded = Code(.limitExceeded)
-        /// A job kind's option outside its domain (`MediaError.option` names it).
-        public static let invalidRequest = Code(.invalidRequest)
-        public static let internalError = Code(.internalError)
-        /// Not an error code of docs/spec.md §4: the export was cancelled (status `cancelled`).
-        public static let cancelled = Code(.cancelled)
-    }
-
-    public var code: Code
+    /// A code of the one vocabulary (`input_not_found`…, `cancelled`): what the job JSON, the
+    /// CLI and the API say, and the exit and HTTP statuses that follow from it.
+    public var code: ErrorCode
     public var message: String
     /// What FFmpeg (or the system) said underneath, for logs.
     public var cause: (any Error)?
@@ -97,7 +51,7 @@ public struct MediaError: CodedError, Sendable {
 
     /// - Parameter detail: what FFmpeg or the system said, kept as the `cause`.
     public init(
-        _ code: Code,
+        _ code: ErrorCode,
         _ message: String,
         detail: String? = nil,
         cause: (any Error)? = nil,
