@@ -15,6 +15,7 @@ extension Checks {
         let plan: JSONValue = .array([.object(["kind": .string("thumbnails"), "output": .string("/out/t")])])
         outputs.role = .parent(.outputs(plan))
         let splitJob = try await h.handle(1).submit(split).job
+        h.clock.advance(by: .seconds(1))  // claimed first: the oldest
         let outputsJob = try await h.handle(2).submit(outputs).job
         let standalone = try await h.submit("by itself")
         #expect(standalone.role == .standalone)

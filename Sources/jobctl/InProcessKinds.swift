@@ -23,9 +23,8 @@ extension JobKindDefinition {
         do throws(SubmissionError) {
             return try options(from: request, format: format, rules: commandLineRules(catalog: catalog))
         } catch {
-            throw error.code.exitCode == CommandFailure.usageExitCode
-                ? CommandFailure.refused(code: error.code, error.message)
-                : CommandFailure.failed(code: error.code, error.message)
+            // Its code's exit status: 64 for `invalid_request`, 1 for `limit_exceeded`.
+            throw CommandFailure.failed(code: error.code, error.message)
         }
     }
 
