@@ -33,10 +33,7 @@ enum SplitJob {
 
     /// A part's file name (its child's `output`, under the parent's scratch directory).
     static func fileName(_ segment: Segment, format: ContainerFormat) -> String {
-        let container = SplitExport.container(of: segment.part, for: format)
-        return segment.part == .audio
-            ? "audio.\(container.fileExtension)"
-            : String(format: "segment-%05d.%@", segment.index, container.fileExtension)
+        PartEncode.fileName(of: segment.part, index: segment.index, for: format)
     }
 
     /// The parent's first attempt: its children, or `nil` when the export runs whole (a split

@@ -35,6 +35,16 @@ public struct PartEncode: Sendable, Equatable {
         }
     }
 
+    /// A part's file name in the scratch directory, for an export into `format`: `audio.m4a`,
+    /// `segment-00003.mp4` (the one rule for a child's output, the join's reading and
+    /// `export --split`).
+    public static func fileName(of part: ExportPart, index: Int, for format: ContainerFormat) -> String {
+        let container = SplitExport.container(of: part, for: format)
+        return part == .audio
+            ? "audio.\(container.fileExtension)"
+            : String(format: "segment-%05d.%@", index, container.fileExtension)
+    }
+
     /// Where a video segment of `range` lies in its encode (what the join drops around it);
     /// it does not depend on the post-roll.
     public static func cut(of range: TimeRange, first: Bool, preset: Preset) -> SegmentCut {

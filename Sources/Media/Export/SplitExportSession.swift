@@ -83,16 +83,12 @@ public final class SplitExportSession: Sendable {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let audioPath = (scratch as NSString).appendingPathComponent(
-            "audio.\(SplitExport.container(of: .audio, for: format).fileExtension)"
+            PartEncode.fileName(of: .audio, index: -1, for: format)
         )
         let hasAudio = preset.audio != nil && !asset.audioTracks.isEmpty
         let segmentPaths = plan.segments.map { segment in
             (scratch as NSString).appendingPathComponent(
-                String(
-                    format: "segment-%05d.%@",
-                    segment.index,
-                    SplitExport.container(of: .video, for: format).fileExtension
-                )
+                PartEncode.fileName(of: .video, index: segment.index, for: format)
             )
         }
         let total = ranges.reduce(0) { $0 + Double($1.duration ?? 0) }
