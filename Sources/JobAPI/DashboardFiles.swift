@@ -166,15 +166,10 @@ extension DashboardRoutes {
     }
 
     /// What a file is served as: media and images inline, anything else as a download; never
-    /// as a page of this origin (a sandbox with nothing allowed).
+    /// as a page of this origin (a sandbox with nothing allowed; a ladder's `player.html` is
+    /// a download here, not a page).
     static func fileHeaders(_ name: String) -> HTTPFields {
-        let types = [
-            "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "m4a": "audio/mp4",
-            "m4s": "video/iso.segment", "m3u8": "application/vnd.apple.mpegurl", "mpd": "application/dash+xml",
-            "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp",
-            "vtt": "text/vtt; charset=utf-8", "json": "application/json",
-        ]
-        let type = types[(name as NSString).pathExtension.lowercased()]
+        let type = ContentType.of(name).flatMap { $0.hasPrefix("text/html") ? nil : $0 }
         return [
             .contentType: type ?? "application/octet-stream",
             .contentDisposition: type == nil ? "attachment" : "inline",

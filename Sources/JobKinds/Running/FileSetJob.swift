@@ -170,19 +170,4 @@ struct FileSetJob: PreparedJob {
         template.replacingOccurrences(of: "{name}", with: name)
     }
 
-    static func contentType(of name: String) -> String {
-        switch (name as NSString).pathExtension.lowercased() {
-        case "jpg", "jpeg": "image/jpeg"
-        case "png": "image/png"
-        case "webp": "image/webp"
-        case "vtt": "text/vtt"
-        case "json": "application/json"
-        case "m3u8": "application/vnd.apple.mpegurl"
-        case "mpd": "application/dash+xml"
-        case "m4s": "video/iso.segment"
-        case "mp4": "video/mp4"
-        case "html": "text/html; charset=utf-8"
-        default: "application/octet-stream"
-        }
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JobctlCore
 import Media
 import Queue
 import Synchronization
@@ -118,7 +119,7 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
                         name: $0.name,
                         path: $0.temporaryPath,
                         url: FileSetJob.url(of: $0.name, in: template),
-                        contentType: FileSetJob.contentType(of: $0.name)
+                        contentType: ContentType.upload($0.name)
                     )
                 }
             } ?? []

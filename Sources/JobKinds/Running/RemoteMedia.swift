@@ -177,10 +177,6 @@ package enum RemoteMedia {
     }
 
     static func contentType(of format: ContainerFormat) -> String {
-        switch format {
-        case .mp4: return "video/mp4"
-        case .mov: return "video/quicktime"
-        case .m4a: return "audio/mp4"
-        }
+        ContentType.upload("output.\(format.fileExtension)")
     }
 }
