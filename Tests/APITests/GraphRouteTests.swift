@@ -36,6 +36,14 @@ struct GraphRouteTests {
             response = try await post(#","split":"30s","also":["thumbnails"]"#)
             #expect(Routes.errorCode(response) == ("invalid_request", "also"), "one level of graph")
             #expect(try await f.store.jobs(status: nil, limit: 10).isEmpty, "a refused request queued a job")
+            // A job's role is the server's to give: a body that claims to be a part of another's
+            // graph is a job by itself (the body's fields the API does not know are ignored).
+            response = try await post(#","role":{"child":{"part":{"part":"video","index":0}}}"#)
+            #expect(response.status == .created, "\(String(buffer: response.body))")
+            let claimed = try #require(Routes.json(response)["id"] as? String)
+            #expect(try await f.store.job(JobID(claimed))?.role == .standalone)
+            #expect(try await f.store.job(JobID(claimed))?.parent == nil)
+            _ = try await f.store.cancel(JobID(claimed))
 
             response = try await post(#","split":"30s""#)
             #expect(response.status == .created, "\(String(buffer: response.body))")
