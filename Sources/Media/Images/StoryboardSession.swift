@@ -182,11 +182,12 @@ public final class StoryboardSession: @unchecked Sendable {
             tiles: tiles
         )
         try files.write(spriteName, sprite)
-        try files.write("storyboard.vtt", Array(Self.webVTT(description, ends: duration).utf8))
+        try files.write("storyboard.vtt", Array(Self.webVTT(description, ends: duration).utf8), rank: .index)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let json = try? encoder.encode(description) else { fatalError("a storyboard description always encodes") }
-        try files.write("storyboard.json", Array(json) + [0x0A])
+        // The description is what a reader starts from: shown last (`PublishRank`).
+        try files.write("storyboard.json", Array(json) + [0x0A], rank: .entryPoint)
         return StoryboardResult(files: [], description: description, columns: columns, rows: rows)
     }
 

@@ -205,22 +205,23 @@ public final class LadderSession: @unchecked Sendable {
                     + must.map(\.description).joined(separator: "; ")
             )
         }
-        // The media first, then the playlists: a reader never finds a playlist naming a
-        // segment that is not there yet.
+        // The media first, then the playlists, the entry points last (`PublishRank`): a reader
+        // never finds a playlist naming a segment that is not there yet.
         for rendition in encoded {
             for segment in rendition.segments { try files.adopt(segment) }
             try files.adopt(rendition.initialization)
         }
         // A chunk's files are only its media: its join writes the ladder's playlists.
-        let last = part.chunk == nil ? ["manifest.mpd", "master.m3u8"] : []
-        for (name, text) in package.files.sorted(by: { $0.key < $1.key })
-        where !last.contains(name) && part.chunk == nil {
-            try files.write(name, Array(text.utf8))
+        let entryPoints = ["manifest.mpd", "master.m3u8"]
+        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where part.chunk == nil {
+            let rank: StagedFiles.PublishRank = entryPoints.contains(name) ? .entryPoint : .index
+            try files.write(name, Array(text.utf8), rank: rank)
         }
         // The input's file name only: a remote input's host and path are not for a public page.
         let title = (asset.displayName as NSString).lastPathComponent
-        if part.chunk == nil { try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8)) }
-        for name in last { if let text = package.files[name] { try files.write(name, Array(text.utf8)) } }
+        if part.chunk == nil {
+            try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8), rank: .index)
+        }
         return LadderResult(plan: plan, written: written, package: package, warnings: warnings)
     }
 

@@ -47,6 +47,23 @@ public final class StagedFiles {
         /// Where it waits: `.NAME.TAG.jobctl.tmp` in the directory.
         public var temporaryPath: String
         public var bytes: Int64
+        /// When it is shown, relative to the set's other files.
+        public var rank: PublishRank = .content
+    }
+
+    /// When a file of a set is shown (renamed into place, or uploaded), relative to the
+    /// others: every file of an earlier rank before any of a later one; within a rank, in the
+    /// order written. A reader that finds an index (a playlist) finds what it names; one that
+    /// finds the entry point (`master.m3u8`, a storyboard's description) finds the whole set.
+    public enum PublishRank: Int, Sendable, Hashable, Comparable {
+        /// Media and pictures: named by the others.
+        case content
+        /// Files that name content (a rendition's playlist, WebVTT cues, a player page).
+        case index
+        /// The file a reader starts from, shown last.
+        case entryPoint
+
+        public static func < (a: PublishRank, b: PublishRank) -> Bool { a.rawValue < b.rawValue }
     }
 
     /// Creates `directory` (and its parents) if missing, and opens it. `output_forbidden` if it
@@ -110,8 +127,10 @@ public final class StagedFiles {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"))
     }
 
-    /// What is staged so far, in the order written.
-    public var staged: [StagedFile] { files }
+    /// What is staged so far, in the order it is shown: by rank, then as written.
+    public var staged: [StagedFile] {
+        files.enumerated().sorted { ($0.element.rank, $0.offset) < ($1.element.rank, $1.offset) }.map(\.element)
+    }
 
     /// The temporary name `name` is staged under with `tag`.
     public static func temporaryName(of name: String, tag: String) -> String { ".\(name).\(tag).jobctl.tmp" }
@@ -150,7 +169,7 @@ public final class StagedFiles {
     /// shown under `name` by `commit()`, in the order of `write`s and adoptions. Counted
     /// against the budget now. `output_unwritable` if it is missing, `output_forbidden` if it
     /// is not a regular file.
-    public func adopt(_ name: String) throws(MediaError) {
+    public func adopt(_ name: String, rank: PublishRank = .content) throws(MediaError) {
         precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
         let temporaryName = Self.temporaryName(of: name, tag: tag)
         var info = stat()
@@ -165,7 +184,8 @@ public final class StagedFiles {
             StagedFile(
                 name: name,
                 temporaryPath: (directory as NSString).appendingPathComponent(temporaryName),
-                bytes: Int64(info.st_size)
+                bytes: Int64(info.st_size),
+                rank: rank
             )
         )
     }
@@ -181,15 +201,17 @@ public final class StagedFiles {
         }
     }
 
-    /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`).
-    public func write(_ name: String, _ bytes: [UInt8]) throws(MediaError) {
-        try write(name) { chunk throws(MediaError) in try chunk(bytes) }
+    /// Writes `bytes` as `name` (staged: not visible under `name` until `commit()`), shown
+    /// at `rank`.
+    public func write(_ name: String, _ bytes: [UInt8], rank: PublishRank = .content) throws(MediaError) {
+        try write(name, rank: rank) { chunk throws(MediaError) in try chunk(bytes) }
     }
 
     /// Writes `name` from pieces: `produce` hands each to the writer it is given, so a large
     /// file need not be whole in memory (staged as `write(_:_:)` is).
     public func write(
         _ name: String,
+        rank: PublishRank = .content,
         producing produce: (_ write: ([UInt8]) throws(MediaError) -> Void) throws(MediaError) -> Void
     ) throws(MediaError) {
         precondition(!finished && !name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "a staged name")
@@ -208,7 +230,8 @@ public final class StagedFiles {
             StagedFile(
                 name: name,
                 temporaryPath: (directory as NSString).appendingPathComponent(temporaryName),
-                bytes: 0
+                bytes: 0,
+                rank: rank
             )
         )
         let entry = files.count - 1
@@ -226,7 +249,7 @@ public final class StagedFiles {
         }
     }
 
-    /// Moves every staged file to its name, each flushed to disk first (here rather than as it
+    /// Moves every staged file to its name, in the order shown (`staged`), each flushed to disk first (here rather than as it
     /// is written: a cancel is not held up by a slow disk). Checks each destination again
     /// first (something may have appeared there meanwhile). Should a rename fail, the files
     /// already moved are removed again: the set stays all or none.
@@ -250,7 +273,7 @@ public final class StagedFiles {
             try OutputDestination.checkKind(in: descriptor, name: file.name, shownAs: path(of: file.name))
         }
         var written: [WrittenFile] = []
-        for file in files {
+        for file in staged {
             let temporaryName = Self.temporaryName(of: file.name, tag: tag)
             guard renameat(descriptor, temporaryName, descriptor, file.name) == 0 else {
                 let failure = unwritable(file.name, errno)
