@@ -21,7 +21,10 @@ extension SQLiteJobStore {
     /// Applies the migrations not applied yet, each in its own `IMMEDIATE` transaction. A
     /// database migrated by a newer jobctl is refused (`hasBeenSuperseded`). Processes starting
     /// together may race for the same migration: the loser's transaction fails and rolls back,
-    /// and it finds the migration applied when it looks again.
+    /// and it finds the migration applied when it looks again. It tries again for as long as
+    /// others make progress (eight processes on a new file can each lose a race per migration,
+    /// more than a fixed number of tries allowed), and gives up after 5 tries in a row in which
+    /// nothing was applied by anyone.
     static func migrate(_ pool: DatabasePool, path: String) throws {
         do {
             try pool.write(adoptLegacyHistory)
@@ -31,15 +34,18 @@ extension SQLiteJobStore {
                     "the job database \(path) was migrated by a newer jobctl; upgrade jobctl"
                 )
             }
-            var tries = 0
+            var stalled = 0
+            var applied = try pool.read(migrator.appliedIdentifiers).count
             while true {
                 do {
                     try migrator.migrate(pool)
                     return
                 } catch {
-                    tries += 1
                     if try pool.read(migrator.hasCompletedMigrations) { return }
-                    if tries == 5 { throw error }
+                    let now = try pool.read(migrator.appliedIdentifiers).count
+                    stalled = now > applied ? 0 : stalled + 1
+                    applied = now
+                    if stalled == 5 { throw error }
                 }
             }
         } catch let error as JobStoreError {
