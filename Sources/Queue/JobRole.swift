@@ -27,9 +27,6 @@ public enum JobRole: Sendable, Hashable {
         case outputs(JSONValue)
     }
 
-    /// Whether the job may fan out (its first attempt decides).
-    public var isParent: Bool { if case .parent = self { true } else { false } }
-
     /// The split a parent asked for (`nil`: not a split parent).
     public var split: JSONValue? { if case .parent(.split(let request)) = self { request } else { nil } }
 
