@@ -286,7 +286,8 @@ public struct JobView: Sendable {
                 events.append((started, "Attempt \(attempt.attempt) started on \(worker)"))
             }
             let error =
-                attempt.errorCode.map { code in ": \(code)" + (attempt.errorMessage.map { " (\($0))" } ?? "") } ?? ""
+                attempt.errorCode.map { code in ": \(code.rawValue)" + (attempt.errorMessage.map { " (\($0))" } ?? "") }
+                ?? ""
             let ended =
                 switch attempt.outcome {
                 case JobAttempt.takenOver: "Attempt \(attempt.attempt) on \(worker) lost its lease" + error

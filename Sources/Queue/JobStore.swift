@@ -253,6 +253,19 @@ public protocol QueryableJobQueue: Sendable {
     /// One trivial statement (`SELECT 1`): whether the database answers, whatever the size of
     /// the job table (health checks).
     func ping() async throws
+
+    /// How many queued jobs, due by `now`, come before `job` in claim order (higher priority,
+    /// then older, then by id): 0 when it is next. Counted up to `limit` (the count stops there).
+    /// With an `owner`, only that key's jobs are counted (a tenant must not learn the others'
+    /// volume from its place in line).
+    func queuedAhead(of job: Job, owner: String?, at now: Date, limit: Int) async throws -> Int
+
+    /// When a running job's lease ends unless its worker's heartbeat renews it (then another
+    /// worker may take the job over); `nil` for a job that is not running.
+    func leaseExpiry(of job: JobID) async throws -> Date?
+
+    /// The attempts of `job` that ended without completing it, oldest first (at most 100).
+    func attempts(of job: JobID) async throws -> [JobAttempt]
 }
 
 extension QueryableJobQueue {
@@ -286,12 +299,19 @@ public protocol JobStoreChangeNotifying: JobStore {
     func changes(wanted: @escaping @Sendable () -> StoreChange) -> ChangeFeed
 }
 
-/// Everything a job database is: the jobs (`JobStore`), its change feed, the webhook outbox
-/// and the API keys. Every store (SQLite, PostgreSQL, in memory) is all of it, so code that
-/// needs a capability asks for this type and a store missing one fails to compile, instead of
-/// a cast that fails at run time.
-public typealias JobDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore & DashboardStore
-    & FleetRecorder
+/// The queue: the jobs (`JobStore`) with their leases and graphs, its change feed, the webhook
+/// outbox and the API keys. What a worker, a webhook dispatcher and the API need.
+public typealias JobQueueDatabase = JobStore & JobStoreChangeNotifying & WebhookOutbox & APIKeyStore
+
+/// What the dashboard keeps beside the queue: its sessions and audit trail, the servers'
+/// shared secrets, the search index and the fleet's minutes (`DashboardStorageConformance`).
+public typealias DashboardStorage = DashboardStore & FleetRecorder
+
+/// Everything a job database is: the queue and the dashboard's storage. Every store (SQLite,
+/// PostgreSQL, in memory) is all of it, so code that needs a capability asks for the narrowest
+/// of these types and a store missing one fails to compile, instead of a cast that fails at
+/// run time.
+public typealias JobDatabase = JobQueueDatabase & DashboardStorage
 
 extension QueryableJobQueue {
     /// How many jobs are in each status, everybody's.

@@ -81,19 +81,9 @@ public enum JobStoreConformance {
         /// `jobs(_:)` with the dashboard's conditions: each kind of test, negated, with LIKE's
         /// special characters taken literally, with a cursor; every store as the oracle says.
         case listConditions
-        /// Dashboard sessions: created, read before and at expiry on another handle, swept when
-        /// expired, ended once.
-        case dashboardSessions
-        /// The dashboard's audit trail: newest first, of one job or all, limited.
-        case auditTrail
-        /// The fleet page's minutes: counts, wait and run percentiles and the queue recorded
-        /// from the jobs, replaced when recorded again, dropped after the retention.
-        case fleetMinutes
         /// A queued job's place in line: claim order, due jobs only, counted up to a limit; a
         /// tenant's count is of its own jobs.
         case queuedAhead
-        /// A secret the servers share: made once, whoever asks first, the same on every handle.
-        case serverSecrets
         /// Attempts that ended a job badly: queued again, taken over, cancelled, failed; not
         /// a completion.
         case attemptHistory
@@ -155,11 +145,7 @@ public enum JobStoreConformance {
             case .list: try await Checks.list(harness)
             case .listPages: try await Checks.listPages(harness)
             case .listConditions: try await Checks.listConditions(harness)
-            case .dashboardSessions: try await Checks.dashboardSessions(harness)
-            case .auditTrail: try await Checks.auditTrail(harness)
-            case .fleetMinutes: try await Checks.fleetMinutes(harness)
             case .queuedAhead: try await Checks.queuedAhead(harness)
-            case .serverSecrets: try await Checks.serverSecrets(harness)
             case .attemptHistory: try await Checks.attemptHistory(harness)
             case .apiKeys: try await Checks.apiKeys(harness)
             case .workers: try await Checks.workers(harness)
@@ -186,7 +172,11 @@ struct Harness: Sendable {
 
     static func make(_ factory: JobStoreConformance.StoreFactory) async throws -> Harness {
         let clock = TestClock()
-        let stores = try await factory(clock)
+        return try await make(clock: clock, stores: try await factory(clock))
+    }
+
+    /// The harness on `stores`, migrated; they must be handles on an empty database.
+    static func make(clock: TestClock, stores: [any JobStore]) async throws -> Harness {
         try #require(!stores.isEmpty, "the store factory returned no handle")
         for store in stores { try await store.migrate() }
         let existing = try await stores[0].jobs(status: nil, limit: 1000)

@@ -134,7 +134,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     static func withOutbox<T>(
         _ database: DatabaseOptions,
-        _ body: (any JobDatabase) async throws -> T
+        _ body: (any JobQueueDatabase) async throws -> T
     ) async throws -> T {
         try await database.withStore(body)
     }
@@ -166,7 +166,7 @@ struct WebhookOptions: ParsableArguments {
     }
 
     func dispatcher(
-        outbox: any JobDatabase,
+        outbox: any JobQueueDatabase,
         name: String,
         drainDue: Duration?,
         logger: Logger

@@ -160,7 +160,7 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     private func runWorker(
-        _ store: any JobDatabase,
+        _ store: any JobQueueDatabase,
         registry: PrometheusCollectorRegistry?,
         logger: Logger
     ) async throws {

@@ -129,7 +129,7 @@ struct DashboardPagesTests {
                 startedAt: start.addingTimeInterval(1),
                 endedAt: start.addingTimeInterval(2),
                 outcome: "unknown",
-                errorCode: "output_unwritable",
+                errorCode: .outputUnwritable,
                 errorMessage: "/out is full"
             ),
             JobAttempt(
@@ -138,7 +138,7 @@ struct DashboardPagesTests {
                 startedAt: start.addingTimeInterval(3),
                 endedAt: start.addingTimeInterval(60),
                 outcome: JobAttempt.takenOver,
-                errorCode: "lease_lost",
+                errorCode: .leaseLost,
                 errorMessage: nil
             ),
         ]
@@ -158,7 +158,7 @@ struct DashboardPagesTests {
             startedAt: start.addingTimeInterval(1),
             endedAt: start.addingTimeInterval(2),
             outcome: "failed",
-            errorCode: "input_unreadable",
+            errorCode: .inputUnreadable,
             errorMessage: "no such file"
         )
         #expect(

@@ -23,6 +23,16 @@ final class PostgresHandles: Sendable {
         return stores
     }
 
+    /// Runs `body` with a factory of four handles on a new database named after `label`.
+    static func with(
+        _ label: String,
+        _ body: (@escaping @Sendable (TestClock) async throws -> [PostgresJobStore]) async throws -> Void
+    ) async throws {
+        let handles = PostgresHandles()
+        defer { handles.close() }
+        try await body { clock in try await handles.open(label, clock: clock) }
+    }
+
     func close() {
         for run in runs.withLock({ $0 }) { run.cancel() }
     }
@@ -34,9 +44,12 @@ final class PostgresHandles: Sendable {
 struct PostgresConformanceTests {
     @Test(arguments: JobStoreConformance.Check.allCases)
     func conformance(_ check: JobStoreConformance.Check) async throws {
-        let handles = PostgresHandles()
-        defer { handles.close() }
-        try await check.run { clock in try await handles.open(check.rawValue, clock: clock) }
+        try await PostgresHandles.with(check.rawValue) { handles in try await check.run(handles) }
+    }
+
+    @Test(arguments: DashboardStorageConformance.Check.allCases)
+    func dashboard(_ check: DashboardStorageConformance.Check) async throws {
+        try await PostgresHandles.with("dash-\(check.rawValue)") { handles in try await check.run(handles) }
     }
 }
 
@@ -44,8 +57,6 @@ struct PostgresConformanceTests {
 struct PostgresWebhookOutboxTests {
     @Test(arguments: WebhookOutboxConformance.Check.allCases)
     func conformance(_ check: WebhookOutboxConformance.Check) async throws {
-        let handles = PostgresHandles()
-        defer { handles.close() }
-        try await check.run { clock in try await handles.open(check.rawValue, clock: clock) }
+        try await PostgresHandles.with(check.rawValue) { handles in try await check.run(handles) }
     }
 }

@@ -23,4 +23,12 @@ struct MemoryConformanceTests {
             return [store, store, store, store]
         }
     }
+
+    @Test(arguments: DashboardStorageConformance.Check.allCases)
+    func dashboard(_ check: DashboardStorageConformance.Check) async throws {
+        try await check.run { clock in
+            let store = MemoryJobStore(clock: clock.now)
+            return [store, store, store, store]
+        }
+    }
 }

@@ -11,14 +11,8 @@ import Testing
 struct SQLiteWebhookOutboxTests {
     @Test(arguments: WebhookOutboxConformance.Check.allCases)
     func conformance(_ check: WebhookOutboxConformance.Check) async throws {
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
-            .appendingPathComponent("jobctl-outbox-\(check.rawValue)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("jobs.sqlite").path
-
-        try await check.run { clock in
-            try (0..<4).map { _ in try SQLiteJobStore(path: path, clock: clock.now) }
+        try await SQLiteConformanceTests.withHandles("outbox-\(check.rawValue)") { handles in
+            try await check.run(handles)
         }
     }
 }
