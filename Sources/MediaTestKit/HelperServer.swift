@@ -52,6 +52,14 @@ public final class HelperServer: Sendable {
         child.signal(SIGKILL)
     }
 
+    /// Stops the server and waits until its process has ended (its port is closed then).
+    public func stopAndWait() async throws {
+        child.signal(SIGKILL)
+        guard await eventually(within: .seconds(30), { child.exit != nil }) else {
+            throw HelperServerError(script: "a helper on port \(port)", line: "did not exit after SIGKILL")
+        }
+    }
+
     deinit { child.signal(SIGKILL) }
 }
 

@@ -94,3 +94,16 @@ public func eventually(within timeout: Duration, _ condition: () async throws ->
     }
     return try await condition()
 }
+
+/// Whether `condition` holds all through `window` (checked every 10 ms; `false` as soon as it
+/// does not): for "nothing happens", a push that must wait or a watch that must not be
+/// answered, where there is no event to wait for. Time is the behaviour there, and a slow
+/// machine can only make such a check pass when it should not, never fail when it should pass.
+public func holds(for window: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let end = ContinuousClock.now + window
+    while ContinuousClock.now < end {
+        guard try await condition() else { return false }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}

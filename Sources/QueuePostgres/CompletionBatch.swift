@@ -37,6 +37,9 @@ final class CompletionBatch: Sendable {
 
     private let state = Mutex(State())
 
+    /// Completions waiting for the next batch (tests).
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+
     /// Completes through `commit`, with the completions waiting alongside. `commit` gets a
     /// batch and returns each one's outcome, in order.
     func complete(

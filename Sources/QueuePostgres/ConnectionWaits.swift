@@ -63,6 +63,9 @@ final class ConnectionWaits: Sendable {
     /// - Parameter check: whether a wait has failed: its reason, or `nil` to keep waiting.
     init(check: @escaping @Sendable (Wait) -> JobStoreError?) { self.check = check }
 
+    /// Whether the watcher runs (tests: it stops once no wait is left).
+    var isWatching: Bool { state.withLock { $0.watching } }
+
     /// Starts watching a new wait.
     func begin() -> Wait {
         let wait = Wait()

@@ -85,6 +85,23 @@ struct APILiveTests {
             )
         }
 
+        /// The event stream of `id` written to `file` as it comes, so that a test can wait for
+        /// its first event (the stream is open and watched) before it goes on; the stream's
+        /// text when the server ends it.
+        func events(_ id: String, within seconds: Int, to file: String) async throws -> (status: Int32, text: String) {
+            let result = try await ProcessRunner.run(
+                "curl",
+                curl + ["-sS", "-N", "--max-time", "\(seconds)", "-H", "Authorization: Bearer \(key)", "-o", file]
+                    + [base + "/v1/jobs/\(id)/events"]
+            )
+            return (result.status, (try? String(contentsOfFile: file, encoding: .utf8)) ?? "")
+        }
+
+        /// Whether the stream written to `file` has sent its first event.
+        static func opened(_ file: String) -> Bool {
+            (try? String(contentsOfFile: file, encoding: .utf8))?.contains("event: status") == true
+        }
+
         /// curl with the key; returns the status code and the body.
         func request(
             _ method: String,
@@ -136,8 +153,9 @@ struct APILiveTests {
         #expect(submitted.status == 201, "\(submitted.json)")
         let id = try #require(submitted.json["id"] as? String)
         // The event stream, opened before a worker runs: curl returns when the server ends it.
-        let events = Task { try await server.events(id, within: 90) }
-        try await Task.sleep(for: .milliseconds(300))
+        let eventsFile = directory.file("events.txt")
+        let events = Task { try await server.events(id, within: 90, to: eventsFile) }
+        try #require(await eventually(within: .seconds(30)) { Server.opened(eventsFile) }, "the stream never opened")
 
         let worker = try JobctlProcess(
             ["worker", "--db", db, "--name", "w", "--once", "--allow-private-webhooks"] + server.roots,
@@ -160,13 +178,13 @@ struct APILiveTests {
 
         // The stream saw the job start and end, and ended by itself.
         let stream = try await events.value
-        #expect(stream.status == 0, "curl: \(stream.stderr)")
-        let kinds = stream.stdoutText.split(separator: "\n").filter { $0.hasPrefix("event: ") }
-        let statuses = stream.stdoutText.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap {
+        #expect(stream.status == 0, "curl: \(stream.text)")
+        let kinds = stream.text.split(separator: "\n").filter { $0.hasPrefix("event: ") }
+        let statuses = stream.text.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap {
             ((try? JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8))) as? [String: Any])?["status"]
                 as? String
         }
-        #expect(kinds.first == "event: status" && statuses.first == "unknown", "\(stream.stdoutText)")
+        #expect(kinds.first == "event: status" && statuses.first == "unknown", "\(stream.text)")
         #expect(statuses.last == "completed", "\(statuses)")
         // SQLite wakes the stream at every write; PostgreSQL sends no notification for a claim,
         // so a job shorter than the 1 s tick may go from queued to completed in one event.
@@ -424,14 +442,16 @@ struct APILiveTests {
             let answer = try await server.request("GET", "/v1/jobs/\(queuedID)?wait=20s")
             return (answer.status, answer.json["status"] as? String)
         }
-        let streaming = Task { try await server.events(queuedID, within: 25) }
-        try await Task.sleep(for: .milliseconds(500))
+        let streamFile = directory.file("shutdown-events.txt")
+        let streaming = Task { try await server.events(queuedID, within: 25, to: streamFile) }
+        // The stream, asked for after the poll, has answered: the poll is in the server too.
+        try #require(await eventually(within: .seconds(20)) { Server.opened(streamFile) }, "the stream never opened")
         server.process.signal(SIGTERM)
         let answer = try await polling.value
         #expect(answer == (200, "unknown"), "\(answer)")
         // An event stream in flight is ended (its client reconnects elsewhere), not left open.
         let stream = try await streaming.value
-        #expect(stream.status == 0 && stream.stdoutText.hasPrefix("id: 1\nevent: status\n"), "\(stream.stderr)")
+        #expect(stream.status == 0 && stream.text.hasPrefix("id: 1\nevent: status\n"), "\(stream.text)")
         #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
         #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
     }

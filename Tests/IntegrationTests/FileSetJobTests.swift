@@ -372,7 +372,7 @@ struct FileSetJobTests {
         #expect(try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db]).status == 0)
         let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
         #expect(cancelled, "\(worker.log)")
-        try await Task.sleep(for: .milliseconds(500))
+        // Alive, and stops as a healthy worker does (a worker without --once never exits alone).
         #expect(worker.exited == nil, "the worker died: \(worker.log)")
         worker.signal(SIGTERM)
         #expect(try await worker.waitForExit(timeout: .seconds(30))?.status == 0, "\(worker.log)")
@@ -429,5 +429,16 @@ extension RemoteMediaTests.Setup {
     /// Every name in `directory`, hidden ones included, sorted.
     func directoryContents(_ directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+
+    /// Every webhook event the store holds, once none is waiting or being sent: after that no
+    /// request of this database reaches a receiver (a settled outbox, the signal a test of
+    /// "exactly one webhook" waits for instead of a pause).
+    func settledDeliveries(within timeout: Duration = .seconds(60)) async throws -> [WebhookDelivery] {
+        let settled = try await eventually(within: timeout) {
+            try await store.deliveries(job: nil, limit: 1000).allSatisfy { [.delivered, .failed].contains($0.status) }
+        }
+        try #require(settled, "webhooks still waiting to be sent after \(timeout)")
+        return try await store.deliveries(job: nil, limit: 1000)
     }
 }

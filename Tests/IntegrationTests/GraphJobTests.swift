@@ -56,7 +56,7 @@ struct GraphJobTests {
         #expect(outputs.allSatisfy { $0["result"] != nil && $0["result"] != .null })
 
         // Exactly one webhook, the parent's, with every result.
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await setup.settledDeliveries().map(\.jobID) == [id])
         let records = receiver.records()
         #expect(records.count == 1, "\(records.map { $0["jobId"] ?? "" })")
         let record = try #require(records.first)

@@ -274,7 +274,7 @@ struct LadderSplitTests {
         )
         #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded.stderr)")
         // The chunks are gone from the scratch directory once the ladder is shown.
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(setup.directoryContents(setup.directory.file("scratch")).isEmpty)
+        let scratch = setup.directory.file("scratch")
+        #expect(await eventually(within: .seconds(30)) { setup.directoryContents(scratch).isEmpty })
     }
 }

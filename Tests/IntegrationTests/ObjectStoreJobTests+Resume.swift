@@ -110,8 +110,11 @@ extension ObjectStoreJobTests {
         #expect(try await setup.multipartUploads().count == 1)
 
         // The first worker after the lease ran out ends the job (no attempt left); the next
-        // one's sweep finds its upload abandoned.
-        try await Task.sleep(for: .seconds(3))
+        // one's sweep finds its upload abandoned. (The killed worker's lease must have run out.)
+        let expired = try await eventually(within: .seconds(30)) {
+            try await setup.store.leaseExpiry(of: id).map { $0 < Date() } ?? true
+        }
+        #expect(expired, "the killed worker's lease never ran out")
         _ = try await setup.runWorker(Self.partEnvironment, name: "ends")
         let job = try await setup.job(id)
         #expect(

@@ -142,7 +142,8 @@ struct PostgresFleetTests {
         defer { directory.remove() }
         let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
         defer { worker.signal(SIGKILL) }
-        try await Task.sleep(for: .seconds(1))
+        // Idle: its first claim found nothing and it listens (the signal, not a pause).
+        try #require(try await eventually(within: .seconds(30)) { try await Self.listeners(url).count == 1 })
         try await expectPickupWithinASecond(url, directory, worker)
     }
 
@@ -168,18 +169,22 @@ struct PostgresFleetTests {
         #expect(pickup < 1, "picked up after \(pickup) s with a 30 s poll", sourceLocation: sourceLocation)
     }
 
+    /// The server processes of `url`'s database whose last statement was a `LISTEN`: a
+    /// worker's notification connection, open and waiting.
+    static func listeners(_ url: String) async throws -> [String] {
+        let sql =
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' ORDER BY pid"
+        let result = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", sql])
+        return result.stdoutText.split(separator: "\n").map(String.init)
+    }
+
     /// A lost notification connection (the server ends it) is logged, the worker polls once and
     /// listens again on a new connection: the next submit still wakes it within a second.
     @Test func aLostNotificationConnectionIsReopened() async throws {
         let url = try await TestPostgres.shared.freshDatabase("relisten")
         let directory = try TemporaryDirectory("relisten")
         defer { directory.remove() }
-        func listeners() async throws -> [String] {
-            let sql =
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' ORDER BY pid"
-            let result = try await ProcessRunner.check("psql", [url, "-XAtq", "-c", sql])
-            return result.stdoutText.split(separator: "\n").map(String.init)
-        }
+        func listeners() async throws -> [String] { try await Self.listeners(url) }
         let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
         defer { worker.signal(SIGKILL) }
         try #require(

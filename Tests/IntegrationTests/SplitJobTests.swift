@@ -122,7 +122,7 @@ struct SplitJobTests {
         #expect(segments.first?["seamPSNR"] == nil)
         #expect(segments.dropFirst().allSatisfy { $0["seamPSNR"]?.arrayValue?.count == 2 }, "\(segments)")
         // Exactly one webhook, the parent's; the scratch directory is empty again.
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await setup.settledDeliveries().map(\.jobID) == [id])
         #expect(receiver.records().map { $0["jobId"] as? String } == [id.rawValue])
         #expect(setup.directoryContents(setup.directory.file("scratch")).isEmpty)
         // `show` lists the children with their ranges.
@@ -202,7 +202,7 @@ struct SplitJobTests {
         )
         #expect(try await FFProbe.videoFrameTimes(output).count == frames.count)
         #expect(try await FFProbe.audioSampleCount(output) == samples)
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await setup.settledDeliveries().map(\.jobID) == [id])
         let records = receiver.records()
         #expect(records.count == 1 && records.first?["jobId"] as? String == id.rawValue, "\(records.count) webhooks")
     }

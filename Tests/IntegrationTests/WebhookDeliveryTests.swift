@@ -232,8 +232,7 @@ struct WebhookDeliveryTests {
         let probe = try await Receiver(setup.directory, name: "probe", secret: secret)
         defer { probe.stop() }
         let port = probe.port
-        probe.stop()
-        try await Task.sleep(for: .milliseconds(200))
+        try await probe.stopAndWait()
         let input = try await Fixtures.shared.path(.basic)
         let id = try await setup.submit(
             input,

@@ -205,16 +205,18 @@ struct CLITests {
                 Jobctl.path,
                 ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
             )
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !directory.contents().contains(where: { $0.hasSuffix(".tmp") }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            // Interrupted mid-encode: once its staged file has bytes in it.
+            let encoding = await eventually(within: .seconds(30)) {
+                directory.contents().contains { name in
+                    name.hasSuffix(".tmp")
+                        && ((try? FileManager.default.attributesOfItem(atPath: directory.file(name)))?[.size] as? Int
+                            ?? 0) > 0
+                }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            try #require(encoding, "no staged file: \(directory.contents())")
             let interruptedAt = ContinuousClock.now
             process.signal(SIGINT)
-            while process.exit == nil && ContinuousClock.now < interruptedAt + .seconds(30) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await eventually(within: .seconds(30)) { process.exit != nil }
             let exited = try #require(process.exit, "jobctl did not exit")
             #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
             #expect(exited.status == 130)

@@ -109,16 +109,11 @@ struct ImageCommandTests {
             func staged() -> Bool {
                 ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).contains { $0.hasSuffix(".tmp") }
             }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while !staged() && process.exit == nil && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await eventually(within: .seconds(60)) { staged() || process.exit != nil }
             try #require(process.exit == nil, "it finished before it could be interrupted")
             let interruptedAt = ContinuousClock.now
             process.signal(SIGINT)
-            while process.exit == nil && ContinuousClock.now < interruptedAt + .seconds(30) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await eventually(within: .seconds(30)) { process.exit != nil }
             let exited = try #require(process.exit, "jobctl did not exit")
             #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
             #expect(exited.status == 130)

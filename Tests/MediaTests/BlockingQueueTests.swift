@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestKit
 import Synchronization
 import Testing
 
@@ -17,14 +18,10 @@ struct BlockingQueueTests {
             pushed.store(true, ordering: .sequentiallyConsistent)
         }
         thread.start()
-        try await Task.sleep(for: .milliseconds(200))
-        let early = pushed.load(ordering: .sequentiallyConsistent)
-        #expect(!early, "6 + 6 passed a bound of 10")
+        let waits = await holds(for: .milliseconds(200)) { !pushed.load(ordering: .sequentiallyConsistent) }
+        #expect(waits, "6 + 6 passed a bound of 10")
         #expect(queue.pop() == 6)
-        for _ in 0..<100 where !pushed.load(ordering: .sequentiallyConsistent) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let late = pushed.load(ordering: .sequentiallyConsistent)
+        let late = await eventually(within: .seconds(10)) { pushed.load(ordering: .sequentiallyConsistent) }
         #expect(late, "the push did not go in once there was room")
         #expect(queue.pop() == 6)
         // Heavier than the whole bound, into an empty queue: let in, or nothing would ever move.

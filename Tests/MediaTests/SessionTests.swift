@@ -22,16 +22,6 @@ struct SessionTests {
         )
     }
 
-    /// Polls `condition` every 10 ms until it holds or `seconds` pass.
-    private func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
-
     /// Runs the export synchronously on its own thread and notes when it returns, so the
     /// measurement is the pipeline's, not the (shared, busy) test scheduler's.
     private final class BackgroundExport: Sendable {
@@ -49,7 +39,7 @@ struct SessionTests {
         try await withTemporaryDirectory("cancel") { directory in
             let session = try await session(.long, preset: "highest", output: directory.file("out.mp4"))
             let export = BackgroundExport(session)
-            #expect(try await eventually(within: 30) { session.progress > 0.05 }, "the export never got going")
+            #expect(await eventually(within: .seconds(30)) { session.progress > 0.05 }, "the export never got going")
             #expect(session.status == .reading)
             #expect(
                 directory.contents().contains { $0.hasSuffix(".jobctl.tmp") },
@@ -58,7 +48,7 @@ struct SessionTests {
 
             let cancelledAt = ContinuousClock.now
             session.cancel()
-            #expect(try await eventually(within: 30) { export.outcome.withLock { $0 != nil } })
+            #expect(await eventually(within: .seconds(30)) { export.outcome.withLock { $0 != nil } })
             let (result, finishedAt) = try #require(export.outcome.withLock { $0 })
             #expect(finishedAt - cancelledAt < .seconds(2), "cancellation took \(finishedAt - cancelledAt)")
             #expect(throws: MediaError.self) { try result.get() }
@@ -72,7 +62,7 @@ struct SessionTests {
         try await withTemporaryDirectory("task-cancel") { directory in
             let session = try await session(.long, preset: "highest", output: directory.file("out.mp4"))
             let export = Task { try await session.export() }
-            #expect(try await eventually(within: 30) { session.progress > 0.02 })
+            #expect(await eventually(within: .seconds(30)) { session.progress > 0.02 })
             export.cancel()
             let outcome = await export.result
             #expect(throws: MediaError.self) { try outcome.get() }

@@ -1,3 +1,4 @@
+import MediaTestKit
 import Queue
 import Synchronization
 import Testing
@@ -22,8 +23,11 @@ struct ChangeFeedTests {
     func termination() async throws {
         let ended = Atomic<Int>(0)
         let feed = ChangeFeed { ended.add(1, ordering: .relaxed) }
-        let consumer = Task { for await _ in feed {} }
-        try await Task.sleep(for: .milliseconds(50))
+        let received = Atomic<Int>(0)
+        let consumer = Task { for await _ in feed { received.add(1, ordering: .relaxed) } }
+        // The consumer is iterating once it has taken a change.
+        feed.send(.jobQueued)
+        #expect(await eventually(within: .seconds(10)) { received.load(ordering: .relaxed) == 1 })
         consumer.cancel()
         await consumer.value
         #expect(ended.load(ordering: .relaxed) == 1)

@@ -1,3 +1,4 @@
+import MediaTestKit
 import Queue
 import Synchronization
 import Testing
@@ -60,16 +61,12 @@ struct ClaimLoopTests {
         let running = Task { await loop.run() }
         // Two slots, six items that never end until the gate opens: only freed slots let the
         // loop claim all six.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while driver.state.withLock({ $0.reporting.count }) < 6 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(driver.state.withLock { $0.reporting.count } == 6)
+        #expect(await eventually(within: .seconds(10)) { driver.state.withLock { $0.reporting.count } == 6 })
         #expect(driver.state.withLock { $0.claims.max() ?? 0 } <= 2, "a claim asked for more than the free slots")
 
         loop.stop()
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(driver.state.withLock { $0.ended.isEmpty }, "items ended before the gate opened")
+        let waiting = await holds(for: .milliseconds(200)) { driver.state.withLock { $0.ended.isEmpty } }
+        #expect(waiting, "items ended before the gate opened")
         let returnedEarly = Task {
             await running.value
             return driver.state.withLock { $0.ended.count }

@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestKit
 import Queue
 import Synchronization
 import Testing
@@ -21,17 +22,24 @@ struct CompletionBatchTests {
     @Test func laterCompletionsShareTheNextBatch() async throws {
         let batch = CompletionBatch()
         let sizes = Mutex<[Int]>([])
+        let (entered, release) = (AsyncStream<Void>.makeStream(), AsyncStream<Void>.makeStream())
         let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
             sizes.withLock { $0.append(completions.count) }
-            try? await Task.sleep(for: .milliseconds(100))
+            if completions.contains(where: { $0.lease.token == "t0" }) {
+                entered.continuation.yield()
+                for await _ in release.stream { break }
+            }
             return completions.map { .success($0.lease.token != "t3") }
         }
         let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
             group.addTask { (0, try await batch.complete(Self.completion(0), commit: commit)) }
-            try await Task.sleep(for: .milliseconds(30))
+            // The first batch is in "the database" until the other five wait for the next.
+            for await _ in entered.stream { break }
             for index in 1..<6 {
                 group.addTask { (index, try await batch.complete(Self.completion(index), commit: commit)) }
             }
+            #expect(await eventually(within: .seconds(10)) { batch.waitingCount == 5 })
+            release.continuation.yield()
             return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
         }
         #expect(sizes.withLock { $0 } == [1, 5])

@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestKit
 import Queue
 import Synchronization
 import Testing
@@ -13,11 +14,7 @@ struct ConnectionWaitsTests {
 
     /// Waits (up to 10 s, for a loaded machine) until `condition` holds.
     static func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "timed out")
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try #require(await MediaTestKit.eventually(within: .seconds(10), condition), "timed out")
     }
 
     /// Past its deadline a wait fails once, with the check's reason, and its operation is
@@ -71,10 +68,8 @@ struct ConnectionWaitsTests {
         let checked = checks.withLock { $0 }
         #expect(Double(checked) <= rounds * 100, "\(checked) checks in \(ContinuousClock.now - started)")
         for wait in many { waits.end(wait) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.eventually { !waits.isWatching }
         let after = checks.withLock { $0 }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(checks.withLock { $0 } == after, "no checks once no wait is left")
 
         let late = waits.begin()
         try await Self.eventually { checks.withLock { $0 } > after }

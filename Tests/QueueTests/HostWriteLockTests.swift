@@ -45,8 +45,8 @@ struct HostWriteLockTests {
                 return has
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(answered.withLock { $0 } == nil, "the second writer got a turn the first still held")
+        let held = await holds(for: .milliseconds(300)) { answered.withLock { $0 } == nil }
+        #expect(held, "the second writer got a turn the first still held")
         let released = ContinuousClock.now
         first.release()
         #expect(await waiting.value, "the second writer gave up instead of taking its turn")
@@ -71,11 +71,10 @@ struct HostWriteLockTests {
             ["-c", "exec 9<>\"$1\" && flock 9 && exec sleep 60", "sh", database + "-lock"]
         )
         defer { holder.signal(SIGKILL) }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !Self.isHeld(database + "-lock") && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(Self.isHeld(database + "-lock"), "flock(1) did not take the lock")
+        #expect(
+            await eventually(within: .seconds(10)) { Self.isHeld(database + "-lock") },
+            "flock(1) did not take the lock"
+        )
 
         // The store's patience is 1 s: the first write waits that long, the next ones not at all.
         let started = ContinuousClock.now
@@ -90,11 +89,7 @@ struct HostWriteLockTests {
         _ = await holder.wait()
         let lock = HostWriteLock(databasePath: database, patience: .seconds(5))
         // The store's locking thread takes and lets go of the abandoned turn once it can.
-        var has = false
-        while !has && ContinuousClock.now < deadline + .seconds(10) {
-            has = await Self.onThread { lock.acquire() }
-            if !has { try await Task.sleep(for: .milliseconds(50)) }
-        }
+        let has = await eventually(within: .seconds(20)) { await Self.onThread { lock.acquire() } }
         #expect(has, "no turn after the holder was killed")
         lock.release()
         _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/e.mp4", preset: "low"))
