@@ -19,7 +19,7 @@ SWIFT ?= swift
 JOBCTL := .build/debug/jobctl
 DEMO := demo
 
-.PHONY: test-fuzz all deps test-deps build release demo test test-unit test-media test-integration format lint bench clean
+.PHONY: test-fuzz all deps test-deps build release demo test test-unit test-media test-integration test-timing format lint bench clean
 
 all: build
 
@@ -80,8 +80,12 @@ demo: build
 # loopback and a SeaweedFS object store (ObjectStorageTests) started for the run and stopped afterwards. The fixtures are generated first, so no
 # test's time limit pays for encoding them. Swift Testing would start every test at once; on 2
 # cores under load that starves tests of their deadlines, so at most TEST_PARALLELISM run
-# together (most tests wait on worker processes, ffmpeg or PostgreSQL).
+# together (most tests wait on worker processes, ffmpeg or PostgreSQL). Tests whose assertion
+# is about time (a stop within 2 s, a wake-up within a second) live in suites named `Timing`
+# (`SuiteTests.Timing`): the other phases skip them and test-timing runs them last, one at a
+# time, so that no other test competes with them for the cores.
 TEST_PARALLELISM ?= 3
+TIMING = /Timing/
 UNIT = ^(QueueTests|WorkerUnitTests|WebhookUnitTests|SafeHTTPTests|APITests|StreamingTests|DashboardTests)\.
 MEDIA = ^MediaTests\.
 INTEGRATION = ^(IntegrationTests|JobctlTests|ObjectStorageTests)\.
@@ -89,16 +93,19 @@ test: test-deps lint
 	scripts/check-openapi.sh
 	$(SWIFT) build --build-tests
 	.build/debug/jobctl-fixtures
-	$(MAKE) --no-print-directory test-unit test-media test-integration test-fuzz
+	$(MAKE) --no-print-directory test-unit test-media test-integration test-timing test-fuzz
 
 test-unit:
-	$(SWIFT) test --skip-build --filter '$(UNIT)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+	$(SWIFT) test --skip-build --filter '$(UNIT)' --skip '$(TIMING)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 test-media:
-	$(SWIFT) test --skip-build --filter '$(MEDIA)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+	$(SWIFT) test --skip-build --filter '$(MEDIA)' --skip '$(TIMING)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
 
 test-integration:
-	scripts/test-postgres.sh run scripts/test-s3.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+	scripts/test-postgres.sh run scripts/test-s3.sh run $(SWIFT) test --skip-build --filter '$(INTEGRATION)' --skip '$(TIMING)' --experimental-maximum-parallelization-width $(TEST_PARALLELISM)
+
+test-timing:
+	scripts/test-postgres.sh run scripts/test-s3.sh run $(SWIFT) test --skip-build --filter '$(TIMING)' --experimental-maximum-parallelization-width 1
 
 # schemathesis against a running `jobctl serve`, on SQLite and on PostgreSQL (scripts/fuzz-api.sh).
 test-fuzz:

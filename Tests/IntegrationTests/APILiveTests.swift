@@ -330,46 +330,6 @@ struct APILiveTests {
         #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
     }
 
-    /// PostgreSQL going away (a TCP proxy in front of it, killed): requests are answered 503
-    /// within seconds, not each held for the 15 s a command waits; when it is back, 200 again.
-    @Test func whilePostgreSQLIsDownRequestsFailFastAndRecover() async throws {
-        let directory = try TemporaryDirectory("api-pg-down")
-        defer { directory.remove() }
-        let database = try await TestPostgres.shared.freshDatabase("down")
-        let url = try #require(URLComponents(string: database))
-        let target = "\(url.host ?? "127.0.0.1"):\(url.port ?? 5432)"
-        var proxy = try await HelperServer(script: "tcp-proxy.py", directory, name: "proxy", ["--target", target])
-        var through = url
-        through.port = proxy.port
-        let db = try #require(through.string)
-        let server = try await Server(directory, db: db)
-        defer { server.process.signal(SIGKILL) }
-        #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
-
-        proxy.stop()
-        _ = try await server.request("GET", "/v1/jobs?limit=1")  // the pool finds its connection gone
-        for _ in 0..<4 {
-            let started = ContinuousClock.now
-            let answer = try await server.request("GET", "/v1/jobs?limit=1", timeout: 30)
-            #expect(answer.status == 503, "\(answer.json)")
-            #expect(ContinuousClock.now - started < .seconds(6), "a request waited \(ContinuousClock.now - started)")
-        }
-        proxy = try await HelperServer(
-            script: "tcp-proxy.py",
-            directory,
-            name: "proxy",
-            port: proxy.port,
-            ["--target", target]
-        )
-        defer { proxy.stop() }
-        #expect(
-            try await eventually(within: .seconds(60)) {
-                try await server.request("GET", "/v1/jobs?limit=1").status == 200
-            },
-            "the server did not come back: \(server.process.log.suffix(1500))"
-        )
-    }
-
     /// HTTP's edges over a raw socket (scripts/http-edges.py): a long poll with `Connection:
     /// close` and bytes pipelined after it still gets its answer; an event stream whose client
     /// left frees the key's watch slot at once; a body declared too large is 413 before it is
@@ -391,69 +351,6 @@ struct APILiveTests {
         let lines = result.stdoutText.split(separator: "\n").map(String.init)
         #expect(lines.count == 4, "\(result.stdoutText) \(result.stderr)")
         for line in lines { #expect(line.hasSuffix(" ok"), "\(line)") }
-    }
-
-    @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
-        let directory = try TemporaryDirectory("api-cancel")
-        defer { directory.remove() }
-        let db = directory.file("jobs.sqlite")
-        let server = try await Server(directory, db: db)
-        let input = try await server.place(.long)
-        defer { server.process.signal(SIGKILL) }
-        let worker = try JobctlProcess(
-            ["worker", "--db", db, "--name", "w"] + server.roots,
-            log: directory.file("worker.log")
-        )
-        defer { worker.signal(SIGKILL) }
-
-        let submitted = try await server.request(
-            "POST",
-            "/v1/jobs",
-            body: #"{"input":"\#(input)","output":"long.mp4","preset":"highest"}"#
-        )
-        let id = try #require(submitted.json["id"] as? String, "\(submitted)")
-        let running = await eventually(within: .seconds(30)) {
-            (try? await server.request("GET", "/v1/jobs/\(id)").json["status"] as? String) == "reading"
-        }
-        try #require(running, "the job never started: \(worker.log)")
-        let asked = ContinuousClock.now
-        let cancel = try await server.request("POST", "/v1/jobs/\(id)/cancel")
-        #expect(cancel.status == 202)
-        let ended = try await server.request("GET", "/v1/jobs/\(id)?wait=10s")
-        #expect(ended.json["status"] as? String == "cancelled", "\(ended.json)")
-        #expect(
-            ContinuousClock.now - asked < .seconds(2) + .milliseconds(500),
-            "cancel took \(ContinuousClock.now - asked)"
-        )
-        #expect(!FileManager.default.fileExists(atPath: server.output("long.mp4")), "a partial output was left")
-        #expect(try await server.request("POST", "/v1/jobs/\(id)/cancel").status == 409)
-
-        // A long poll in flight when the server is told to stop is answered, then it exits 0.
-        let queued = try await server.request(
-            "POST",
-            "/v1/jobs",
-            body: #"{"input":"https://media.example/never.mov","output":"q.mp4","preset":"low"}"#
-        )
-        let queuedID = try #require(queued.json["id"] as? String)
-        worker.signal(SIGTERM)
-        _ = try await worker.waitForExit(timeout: .seconds(30))
-        let started = ContinuousClock.now
-        let polling = Task {
-            let answer = try await server.request("GET", "/v1/jobs/\(queuedID)?wait=20s")
-            return (answer.status, answer.json["status"] as? String)
-        }
-        let streamFile = directory.file("shutdown-events.txt")
-        let streaming = Task { try await server.events(queuedID, within: 25, to: streamFile) }
-        // The stream, asked for after the poll, has answered: the poll is in the server too.
-        try #require(await eventually(within: .seconds(20)) { Server.opened(streamFile) }, "the stream never opened")
-        server.process.signal(SIGTERM)
-        let answer = try await polling.value
-        #expect(answer == (200, "unknown"), "\(answer)")
-        // An event stream in flight is ended (its client reconnects elsewhere), not left open.
-        let stream = try await streaming.value
-        #expect(stream.status == 0 && stream.text.hasPrefix("id: 1\nevent: status\n"), "\(stream.text)")
-        #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
-        #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
     }
 
     /// Long polls are parked below Hummingbird (docs/api.md): pipelining, `Connection: close`, a
@@ -498,5 +395,121 @@ struct APILiveTests {
         #expect(lines["keepalive"] == "200 200", "\(lines)")
         let body = (lines["body"] ?? "").split(separator: " ")
         #expect(body.first == "200" && (Double(body.last ?? "") ?? 0) >= 0.9, "\(lines)")
+    }
+}
+
+extension APILiveTests {
+    /// The tests of APILiveTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("HTTP API over a socket: timing", .serialized)
+    struct Timing {
+        /// PostgreSQL going away (a TCP proxy in front of it, killed): requests are answered 503
+        /// within seconds, not each held for the 15 s a command waits; when it is back, 200 again.
+        @Test func whilePostgreSQLIsDownRequestsFailFastAndRecover() async throws {
+            let directory = try TemporaryDirectory("api-pg-down")
+            defer { directory.remove() }
+            let database = try await TestPostgres.shared.freshDatabase("down")
+            let url = try #require(URLComponents(string: database))
+            let target = "\(url.host ?? "127.0.0.1"):\(url.port ?? 5432)"
+            var proxy = try await HelperServer(script: "tcp-proxy.py", directory, name: "proxy", ["--target", target])
+            var through = url
+            through.port = proxy.port
+            let db = try #require(through.string)
+            let server = try await Server(directory, db: db)
+            defer { server.process.signal(SIGKILL) }
+            #expect(try await server.request("GET", "/v1/jobs?limit=1").status == 200)
+
+            proxy.stop()
+            _ = try await server.request("GET", "/v1/jobs?limit=1")  // the pool finds its connection gone
+            for _ in 0..<4 {
+                let started = ContinuousClock.now
+                let answer = try await server.request("GET", "/v1/jobs?limit=1", timeout: 30)
+                #expect(answer.status == 503, "\(answer.json)")
+                #expect(
+                    ContinuousClock.now - started < .seconds(6),
+                    "a request waited \(ContinuousClock.now - started)"
+                )
+            }
+            proxy = try await HelperServer(
+                script: "tcp-proxy.py",
+                directory,
+                name: "proxy",
+                port: proxy.port,
+                ["--target", target]
+            )
+            defer { proxy.stop() }
+            #expect(
+                try await eventually(within: .seconds(60)) {
+                    try await server.request("GET", "/v1/jobs?limit=1").status == 200
+                },
+                "the server did not come back: \(server.process.log.suffix(1500))"
+            )
+        }
+
+        @Test func cancelOverHTTPStopsARunningJobWithinTwoSecondsAndSIGTERMAnswersTheLongPolls() async throws {
+            let directory = try TemporaryDirectory("api-cancel")
+            defer { directory.remove() }
+            let db = directory.file("jobs.sqlite")
+            let server = try await Server(directory, db: db)
+            let input = try await server.place(.long)
+            defer { server.process.signal(SIGKILL) }
+            let worker = try JobctlProcess(
+                ["worker", "--db", db, "--name", "w"] + server.roots,
+                log: directory.file("worker.log")
+            )
+            defer { worker.signal(SIGKILL) }
+
+            let submitted = try await server.request(
+                "POST",
+                "/v1/jobs",
+                body: #"{"input":"\#(input)","output":"long.mp4","preset":"highest"}"#
+            )
+            let id = try #require(submitted.json["id"] as? String, "\(submitted)")
+            let running = await eventually(within: .seconds(30)) {
+                (try? await server.request("GET", "/v1/jobs/\(id)").json["status"] as? String) == "reading"
+            }
+            try #require(running, "the job never started: \(worker.log)")
+            let asked = ContinuousClock.now
+            let cancel = try await server.request("POST", "/v1/jobs/\(id)/cancel")
+            #expect(cancel.status == 202)
+            let ended = try await server.request("GET", "/v1/jobs/\(id)?wait=10s")
+            #expect(ended.json["status"] as? String == "cancelled", "\(ended.json)")
+            #expect(
+                ContinuousClock.now - asked < .seconds(2) + .milliseconds(500),
+                "cancel took \(ContinuousClock.now - asked)"
+            )
+            #expect(!FileManager.default.fileExists(atPath: server.output("long.mp4")), "a partial output was left")
+            #expect(try await server.request("POST", "/v1/jobs/\(id)/cancel").status == 409)
+
+            // A long poll in flight when the server is told to stop is answered, then it exits 0.
+            let queued = try await server.request(
+                "POST",
+                "/v1/jobs",
+                body: #"{"input":"https://media.example/never.mov","output":"q.mp4","preset":"low"}"#
+            )
+            let queuedID = try #require(queued.json["id"] as? String)
+            worker.signal(SIGTERM)
+            _ = try await worker.waitForExit(timeout: .seconds(30))
+            let started = ContinuousClock.now
+            let polling = Task {
+                let answer = try await server.request("GET", "/v1/jobs/\(queuedID)?wait=20s")
+                return (answer.status, answer.json["status"] as? String)
+            }
+            let streamFile = directory.file("shutdown-events.txt")
+            let streaming = Task { try await server.events(queuedID, within: 25, to: streamFile) }
+            // The stream, asked for after the poll, has answered: the poll is in the server too.
+            try #require(
+                await eventually(within: .seconds(20)) { Server.opened(streamFile) },
+                "the stream never opened"
+            )
+            server.process.signal(SIGTERM)
+            let answer = try await polling.value
+            #expect(answer == (200, "unknown"), "\(answer)")
+            // An event stream in flight is ended (its client reconnects elsewhere), not left open.
+            let stream = try await streaming.value
+            #expect(stream.status == 0 && stream.text.hasPrefix("id: 1\nevent: status\n"), "\(stream.text)")
+            #expect(ContinuousClock.now - started < .seconds(10), "the long poll was not answered at shutdown")
+            #expect(try await server.process.waitForExit(timeout: .seconds(30))?.status == 0, "\(server.process.log)")
+        }
     }
 }

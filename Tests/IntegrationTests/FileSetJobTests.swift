@@ -326,30 +326,6 @@ struct FileSetJobTests {
         #expect(!setup.directory.contents().contains { $0.hasSuffix(".jobctl.tmp") })
     }
 
-    /// A storyboard reading a slow remote input is cancelled mid-run: the job is `cancelled`
-    /// within 2 s and no file appears.
-    @Test func aCancelStopsAStoryboardWithinTwoSeconds() async throws {
-        let setup = try await Setup("file-set-cancel", ["--get-rate", "300000"])
-        defer {
-            setup.directory.remove()
-            setup.server.stop()
-        }
-        let output = setup.directory.file("board")
-        let (id, worker) = try await Self.runSlowly(setup, ["--kind", "storyboard", "--tiles", "100", "-o", output])
-        defer { worker.signal(SIGKILL) }
-        try #require(
-            try await eventually(within: .seconds(60)) { try await setup.job(id).progress > 0 },
-            "the storyboard never started: \(worker.log)"
-        )
-        let asked = ContinuousClock.now
-        #expect(try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db]).status == 0)
-        let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
-        let took = ContinuousClock.now - asked
-        #expect(cancelled && took < .seconds(2), "cancelled: \(cancelled) after \(took); \(worker.log)")
-        // The directory the run created is gone again with everything in it.
-        #expect(!FileManager.default.fileExists(atPath: output), "left: \(setup.directoryContents(output))")
-    }
-
     /// Cancelled while it is still being prepared (its remote input opening slowly): the job
     /// ends `cancelled` and the worker lives on (a reader cancelled before it started used to
     /// trap).
@@ -440,5 +416,39 @@ extension RemoteMediaTests.Setup {
         }
         try #require(settled, "webhooks still waiting to be sent after \(timeout)")
         return try await store.deliveries(job: nil, limit: 1000)
+    }
+}
+
+extension FileSetJobTests {
+    /// The tests of FileSetJobTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Thumbnail, storyboard and waveform jobs: timing", .serialized)
+    struct Timing {
+        /// A storyboard reading a slow remote input is cancelled mid-run: the job is `cancelled`
+        /// within 2 s and no file appears.
+        @Test func aCancelStopsAStoryboardWithinTwoSeconds() async throws {
+            let setup = try await Setup("file-set-cancel", ["--get-rate", "300000"])
+            defer {
+                setup.directory.remove()
+                setup.server.stop()
+            }
+            let output = setup.directory.file("board")
+            let (id, worker) = try await FileSetJobTests.runSlowly(
+                setup,
+                ["--kind", "storyboard", "--tiles", "100", "-o", output]
+            )
+            defer { worker.signal(SIGKILL) }
+            try #require(
+                try await eventually(within: .seconds(60)) { try await setup.job(id).progress > 0 },
+                "the storyboard never started: \(worker.log)"
+            )
+            let asked = ContinuousClock.now
+            #expect(try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db]).status == 0)
+            let cancelled = try await eventually(within: .seconds(10)) { try await setup.job(id).status == .cancelled }
+            let took = ContinuousClock.now - asked
+            #expect(cancelled && took < .seconds(2), "cancelled: \(cancelled) after \(took); \(worker.log)")
+            // The directory the run created is gone again with everything in it.
+            #expect(!FileManager.default.fileExists(atPath: output), "left: \(setup.directoryContents(output))")
+        }
     }
 }

@@ -105,48 +105,6 @@ struct PostgresFleetTests {
         #expect(directory.contents().filter { $0.hasSuffix(".mp4") }.count == 40)
     }
 
-    /// Cancellation reaches the worker through NOTIFY: its own polling is set to a minute.
-    @Test func cancellationArrivesThroughNotify() async throws {
-        let url = try await TestPostgres.shared.freshDatabase("notify")
-        let directory = try TemporaryDirectory("notify")
-        defer { directory.remove() }
-        let input = try await Fixtures.shared.path(.long)
-        let submitted = try await Jobctl.run([
-            "submit", input, "--db", url, "--preset", "highest", "-o", directory.file("out.mp4"),
-        ])
-        try #require(submitted.status == 0, "\(submitted.stderr)")
-        let id = JobID(submitted.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
-        let worker = try JobctlProcess(
-            ["worker", "--db", url, "--cancel-poll", "60s", "--lease", "60s"],
-            log: directory.file("w.log")
-        )
-        defer { worker.signal(SIGKILL) }
-        #expect(
-            try await eventually(within: .seconds(60)) {
-                try await jobs(url).first?.status == .reading
-                    && directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }
-            }
-        )
-        let pickedUpAt = ContinuousClock.now
-        let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", url])
-        #expect(cancel.status == 0)
-        #expect(try await eventually(within: .seconds(10)) { try await jobs(url).first?.status == .cancelled })
-        #expect(ContinuousClock.now - pickedUpAt < .seconds(2), "took \(ContinuousClock.now - pickedUpAt)")
-        #expect(directory.contents().allSatisfy { !$0.hasSuffix(".tmp") && $0 != "out.mp4" })
-    }
-
-    /// An idle worker picks up a new job within milliseconds (NOTIFY), not at its next poll.
-    @Test func idleWorkerWakesOnSubmit() async throws {
-        let url = try await TestPostgres.shared.freshDatabase("wake")
-        let directory = try TemporaryDirectory("wake")
-        defer { directory.remove() }
-        let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
-        defer { worker.signal(SIGKILL) }
-        // Idle: its first claim found nothing and it listens (the signal, not a pause).
-        try #require(try await eventually(within: .seconds(30)) { try await Self.listeners(url).count == 1 })
-        try await expectPickupWithinASecond(url, directory, worker)
-    }
-
     /// Submits a short job; the worker (polling every 30 s) must have started it within a second.
     func expectPickupWithinASecond(
         _ url: String,
@@ -178,34 +136,92 @@ struct PostgresFleetTests {
         return result.stdoutText.split(separator: "\n").map(String.init)
     }
 
-    /// A lost notification connection (the server ends it) is logged, the worker polls once and
-    /// listens again on a new connection: the next submit still wakes it within a second.
-    @Test func aLostNotificationConnectionIsReopened() async throws {
-        let url = try await TestPostgres.shared.freshDatabase("relisten")
-        let directory = try TemporaryDirectory("relisten")
-        defer { directory.remove() }
-        func listeners() async throws -> [String] { try await Self.listeners(url) }
-        let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
-        defer { worker.signal(SIGKILL) }
-        try #require(
-            try await eventually(within: .seconds(10)) { try await listeners().count == 1 },
-            "one listening connection per worker"
-        )
-        let first = try await listeners()
-        let killed = try await ProcessRunner.check(
-            "psql",
-            [url, "-XAtq", "-c", "SELECT pg_terminate_backend(\(first.joined()))"]
-        )
-        #expect(killed.stdoutText.hasPrefix("t"))
-        #expect(
-            try await eventually(within: .seconds(10)) {
-                let now = try await listeners()
-                return now.count == 1 && now != first
-            },
-            "\(worker.log)"
-        )
-        #expect(worker.log.contains("polling until reconnected"), "\(worker.log)")
-        #expect(worker.exited == nil)
-        try await expectPickupWithinASecond(url, directory, worker)
+}
+
+extension PostgresFleetTests {
+    /// The tests of PostgresFleetTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("PostgreSQL fleet: timing", .serialized)
+    struct Timing {
+        let outer = PostgresFleetTests()
+
+        /// An idle worker picks up a new job within milliseconds (NOTIFY), not at its next poll.
+        @Test func idleWorkerWakesOnSubmit() async throws {
+            let url = try await TestPostgres.shared.freshDatabase("wake")
+            let directory = try TemporaryDirectory("wake")
+            defer { directory.remove() }
+            let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
+            defer { worker.signal(SIGKILL) }
+            // Idle: its first claim found nothing and it listens (the signal, not a pause).
+            let listening = try await eventually(within: .seconds(30)) {
+                try await PostgresFleetTests.listeners(url).count == 1
+            }
+            try #require(listening, "the worker never listened")
+            try await outer.expectPickupWithinASecond(url, directory, worker)
+        }
+
+        /// A lost notification connection (the server ends it) is logged, the worker polls once and
+        /// listens again on a new connection: the next submit still wakes it within a second.
+        @Test func aLostNotificationConnectionIsReopened() async throws {
+            let url = try await TestPostgres.shared.freshDatabase("relisten")
+            let directory = try TemporaryDirectory("relisten")
+            defer { directory.remove() }
+            func listeners() async throws -> [String] { try await PostgresFleetTests.listeners(url) }
+            let worker = try JobctlProcess(["worker", "--db", url, "--poll", "30s"], log: directory.file("w.log"))
+            defer { worker.signal(SIGKILL) }
+            try #require(
+                try await eventually(within: .seconds(10)) { try await listeners().count == 1 },
+                "one listening connection per worker"
+            )
+            let first = try await listeners()
+            let killed = try await ProcessRunner.check(
+                "psql",
+                [url, "-XAtq", "-c", "SELECT pg_terminate_backend(\(first.joined()))"]
+            )
+            #expect(killed.stdoutText.hasPrefix("t"))
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    let now = try await listeners()
+                    return now.count == 1 && now != first
+                },
+                "\(worker.log)"
+            )
+            #expect(worker.log.contains("polling until reconnected"), "\(worker.log)")
+            #expect(worker.exited == nil)
+            try await outer.expectPickupWithinASecond(url, directory, worker)
+        }
+
+        /// Cancellation reaches the worker through NOTIFY: its own polling is set to a minute.
+        @Test func cancellationArrivesThroughNotify() async throws {
+            let url = try await TestPostgres.shared.freshDatabase("notify")
+            let directory = try TemporaryDirectory("notify")
+            defer { directory.remove() }
+            let input = try await Fixtures.shared.path(.long)
+            let submitted = try await Jobctl.run([
+                "submit", input, "--db", url, "--preset", "highest", "-o", directory.file("out.mp4"),
+            ])
+            try #require(submitted.status == 0, "\(submitted.stderr)")
+            let id = JobID(submitted.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+            let worker = try JobctlProcess(
+                ["worker", "--db", url, "--cancel-poll", "60s", "--lease", "60s"],
+                log: directory.file("w.log")
+            )
+            defer { worker.signal(SIGKILL) }
+            #expect(
+                try await eventually(within: .seconds(60)) {
+                    try await outer.jobs(url).first?.status == .reading
+                        && directory.contents().contains { $0.hasSuffix(".jobctl.tmp") }
+                }
+            )
+            let pickedUpAt = ContinuousClock.now
+            let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", url])
+            #expect(cancel.status == 0)
+            let cancelled = try await eventually(within: .seconds(10)) {
+                try await outer.jobs(url).first?.status == .cancelled
+            }
+            #expect(cancelled)
+            #expect(ContinuousClock.now - pickedUpAt < .seconds(2), "took \(ContinuousClock.now - pickedUpAt)")
+            #expect(directory.contents().allSatisfy { !$0.hasSuffix(".tmp") && $0 != "out.mp4" })
+        }
     }
 }

@@ -207,64 +207,6 @@ struct SplitJobTests {
         #expect(records.count == 1 && records.first?["jobId"] as? String == id.rawValue, "\(records.count) webhooks")
     }
 
-    @Test func cancelReachesEverySegmentAndRetryRerunsOnlyTheUnfinished() async throws {
-        let setup = try await Setup("split-cancel")
-        defer {
-            setup.directory.remove()
-            setup.server.stop()
-        }
-        let input = try await Fixtures.shared.path(.long)
-        let output = setup.directory.file("split.mp4")
-        let id = try await setup.submit(input, ["--split", "4s", "-o", output], preset: "highest")
-        let worker = try JobctlProcess(
-            [
-                "worker", "--db", setup.db, "--name", "W", "--concurrency", "2", "--scratch",
-                setup.directory.file("scratch"), "--staging-dir", setup.staging,
-            ],
-            log: setup.directory.file("W.log")
-        )
-        defer { worker.signal(SIGKILL) }
-        // Once a segment has completed and others run, the parent is cancelled.
-        let midway = try await eventually(within: .seconds(120)) {
-            let children = try await Self.children(setup, of: id)
-            return children.contains { $0.status == .completed && ($0.childIndex ?? 0) > 0 }
-                && children.contains { $0.status == .reading }
-        }
-        try #require(midway, "no segment completed: \(worker.log)")
-        let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db])
-        #expect(cancel.status == 0, "\(cancel.stderr)")
-        let asked = ContinuousClock.now
-        #expect(try await setup.job(id).status == .cancelled, "a waiting parent ends at once")
-        let stopped = try await eventually(within: .seconds(10)) {
-            try await Self.children(setup, of: id).allSatisfy(\.status.isTerminal)
-        }
-        #expect(
-            stopped && ContinuousClock.now - asked < .seconds(3),
-            "children stopped after \(ContinuousClock.now - asked)"
-        )
-        let before = try await Self.children(setup, of: id)
-        let completed = before.filter { $0.status == .completed }
-        #expect(!completed.isEmpty && before.contains { $0.status == .cancelled })
-        #expect(!FileManager.default.fileExists(atPath: output))
-
-        // The retry reruns only what did not complete; the completed segments are not encoded again.
-        let retry = try await Jobctl.run(["retry", id.rawValue, "--db", setup.db])
-        #expect(retry.status == 0, "\(retry.stderr)")
-        let done = try await eventually(within: .seconds(180)) { try await setup.job(id).status.isTerminal }
-        try #require(done, "the retried job did not end: \(worker.log)")
-        #expect(try await setup.job(id).status == .completed)
-        let after = Dictionary(uniqueKeysWithValues: try await Self.children(setup, of: id).map { ($0.id, $0) })
-        for child in completed {
-            let again = try #require(after[child.id])
-            #expect(
-                again.attempt == child.attempt && again.finishedAt == child.finishedAt,
-                "child \(child.childIndex ?? -1) ran again"
-            )
-        }
-        #expect(after.values.allSatisfy { $0.status == .completed })
-        #expect(try await FFProbe.decodeErrors(output) == "")
-    }
-
     @Test func aDamagedSegmentIsEncodedAgainByTheJoin() async throws {
         let setup = try await Setup("split-reencode")
         defer {
@@ -371,5 +313,71 @@ struct SplitJobTests {
         #expect(children.count >= 3 && children.allSatisfy { $0.owner == owner && $0.status == .completed })
         #expect(try await FFProbe.decodeErrors(outputs + "/\(owner)/talk.low.mp4") == "")
         #expect(setup.directoryContents(outputs + "/\(owner)") == ["talk.low.mp4"], "nothing else in its directory")
+    }
+}
+
+extension SplitJobTests {
+    /// The tests of SplitJobTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Split exports on workers: timing", .serialized)
+    struct Timing {
+        @Test func cancelReachesEverySegmentAndRetryRerunsOnlyTheUnfinished() async throws {
+            let setup = try await Setup("split-cancel")
+            defer {
+                setup.directory.remove()
+                setup.server.stop()
+            }
+            let input = try await Fixtures.shared.path(.long)
+            let output = setup.directory.file("split.mp4")
+            let id = try await setup.submit(input, ["--split", "4s", "-o", output], preset: "highest")
+            let worker = try JobctlProcess(
+                [
+                    "worker", "--db", setup.db, "--name", "W", "--concurrency", "2", "--scratch",
+                    setup.directory.file("scratch"), "--staging-dir", setup.staging,
+                ],
+                log: setup.directory.file("W.log")
+            )
+            defer { worker.signal(SIGKILL) }
+            // Once a segment has completed and others run, the parent is cancelled.
+            let midway = try await eventually(within: .seconds(120)) {
+                let children = try await SplitJobTests.children(setup, of: id)
+                return children.contains { $0.status == .completed && ($0.childIndex ?? 0) > 0 }
+                    && children.contains { $0.status == .reading }
+            }
+            try #require(midway, "no segment completed: \(worker.log)")
+            let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", setup.db])
+            #expect(cancel.status == 0, "\(cancel.stderr)")
+            let asked = ContinuousClock.now
+            #expect(try await setup.job(id).status == .cancelled, "a waiting parent ends at once")
+            let stopped = try await eventually(within: .seconds(10)) {
+                try await SplitJobTests.children(setup, of: id).allSatisfy(\.status.isTerminal)
+            }
+            #expect(
+                stopped && ContinuousClock.now - asked < .seconds(3),
+                "children stopped after \(ContinuousClock.now - asked)"
+            )
+            let before = try await SplitJobTests.children(setup, of: id)
+            let completed = before.filter { $0.status == .completed }
+            #expect(!completed.isEmpty && before.contains { $0.status == .cancelled })
+            #expect(!FileManager.default.fileExists(atPath: output))
+
+            // The retry reruns only what did not complete; the completed segments are not encoded again.
+            let retry = try await Jobctl.run(["retry", id.rawValue, "--db", setup.db])
+            #expect(retry.status == 0, "\(retry.stderr)")
+            let done = try await eventually(within: .seconds(180)) { try await setup.job(id).status.isTerminal }
+            try #require(done, "the retried job did not end: \(worker.log)")
+            #expect(try await setup.job(id).status == .completed)
+            let children = try await SplitJobTests.children(setup, of: id)
+            let after = Dictionary(uniqueKeysWithValues: children.map { ($0.id, $0) })
+            for child in completed {
+                let again = try #require(after[child.id])
+                #expect(
+                    again.attempt == child.attempt && again.finishedAt == child.finishedAt,
+                    "child \(child.childIndex ?? -1) ran again"
+                )
+            }
+            #expect(after.values.allSatisfy { $0.status == .completed })
+            #expect(try await FFProbe.decodeErrors(output) == "")
+        }
     }
 }

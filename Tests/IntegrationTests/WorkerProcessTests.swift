@@ -155,32 +155,6 @@ struct WorkerProcessTests {
         #expect(try await queue.job(id).status == .unknown)
     }
 
-    @Test func cancellingARunningJobStopsItWithinTwoSeconds() async throws {
-        let queue = try Queue("cancel")
-        defer { queue.directory.remove() }
-        let input = try await Fixtures.shared.path(.long)
-        let id = try await queue.submit(input, ["--preset", "highest", "-o", queue.directory.file("out.mp4")])
-        let worker = try queue.worker("w")
-        #expect(try await queue.waitUntilExporting(id))
-        #expect(
-            try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 },
-            "progress is stored while the job runs"
-        )
-        let cancelledAt = ContinuousClock.now
-        let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", queue.db])
-        #expect(
-            cancel.status == 0 && cancel.stdoutText.contains("cancellation requested"),
-            "\(cancel.stdoutText)\(cancel.stderr)"
-        )
-        #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).status == .cancelled })
-        #expect(ContinuousClock.now - cancelledAt < .seconds(2), "cancelled after \(ContinuousClock.now - cancelledAt)")
-        #expect(queue.outputs().isEmpty, "left: \(queue.outputs())")
-        let wait = try await Jobctl.run(["wait", id.rawValue, "--db", queue.db])
-        #expect(wait.status == 3)
-        worker.signal(SIGTERM)
-        #expect(try await worker.waitForExit(timeout: .seconds(10))?.status == 0)
-    }
-
     @Test func sigtermDrainsThenHandsBackWhatIsStillRunning() async throws {
         let queue = try Queue("sigterm")
         defer { queue.directory.remove() }
@@ -418,5 +392,41 @@ struct WorkerProcessTests {
         )
         #expect(screen.stdoutText.contains("1 running, 0 queued"), "\(screen.stdoutText)")
         #expect(screen.stdoutText.contains("\(id)  [") && screen.stdoutText.contains("%"), "\(screen.stdoutText)")
+    }
+}
+
+extension WorkerProcessTests {
+    /// The tests of WorkerProcessTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Worker processes: timing", .serialized)
+    struct Timing {
+        @Test func cancellingARunningJobStopsItWithinTwoSeconds() async throws {
+            let queue = try Queue("cancel")
+            defer { queue.directory.remove() }
+            let input = try await Fixtures.shared.path(.long)
+            let id = try await queue.submit(input, ["--preset", "highest", "-o", queue.directory.file("out.mp4")])
+            let worker = try queue.worker("w")
+            #expect(try await queue.waitUntilExporting(id))
+            #expect(
+                try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 },
+                "progress is stored while the job runs"
+            )
+            let cancelledAt = ContinuousClock.now
+            let cancel = try await Jobctl.run(["cancel", id.rawValue, "--db", queue.db])
+            #expect(
+                cancel.status == 0 && cancel.stdoutText.contains("cancellation requested"),
+                "\(cancel.stdoutText)\(cancel.stderr)"
+            )
+            #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).status == .cancelled })
+            #expect(
+                ContinuousClock.now - cancelledAt < .seconds(2),
+                "cancelled after \(ContinuousClock.now - cancelledAt)"
+            )
+            #expect(queue.outputs().isEmpty, "left: \(queue.outputs())")
+            let wait = try await Jobctl.run(["wait", id.rawValue, "--db", queue.db])
+            #expect(wait.status == 3)
+            worker.signal(SIGTERM)
+            #expect(try await worker.waitForExit(timeout: .seconds(10))?.status == 0)
+        }
     }
 }

@@ -196,34 +196,6 @@ struct CLITests {
         }
     }
 
-    /// Ctrl-C: the export is cancelled, exit 130, nothing at the destination.
-    @Test func interruptCancelsAndLeavesNothing() async throws {
-        let input = try await Fixtures.shared.path(.long)
-        try await withTemporaryDirectory("sigint") { directory in
-            // Its exit is noted by its own reaper thread, not by polling from a busy test scheduler.
-            let process = try ChildProcess(
-                Jobctl.path,
-                ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
-            )
-            // Interrupted mid-encode: once its staged file has bytes in it.
-            let encoding = await eventually(within: .seconds(30)) {
-                directory.contents().contains { name in
-                    name.hasSuffix(".tmp")
-                        && ((try? FileManager.default.attributesOfItem(atPath: directory.file(name)))?[.size] as? Int
-                            ?? 0) > 0
-                }
-            }
-            try #require(encoding, "no staged file: \(directory.contents())")
-            let interruptedAt = ContinuousClock.now
-            process.signal(SIGINT)
-            _ = await eventually(within: .seconds(30)) { process.exit != nil }
-            let exited = try #require(process.exit, "jobctl did not exit")
-            #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
-            #expect(exited.status == 130)
-            #expect(directory.contents().isEmpty, "left \(directory.contents())")
-        }
-    }
-
     /// On a terminal, export draws a progress bar on stderr (`script` gives it a pseudo-TTY).
     @Test func progressBarOnATerminal() async throws {
         let input = try await Fixtures.shared.path(.long)
@@ -324,5 +296,41 @@ struct CLITests {
         let run = try #require(runs.first)
         #expect((run["submitted"] as? Int ?? 0) > 0)
         #expect((run["completedPerSecond"] as? Double ?? 0) > 0)
+    }
+}
+
+extension CLITests {
+    /// The tests of CLITests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("jobctl command line: timing", .serialized)
+    struct Timing {
+        /// Ctrl-C: the export is cancelled, exit 130, nothing at the destination.
+        @Test func interruptCancelsAndLeavesNothing() async throws {
+            let input = try await Fixtures.shared.path(.long)
+            try await withTemporaryDirectory("sigint") { directory in
+                // Its exit is noted by its own reaper thread, not by polling from a busy test scheduler.
+                let process = try ChildProcess(
+                    Jobctl.path,
+                    ["export", input, "--preset", "highest", "-o", directory.file("out.mp4")]
+                )
+                // Interrupted mid-encode: once its staged file has bytes in it.
+                let encoding = await eventually(within: .seconds(30)) {
+                    directory.contents().contains { name in
+                        name.hasSuffix(".tmp")
+                            && ((try? FileManager.default.attributesOfItem(atPath: directory.file(name)))?[.size]
+                                as? Int
+                                ?? 0) > 0
+                    }
+                }
+                try #require(encoding, "no staged file: \(directory.contents())")
+                let interruptedAt = ContinuousClock.now
+                process.signal(SIGINT)
+                _ = await eventually(within: .seconds(30)) { process.exit != nil }
+                let exited = try #require(process.exit, "jobctl did not exit")
+                #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
+                #expect(exited.status == 130)
+                #expect(directory.contents().isEmpty, "left \(directory.contents())")
+            }
+        }
     }
 }

@@ -96,35 +96,44 @@ struct ImageCommandTests {
         }
     }
 
-    /// Ctrl-C in the middle of a thousand exact thumbnails: exit 130 within 2 s, no file left,
-    /// not even a hidden temporary.
-    @Test func interruptLeavesNoImage() async throws {
-        let input = try await Fixtures.shared.path(.long)
-        try await withTemporaryDirectory("thumbs-sigint") { directory in
-            let output = directory.file("thumbs")
-            let process = try ChildProcess(
-                Jobctl.path,
-                ["thumbnails", input, "--count", "1000", "--exact", "-o", output]
-            )
-            func staged() -> Bool {
-                ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).contains { $0.hasSuffix(".tmp") }
-            }
-            _ = await eventually(within: .seconds(60)) { staged() || process.exit != nil }
-            try #require(process.exit == nil, "it finished before it could be interrupted")
-            let interruptedAt = ContinuousClock.now
-            process.signal(SIGINT)
-            _ = await eventually(within: .seconds(30)) { process.exit != nil }
-            let exited = try #require(process.exit, "jobctl did not exit")
-            #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
-            #expect(exited.status == 130)
-            let left = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []
-            #expect(left.isEmpty, "left \(left)")
-        }
-    }
-
     @Test(arguments: ["thumbnails", "storyboard", "waveform"])
     func helpExplains(command: String) async throws {
         let result = try await Jobctl.run([command, "--help"])
         #expect(result.status == 0 && result.stdoutText.contains("Examples:"))
+    }
+}
+
+extension ImageCommandTests {
+    /// The tests of ImageCommandTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Image and waveform commands: timing", .serialized)
+    struct Timing {
+        /// Ctrl-C in the middle of a thousand exact thumbnails: exit 130 within 2 s, no file left,
+        /// not even a hidden temporary.
+        @Test func interruptLeavesNoImage() async throws {
+            let input = try await Fixtures.shared.path(.long)
+            try await withTemporaryDirectory("thumbs-sigint") { directory in
+                let output = directory.file("thumbs")
+                let process = try ChildProcess(
+                    Jobctl.path,
+                    ["thumbnails", input, "--count", "1000", "--exact", "-o", output]
+                )
+                func staged() -> Bool {
+                    ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).contains {
+                        $0.hasSuffix(".tmp")
+                    }
+                }
+                _ = await eventually(within: .seconds(60)) { staged() || process.exit != nil }
+                try #require(process.exit == nil, "it finished before it could be interrupted")
+                let interruptedAt = ContinuousClock.now
+                process.signal(SIGINT)
+                _ = await eventually(within: .seconds(30)) { process.exit != nil }
+                let exited = try #require(process.exit, "jobctl did not exit")
+                #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
+                #expect(exited.status == 130)
+                let left = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []
+                #expect(left.isEmpty, "left \(left)")
+            }
+        }
     }
 }

@@ -32,11 +32,13 @@ struct CompletionBatchTests {
             return completions.map { .success($0.lease.token != "t3") }
         }
         let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
-            group.addTask { (0, try await batch.complete(Self.completion(0), commit: commit)) }
+            group.addTask { (0, try await batch.complete(CompletionBatchTests.completion(0), commit: commit)) }
             // The first batch is in "the database" until the other five wait for the next.
             for await _ in entered.stream { break }
             for index in 1..<6 {
-                group.addTask { (index, try await batch.complete(Self.completion(index), commit: commit)) }
+                group.addTask {
+                    (index, try await batch.complete(CompletionBatchTests.completion(index), commit: commit))
+                }
             }
             #expect(await eventually(within: .seconds(10)) { batch.waitingCount == 5 })
             release.continuation.yield()
@@ -46,28 +48,36 @@ struct CompletionBatchTests {
         #expect(outcomes == [0: true, 1: true, 2: true, 3: false, 4: true, 5: true])
     }
 
-    /// A batch that does not come back (a hung connection) holds up only itself: a completion
-    /// arriving after `stallAfter` is sent by another flusher.
-    @Test func aStalledBatchHoldsUpOnlyItself() async throws {
-        let batch = CompletionBatch()
-        let release = AsyncStream<Void>.makeStream()
-        let entered = AsyncStream<Void>.makeStream()
-        let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
-            if completions.contains(where: { $0.lease.token == "t0" }) {
-                entered.continuation.yield()
-                for await _ in release.stream { break }
+}
+
+extension CompletionBatchTests {
+    /// The tests of CompletionBatchTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Completion batches: timing", .serialized)
+    struct Timing {
+        /// A batch that does not come back (a hung connection) holds up only itself: a completion
+        /// arriving after `stallAfter` is sent by another flusher.
+        @Test func aStalledBatchHoldsUpOnlyItself() async throws {
+            let batch = CompletionBatch()
+            let release = AsyncStream<Void>.makeStream()
+            let entered = AsyncStream<Void>.makeStream()
+            let commit: @Sendable ([CompletionBatch.Completion]) async -> [Result<Bool, any Error>] = { completions in
+                if completions.contains(where: { $0.lease.token == "t0" }) {
+                    entered.continuation.yield()
+                    for await _ in release.stream { break }
+                }
+                return completions.map { _ in .success(true) }
             }
-            return completions.map { _ in .success(true) }
+            let stuck = Task { try await batch.complete(CompletionBatchTests.completion(0), commit: commit) }
+            // Timed from the moment the batch is in "the database" (a busy test run may start the
+            // task late; timed from its creation, the second completion could join the stuck one).
+            for await _ in entered.stream { break }
+            try await Task.sleep(for: CompletionBatch.stallAfter + .milliseconds(300))
+            let started = ContinuousClock.now
+            #expect(try await batch.complete(CompletionBatchTests.completion(1), commit: commit))
+            #expect(ContinuousClock.now - started < .seconds(1))
+            release.continuation.yield()
+            #expect(try await stuck.value)
         }
-        let stuck = Task { try await batch.complete(Self.completion(0), commit: commit) }
-        // Timed from the moment the batch is in "the database" (a busy test run may start the
-        // task late; timed from its creation, the second completion could join the stuck one).
-        for await _ in entered.stream { break }
-        try await Task.sleep(for: CompletionBatch.stallAfter + .milliseconds(300))
-        let started = ContinuousClock.now
-        #expect(try await batch.complete(Self.completion(1), commit: commit))
-        #expect(ContinuousClock.now - started < .seconds(1))
-        release.continuation.yield()
-        #expect(try await stuck.value)
     }
 }

@@ -52,29 +52,6 @@ struct ConnectionWaitsTests {
         waits.end(wait)
     }
 
-    /// Many waits at once are checked by one watcher, which stops when none is left and
-    /// starts again for the next.
-    @Test func oneWatcherServesManyWaitsAndStopsWhenNoneIsLeft() async throws {
-        let checks = Mutex(0)
-        let waits = ConnectionWaits { _ in
-            checks.withLock { $0 += 1 }
-            return nil
-        }
-        let started = ContinuousClock.now
-        let many = (0..<100).map { _ in waits.begin() }
-        try await Self.eventually { checks.withLock { $0 } >= 100 }
-        // Rounds of 100 checks every 100 ms, not a sleeping task per wait.
-        let rounds = (ContinuousClock.now - started) / .milliseconds(100) + 2
-        let checked = checks.withLock { $0 }
-        #expect(Double(checked) <= rounds * 100, "\(checked) checks in \(ContinuousClock.now - started)")
-        for wait in many { waits.end(wait) }
-        try await Self.eventually { !waits.isWatching }
-        let after = checks.withLock { $0 }
-
-        let late = waits.begin()
-        try await Self.eventually { checks.withLock { $0 } > after }
-        waits.end(late)
-    }
 }
 
 /// The shortcuts on a busy worker's path give what the general code gives.
@@ -142,5 +119,36 @@ struct StoredShortcutTests {
         }
         #expect(ClaimedJob.inClaimOrder(jobs).map(\.job.id) == jobs.sorted(by: ClaimedJob.claimOrder).map(\.job.id))
         #expect(ClaimedJob.inClaimOrder([]).isEmpty)
+    }
+}
+
+extension ConnectionWaitsTests {
+    /// The tests of ConnectionWaitsTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Connection waits: timing", .serialized)
+    struct Timing {
+        /// Many waits at once are checked by one watcher, which stops when none is left and
+        /// starts again for the next.
+        @Test func oneWatcherServesManyWaitsAndStopsWhenNoneIsLeft() async throws {
+            let checks = Mutex(0)
+            let waits = ConnectionWaits { _ in
+                checks.withLock { $0 += 1 }
+                return nil
+            }
+            let started = ContinuousClock.now
+            let many = (0..<100).map { _ in waits.begin() }
+            try await ConnectionWaitsTests.eventually { checks.withLock { $0 } >= 100 }
+            // Rounds of 100 checks every 100 ms, not a sleeping task per wait.
+            let rounds = (ContinuousClock.now - started) / .milliseconds(100) + 2
+            let checked = checks.withLock { $0 }
+            #expect(Double(checked) <= rounds * 100, "\(checked) checks in \(ContinuousClock.now - started)")
+            for wait in many { waits.end(wait) }
+            try await ConnectionWaitsTests.eventually { !waits.isWatching }
+            let after = checks.withLock { $0 }
+
+            let late = waits.begin()
+            try await ConnectionWaitsTests.eventually { checks.withLock { $0 } > after }
+            waits.end(late)
+        }
     }
 }

@@ -28,73 +28,6 @@ struct HostWriteLockTests {
         }
     }
 
-    @Test("two writers of one database take turns: the second gets its turn the moment the first lets go")
-    func turns() async throws {
-        let directory = try TemporaryDirectory("turns")
-        defer { directory.remove() }
-        let database = directory.file("jobs.sqlite")
-        _ = FileManager.default.createFile(atPath: database, contents: nil)
-        let first = HostWriteLock(databasePath: database, patience: .seconds(20))
-        let second = HostWriteLock(databasePath: database, patience: .seconds(20))
-        #expect(first.acquire())
-        let answered = Mutex<ContinuousClock.Instant?>(nil)
-        let waiting = Task {
-            await Self.onThread {
-                let has = second.acquire()
-                answered.withLock { $0 = .now }
-                return has
-            }
-        }
-        let held = await holds(for: .milliseconds(300)) { answered.withLock { $0 } == nil }
-        #expect(held, "the second writer got a turn the first still held")
-        let released = ContinuousClock.now
-        first.release()
-        #expect(await waiting.value, "the second writer gave up instead of taking its turn")
-        let after = try #require(answered.withLock { $0 }) - released
-        #expect(after < .seconds(5), "the turn took \(after) to pass on")
-        second.release()
-        #expect(!Self.isHeld(database + "-lock"))
-    }
-
-    @Test(
-        "a holder that never lets go (another process) is waited for only `patience`; writes go on without turns, and turns come back once it is killed"
-    )
-    func stuckHolder() async throws {
-        let directory = try TemporaryDirectory("stuck")
-        defer { directory.remove() }
-        let database = directory.file("jobs.sqlite")
-        let store = try SQLiteJobStore(path: database)
-        _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low"))
-        // One process that takes the lock and sleeps holding it (exec: killing it lets go).
-        let holder = try ChildProcess(
-            "sh",
-            ["-c", "exec 9<>\"$1\" && flock 9 && exec sleep 60", "sh", database + "-lock"]
-        )
-        defer { holder.signal(SIGKILL) }
-        #expect(
-            await eventually(within: .seconds(10)) { Self.isHeld(database + "-lock") },
-            "flock(1) did not take the lock"
-        )
-
-        // The store's patience is 1 s: the first write waits that long, the next ones not at all.
-        let started = ContinuousClock.now
-        for name in ["b", "c", "d"] {
-            _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/\(name).mp4", preset: "low"))
-        }
-        let took = ContinuousClock.now - started
-        #expect(took < .seconds(4), "three submits behind a stuck lock holder took \(took)")
-        #expect(try await store.jobs(status: nil, limit: 100).count == 4)
-
-        holder.signal(SIGKILL)
-        _ = await holder.wait()
-        let lock = HostWriteLock(databasePath: database, patience: .seconds(5))
-        // The store's locking thread takes and lets go of the abandoned turn once it can.
-        let has = await eventually(within: .seconds(20)) { await Self.onThread { lock.acquire() } }
-        #expect(has, "no turn after the holder was killed")
-        lock.release()
-        _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/e.mp4", preset: "low"))
-    }
-
     @Test("a lock file that cannot be opened (a directory or a symbolic link in its place) leaves writes as they were")
     func unopenable() async throws {
         let directory = try TemporaryDirectory("unopenable")
@@ -125,5 +58,79 @@ struct HostWriteLockTests {
         _ = HostWriteLock(databasePath: database)
         let mode = try FileManager.default.attributesOfItem(atPath: database + "-lock")[.posixPermissions] as? Int
         #expect(mode == 0o666)
+    }
+}
+
+extension HostWriteLockTests {
+    /// The tests of HostWriteLockTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("HostWriteLock: timing", .serialized)
+    struct Timing {
+        @Test("two writers of one database take turns: the second gets its turn the moment the first lets go")
+        func turns() async throws {
+            let directory = try TemporaryDirectory("turns")
+            defer { directory.remove() }
+            let database = directory.file("jobs.sqlite")
+            _ = FileManager.default.createFile(atPath: database, contents: nil)
+            let first = HostWriteLock(databasePath: database, patience: .seconds(20))
+            let second = HostWriteLock(databasePath: database, patience: .seconds(20))
+            #expect(first.acquire())
+            let answered = Mutex<ContinuousClock.Instant?>(nil)
+            let waiting = Task {
+                await HostWriteLockTests.onThread {
+                    let has = second.acquire()
+                    answered.withLock { $0 = .now }
+                    return has
+                }
+            }
+            let held = await holds(for: .milliseconds(300)) { answered.withLock { $0 } == nil }
+            #expect(held, "the second writer got a turn the first still held")
+            let released = ContinuousClock.now
+            first.release()
+            #expect(await waiting.value, "the second writer gave up instead of taking its turn")
+            let after = try #require(answered.withLock { $0 }) - released
+            #expect(after < .seconds(5), "the turn took \(after) to pass on")
+            second.release()
+            #expect(!HostWriteLockTests.isHeld(database + "-lock"))
+        }
+
+        @Test(
+            "a holder that never lets go (another process) is waited for only `patience`; writes go on without turns, and turns come back once it is killed"
+        )
+        func stuckHolder() async throws {
+            let directory = try TemporaryDirectory("stuck")
+            defer { directory.remove() }
+            let database = directory.file("jobs.sqlite")
+            let store = try SQLiteJobStore(path: database)
+            _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/a.mp4", preset: "low"))
+            // One process that takes the lock and sleeps holding it (exec: killing it lets go).
+            let holder = try ChildProcess(
+                "sh",
+                ["-c", "exec 9<>\"$1\" && flock 9 && exec sleep 60", "sh", database + "-lock"]
+            )
+            defer { holder.signal(SIGKILL) }
+            #expect(
+                await eventually(within: .seconds(10)) { HostWriteLockTests.isHeld(database + "-lock") },
+                "flock(1) did not take the lock"
+            )
+
+            // The store's patience is 1 s: the first write waits that long, the next ones not at all.
+            let started = ContinuousClock.now
+            for name in ["b", "c", "d"] {
+                _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/\(name).mp4", preset: "low"))
+            }
+            let took = ContinuousClock.now - started
+            #expect(took < .seconds(4), "three submits behind a stuck lock holder took \(took)")
+            #expect(try await store.jobs(status: nil, limit: 100).count == 4)
+
+            holder.signal(SIGKILL)
+            _ = await holder.wait()
+            let lock = HostWriteLock(databasePath: database, patience: .seconds(5))
+            // The store's locking thread takes and lets go of the abandoned turn once it can.
+            let has = await eventually(within: .seconds(20)) { await HostWriteLockTests.onThread { lock.acquire() } }
+            #expect(has, "no turn after the holder was killed")
+            lock.release()
+            _ = try await store.submit(JobRequest(input: "/data/in.mov", output: "/out/e.mp4", preset: "low"))
+        }
     }
 }

@@ -340,68 +340,6 @@ struct HTTPSenderTests {
         #expect(ok.retryAfter == nil)
     }
 
-    @Test("a receiver slower than the timeout: a timeout error, no status")
-    func timeout() async throws {
-        let receiver = try Receiver()
-        defer { receiver.stop() }
-        let started = ContinuousClock.now
-        let response = await post(
-            HTTPSender(policy: Self.open, timeout: .seconds(1)),
-            Self.request(receiver.url("/slow"))
-        )
-        let elapsed = ContinuousClock.now - started
-        #expect(response.statusCode == nil)
-        #expect(response.succeeded == false)
-        #expect(response.failed(with: .refused) == false)
-        #expect(
-            response.failure?.message.lowercased().contains("timeout") == true
-                || response.failure?.message.lowercased().contains("timed out") == true,
-            "\(response.failure?.message ?? "nil")"
-        )
-        #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900), "gave up after about 1 s: \(elapsed)")
-        let received = await receiver.waitForRequests(1)
-        #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
-    }
-
-    /// An upload whose server answers `100 Continue` and then hangs has no final status: a
-    /// network failure (retried by uploads), not "HTTP 100" (which was taken as final).
-    @Test("100 Continue and then silence: a stall, no status")
-    func interimStatusIsNotAnAnswer() async throws {
-        let receiver = try Receiver()
-        defer { receiver.stop() }
-        let file = NSTemporaryDirectory() + "jobctl-put-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 256 * 1024))
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        let sender = HTTPSender(policy: Self.open, stallLimit: (1024, .seconds(2)))
-        let started = ContinuousClock.now
-        let response = await withCheckedContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    returning: sender.send(
-                        HTTPRequest(
-                            url: receiver.url("/continue-then-hang"),
-                            method: .put(file: file, contentType: "video/mp4")
-                        )
-                    )
-                )
-            }.start()
-        }
-        #expect(
-            response.statusCode == nil,
-            "an interim 100 is not a status: \(String(describing: response.statusCode))"
-        )
-        #expect(
-            response.succeeded == false && response.failed(with: .refused) == false
-                && response.failed(with: .certificateRejected) == false
-        )
-        #expect(response.failure?.message != nil)
-        #expect(
-            ContinuousClock.now - started < .seconds(25),
-            "the stall limit ended it, not the server (silent for 30 s)"
-        )
-        #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
-    }
-
     @Test("only http and https: another scheme sends nothing")
     func otherSchemes() async throws {
         let receiver = try Receiver()
@@ -420,5 +358,77 @@ struct HTTPSenderTests {
         // The receiver logs before it answers: anything sent before /control is in the log.
         let received = await receiver.waitForRequests(1)
         #expect(received.map(\.path) == ["/control"])
+    }
+}
+
+extension HTTPSenderTests {
+    /// The tests of HTTPSenderTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("HTTPSender: timing", .serialized)
+    struct Timing {
+        @Test("a receiver slower than the timeout: a timeout error, no status")
+        func timeout() async throws {
+            let receiver = try Receiver()
+            defer { receiver.stop() }
+            let started = ContinuousClock.now
+            let response = await post(
+                HTTPSender(policy: HTTPSenderTests.open, timeout: .seconds(1)),
+                HTTPSenderTests.request(receiver.url("/slow"))
+            )
+            let elapsed = ContinuousClock.now - started
+            #expect(response.statusCode == nil)
+            #expect(response.succeeded == false)
+            #expect(response.failed(with: .refused) == false)
+            #expect(
+                response.failure?.message.lowercased().contains("timeout") == true
+                    || response.failure?.message.lowercased().contains("timed out") == true,
+                "\(response.failure?.message ?? "nil")"
+            )
+            #expect(
+                elapsed >= .milliseconds(900) && elapsed < .milliseconds(2900),
+                "gave up after about 1 s: \(elapsed)"
+            )
+            let received = await receiver.waitForRequests(1)
+            #expect(received.map(\.path) == ["/slow"], "the request arrived; the answer was too late")
+        }
+
+        /// An upload whose server answers `100 Continue` and then hangs has no final status: a
+        /// network failure (retried by uploads), not "HTTP 100" (which was taken as final).
+        @Test("100 Continue and then silence: a stall, no status")
+        func interimStatusIsNotAnAnswer() async throws {
+            let receiver = try Receiver()
+            defer { receiver.stop() }
+            let file = NSTemporaryDirectory() + "jobctl-put-\(UUID().uuidString)"
+            FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 256 * 1024))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let sender = HTTPSender(policy: HTTPSenderTests.open, stallLimit: (1024, .seconds(2)))
+            let started = ContinuousClock.now
+            let response = await withCheckedContinuation { continuation in
+                Thread {
+                    continuation.resume(
+                        returning: sender.send(
+                            HTTPRequest(
+                                url: receiver.url("/continue-then-hang"),
+                                method: .put(file: file, contentType: "video/mp4")
+                            )
+                        )
+                    )
+                }.start()
+            }
+            #expect(
+                response.statusCode == nil,
+                "an interim 100 is not a status: \(String(describing: response.statusCode))"
+            )
+            #expect(
+                response.succeeded == false && response.failed(with: .refused) == false
+                    && response.failed(with: .certificateRejected) == false
+            )
+            #expect(response.failure?.message != nil)
+            #expect(
+                ContinuousClock.now - started < .seconds(25),
+                "the stall limit ended it, not the server (silent for 30 s)"
+            )
+            #expect(await receiver.waitForRequests(1).map(\.path) == ["/continue-then-hang"])
+        }
     }
 }

@@ -178,28 +178,6 @@ struct WorkerInProcessTests {
         #expect(failed.attempt == 2, "both attempts ran")
     }
 
-    @Test("a cancelled running job stops within 2 s, ends cancelled, and leaves no file behind")
-    func cancellation() async throws {
-        let bench = try Bench("cancel")
-        defer { bench.directory.remove() }
-        let job = try await bench.submit(try await Fixtures.shared.path(.long))
-        let worker = bench.worker()
-        let run = Task { try await worker.run() }
-        defer { run.cancel() }
-        #expect(try await eventually(within: .seconds(30)) { try await bench.job(job.id).status == .reading })
-
-        guard case .requested = try await bench.store.cancel(job.id) else {
-            Issue.record("cancel of a running job was not a request")
-            return
-        }
-        let asked = ContinuousClock.now
-        #expect(try await eventually(within: .seconds(10)) { try await bench.job(job.id).status == .cancelled })
-        #expect(ContinuousClock.now - asked < .seconds(2), "stopped \(ContinuousClock.now - asked) after the request")
-        #expect(try await eventually(within: .seconds(5)) { bench.outputs().isEmpty }, "\(bench.outputs())")
-        worker.requestStop()
-        try await run.value
-    }
-
     @Test("a stop with no drain time hands the running job back, its attempt not counted")
     func drainHandsBack() async throws {
         let bench = try Bench("drain")
@@ -258,5 +236,37 @@ final class Offset: Sendable {
     var seconds: Double {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
+    }
+}
+
+extension WorkerInProcessTests {
+    /// The tests of WorkerInProcessTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Worker in process: timing", .serialized)
+    struct Timing {
+        @Test("a cancelled running job stops within 2 s, ends cancelled, and leaves no file behind")
+        func cancellation() async throws {
+            let bench = try Bench("cancel")
+            defer { bench.directory.remove() }
+            let job = try await bench.submit(try await Fixtures.shared.path(.long))
+            let worker = bench.worker()
+            let run = Task { try await worker.run() }
+            defer { run.cancel() }
+            #expect(try await eventually(within: .seconds(30)) { try await bench.job(job.id).status == .reading })
+
+            guard case .requested = try await bench.store.cancel(job.id) else {
+                Issue.record("cancel of a running job was not a request")
+                return
+            }
+            let asked = ContinuousClock.now
+            #expect(try await eventually(within: .seconds(10)) { try await bench.job(job.id).status == .cancelled })
+            #expect(
+                ContinuousClock.now - asked < .seconds(2),
+                "stopped \(ContinuousClock.now - asked) after the request"
+            )
+            #expect(try await eventually(within: .seconds(5)) { bench.outputs().isEmpty }, "\(bench.outputs())")
+            worker.requestStop()
+            try await run.value
+        }
     }
 }
