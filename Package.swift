@@ -133,12 +133,12 @@ let package = Package(
             ]
         ),
         // The HTTP API's routes (Hummingbird 2): requests and responses, API keys and their
-        // scopes, middleware, the job watch, the OpenAPI document it serves. Served by
-        // JobAPIServer.
+        // scopes, middleware, the job watch, the OpenAPI document it serves; its route groups
+        // (open, keyed `/v1`) are assembled by JobAPIServer.
         .target(
             name: "JobAPI",
             dependencies: [
-                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability", "Dashboard", "ObjectStorage",
+                "Queue", "JobctlCore", "Media", "SafeHTTP", "JobKinds", "Observability", "ObjectStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -164,13 +164,29 @@ let package = Package(
             ],
             resources: [.embedInCode("Templates"), .embedInCode("Assets")]
         ),
-        // The transport of `jobctl serve`: the Hummingbird application, TLS, request tasks, and
-        // long polls parked below Hummingbird (LongPollInterceptor, PollDesk) in front of JobAPI's
-        // routes.
+        // The dashboard's HTTP side (issue 30): the `/ui` routes as a group of their own, its
+        // session middleware (sign-in, CSRF, scopes), the pages' event stream and a job's files,
+        // over JobAPI's keys, watch and limits and Dashboard's pages.
+        .target(
+            name: "DashboardHTTP",
+            dependencies: [
+                "JobAPI", "Dashboard", "Queue", "JobctlCore", "JobKinds", "ObjectStorage",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The transport of `jobctl serve`: the router assembled from its groups (JobAPI's open
+        // and keyed routes, DashboardHTTP's `/ui`), the Hummingbird application, TLS, request
+        // tasks, and long polls parked below Hummingbird (LongPollInterceptor, PollDesk).
         .target(
             name: "JobAPIServer",
             dependencies: [
-                "JobAPI", "Queue", "JobctlCore",
+                "JobAPI", "DashboardHTTP", "Queue", "JobctlCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -256,7 +272,8 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "JobAPI", "Queue", "JobKinds", "QueueSQLite", "QueueTestKit", "MediaTestKit", "Media", "Dashboard",
+                "JobAPI", "JobAPIServer", "DashboardHTTP", "Queue", "JobKinds", "QueueSQLite", "QueueTestKit",
+                "MediaTestKit", "Media", "Dashboard",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -49,8 +49,9 @@ public struct DashboardPages: Sendable {
 
 /// What every page's frame shows: who is signed in, the form token for signing out.
 public struct PageFrame: Sendable {
-    /// The relative path from the page to `/ui/` (`""` or `"../"`): links stay right under any
-    /// base path a proxy adds.
+    /// The relative path from the page to `/ui/` (`DashboardLinks.root`: `"./"`, `"../"`…),
+    /// which every link of the page starts with: links stay right under any base path a proxy
+    /// adds.
     public var root: String
     public var signedIn: SignedIn?
     public var flash: String?
@@ -70,6 +71,9 @@ public struct PageFrame: Sendable {
         self.signedIn = signedIn
         self.flash = flash
     }
+
+    /// The frame of a page at `links`, no one signed in.
+    public init(links: DashboardLinks, flash: String? = nil) { self.init(root: links.root, flash: flash) }
 
     public static func signedIn(
         root: String,

@@ -235,7 +235,7 @@ public struct ConfirmView: Sendable {
         more = ids.count > 20 ? ids.count - 20 : nil
         self.limited = limited
         nothing = ids.isEmpty
-        backLink = "./?q=" + DashboardText.urlEscaped(q, alsoKeeping: ":,")
+        backLink = frame.root + "?q=" + DashboardText.urlEscaped(q, alsoKeeping: ":,")
     }
 }
 

@@ -208,8 +208,10 @@ public struct JobView: Sendable {
             )
         }
         hasAudit = !audit.isEmpty
+        // Every link from the page's root, as the template's own (`DashboardLinks`).
+        let filesRoot = "\(frame.root)jobs/\(job.id.rawValue)/files/"
         let links = files.prefix(Self.shownFiles).map { name in
-            FileLink(url: "\(job.id.rawValue)/files/\(DashboardText.urlEscaped(name))", name: name)
+            FileLink(url: filesRoot + DashboardText.urlEscaped(name), name: name)
         }
         self.files = Array(links)
         hasFiles = !links.isEmpty

@@ -52,10 +52,12 @@ struct ErrorShape: RouterMiddleware {
 
 /// The router's routes, to tell a path that does not exist (404) from a method a path does not
 /// have (405). Filled once, when the router is built.
-final class RouteTable: Sendable {
+package final class RouteTable: Sendable {
     private let routes = Mutex<[(method: HTTPRequest.Method, segments: [Substring])]>([])
 
-    func set(_ routes: [(HTTPRequest.Method, String)]) {
+    package init() {}
+
+    package func set(_ routes: [(HTTPRequest.Method, String)]) {
         self.routes.withLock { $0 = routes.map { ($0.0, $0.1.split(separator: "/")) } }
     }
 
@@ -73,17 +75,15 @@ final class RouteTable: Sendable {
     }
 }
 
-/// `Authorization: Bearer jck_…` on every route but the open ones (`/healthz`, `/openapi.json`,
-/// `/metrics` when public), then the key's rate limit. A failure is logged with the key's id
-/// when it has one, never with the key; failures that keep coming for one key id or from one
-/// client are answered 429 (`AuthFailures`), and a valid key never waits on them.
+/// `Authorization: Bearer jck_…`, then the key's rate limit: the middleware of the keyed group
+/// (`/v1/…`, and `/metrics` unless it is public), whatever the path; the routes that need no
+/// key are outside that group (`APIRoutes`). A failure is logged with the key's id when it has
+/// one, never with the key; failures that keep coming for one key id or from one client are
+/// answered 429 (`AuthFailures`), and a valid key never waits on them.
 struct KeyAuthentication: RouterMiddleware {
     let store: any APIKeyStore
-    let openPaths: Set<String>
     let cache: APIKeyCache?
     let keyLimiter: RateLimiter?
-    /// A response's bytes that one token pays for (`RateLimiter.charge`).
-    static let bytesPerToken = 16 * 1024
     let failures: AuthFailures
     let logger: Logger
 
@@ -92,9 +92,6 @@ struct KeyAuthentication: RouterMiddleware {
         context: APIRequestContext,
         next: (Request, APIRequestContext) async throws -> Response
     ) async throws -> Response {
-        if openPaths.contains(request.uri.path) { return try await next(request, context) }
-        // The dashboard signs in with a session cookie of its own (DashboardRoutes).
-        if DashboardRoutes.owns(request.uri.path) { return try await next(request, context) }
         let client = failures.proxies.client(peer: context.remoteAddress?.ipAddress, headers: request.headers)
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
             if let wait = failures.failed(keyID: nil, client: client) { throw APIError.rateLimited(wait) }
@@ -124,13 +121,10 @@ struct KeyAuthentication: RouterMiddleware {
         var context = context
         context.key = key
         let response = try await next(request, context)
-        // What a response costs is its size too: past 16 KB each 16 KB more is another token,
-        // so a key that pulls big pages slows itself down, not the server's other tenants.
-        // (`HEAD` has produced the whole body and sends its length only: it pays for it too.)
+        // A response costs its size too (`HEAD` has produced the whole body and sends its
+        // length only: it pays for it too).
         let bytes = max(response.body.contentLength ?? 0, response.headers[.contentLength].flatMap { Int($0) } ?? 0)
-        if let keyLimiter, bytes > Self.bytesPerToken {
-            keyLimiter.charge(key.id, tokens: Double(bytes - Self.bytesPerToken) / Double(Self.bytesPerToken))
-        }
+        keyLimiter?.charge(key.id, responseBytes: bytes)
         return response
     }
 }

@@ -12,9 +12,9 @@ import SafeHTTP
 import ServiceLifecycle
 import Synchronization
 
-/// The request context: the API key the request was authenticated with (every route but
-/// `/healthz`), and a small body limit.
-public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
+/// The request context: the API key the request was authenticated with (the keyed group's
+/// routes: `KeyAuthentication`), and a small body limit.
+public struct APIRequestContext: RequestContext, RemoteAddressRequestContext, HeadRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var key: APIKey?
     /// The peer of the connection (a proxy's address behind a reverse proxy: `X-Forwarded-For`
@@ -23,11 +23,11 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Set when the request is a long poll taken below Hummingbird: its wait is parked there.
     package var parkedPoll: (any ParkedPoll)?
     /// Completes when the connection closes (an event stream then gives up its watch at once).
-    let connectionClosed: EventLoopFuture<Void>?
+    package let connectionClosed: EventLoopFuture<Void>?
     /// The connection, to stop reading a body that is refused unread (`DeclaredBodyLimit`).
     let channel: (any Channel)?
     /// A `HEAD` request, routed as its `GET` (`HeadRequests`): the route answers without a body.
-    var isHead = false
+    package var isHead = false
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -107,17 +107,33 @@ public struct APIConfiguration: Sendable {
         self.keyCacheLifetime = keyCacheLifetime
         self.maximumWatchesPerKey = maximumWatchesPerKey
     }
-
-    /// The routes that need no key.
-    var openPaths: Set<String> {
-        publicMetrics ? ["/healthz", "/openapi.json", "/metrics"] : ["/healthz", "/openapi.json"]
-    }
 }
 
-/// The routes of `jobctl serve` (docs/api.md).
-public enum APIRoutes {
-    public static func router(_ configuration: APIConfiguration, logger: Logger) -> Router<APIRequestContext> {
-        router(configuration, watch: watch(configuration, logger: logger), logger: logger)
+/// The API's part of `jobctl serve`'s router (docs/api.md), by group rather than by path:
+///
+/// - the global middleware every request passes, routed or not (metrics, the error shape, the
+///   body limit, the request timeout: `addGlobalMiddleware`);
+/// - the open routes, which need no key (`/healthz`, `/openapi.json`, `/metrics` when public);
+/// - the keyed group, behind `KeyAuthentication` and the keys' rate limit: `/v1/…`, and
+///   `/metrics` when it is not public.
+///
+/// `APIServer.router` (JobAPIServer) assembles these with the dashboard's `/ui` group, then
+/// calls `finish(_:)`. A path no group routes is 404 (405 with `Allow` for a method a routed
+/// path does not have), with or without a key.
+package struct APIRoutes: Sendable {
+    package let configuration: APIConfiguration
+    /// The server's one watch of long polls and event streams (the dashboard's pages share it).
+    package let watch: JobWatch
+    /// Failed keys, counted alike on the API and the dashboard's sign-in form.
+    package let failures: AuthFailures
+    let table = RouteTable()
+    let logger: Logger
+
+    package init(_ configuration: APIConfiguration, watch: JobWatch, logger: Logger) {
+        self.configuration = configuration
+        self.watch = watch
+        self.logger = logger
+        failures = AuthFailures(proxies: configuration.trustedProxies)
     }
 
     /// The one watch of a server's long polls and event streams.
@@ -130,40 +146,19 @@ public enum APIRoutes {
         )
     }
 
-    /// `GET path`, and `HEAD path` answered as it with no body (`HeadRequests`).
-    private static func get(
-        _ router: Router<APIRequestContext>,
-        _ path: RouterPath,
-        _ handler: @escaping @Sendable (Request, APIRequestContext) async throws -> Response
-    ) {
-        router.get(path, use: handler)
-        router.on(path, method: .head, use: HeadRequests.handler(handler))
-    }
-
-    package static func router(
-        _ configuration: APIConfiguration,
-        watch: JobWatch,
-        logger: Logger
-    ) -> Router<APIRequestContext> {
-        let router = Router(context: APIRequestContext.self)
-        let table = RouteTable()
+    /// What applies to every request, a path no route has included: counted by route, one error
+    /// shape, the body limit, the request timeout.
+    package func addGlobalMiddleware(to router: Router<APIRequestContext>) {
         if let registry = configuration.metrics { router.add(middleware: HTTPMetrics(registry: registry)) }
         router.add(middleware: ErrorShape(routes: table, logger: logger))
         router.add(middleware: DeclaredBodyLimit())
         router.add(middleware: RequestTimeout(configuration: configuration))
-        let failures = AuthFailures(proxies: configuration.trustedProxies)
-        router.add(
-            middleware: KeyAuthentication(
-                store: configuration.store,
-                openPaths: configuration.openPaths,
-                cache: configuration.keyCacheLifetime > .zero
-                    ? APIKeyCache(lifetime: configuration.keyCacheLifetime) : nil,
-                keyLimiter: configuration.rateLimit.map(RateLimiter.init),
-                failures: failures,
-                logger: logger
-            )
-        )
-        get(router, "/openapi.json") { _, _ -> Response in
+    }
+
+    /// `/healthz`, `/openapi.json` and `/metrics` on `router`; `/metrics` in the keyed group
+    /// unless it is public, where an admin key reads it.
+    package func addOpenRoutes(to router: Router<APIRequestContext>, keyed: RouterGroup<APIRequestContext>) {
+        router.getAndHead("/openapi.json") { _, _ -> Response in
             Response(
                 status: .ok,
                 headers: [.contentType: "application/json; charset=utf-8"],
@@ -181,40 +176,57 @@ public enum APIRoutes {
                 helpText: "Long polls and event streams open on this server."
             )
         )
+        let publicMetrics = configuration.publicMetrics
         HealthAndMetrics(registry: configuration.metrics) {
             await probe.healthy() ? (true, ["status": "ok"]) : (false, ["status": "database unavailable"])
         }
         .add(
             to: router,
             authorize: { context in
-                if !configuration.publicMetrics { _ = try JobRoutes.require(.admin, context) }
+                if !publicMetrics { _ = try JobRoutes.require(.admin, context) }
             },
-            beforeMetrics: { watchers?.set(Int64(watch.count)) },
-            register: { path, handler in get(router, path, handler) }
+            beforeMetrics: { [watch] in watchers?.set(Int64(watch.count)) },
+            register: { path, handler in
+                if path.description == "/metrics" && !publicMetrics {
+                    keyed.getAndHead(path, use: handler)
+                } else {
+                    router.getAndHead(path, use: handler)
+                }
+            }
         )
+    }
+
+    /// The group of every route that needs an API key: `KeyAuthentication` and the keys' rate
+    /// limit, then the routes added to it.
+    package func keyedGroup(of router: Router<APIRequestContext>) -> RouterGroup<APIRequestContext> {
+        router.group().add(
+            middleware: KeyAuthentication(
+                store: configuration.store,
+                cache: configuration.keyCacheLifetime > .zero
+                    ? APIKeyCache(lifetime: configuration.keyCacheLifetime) : nil,
+                keyLimiter: configuration.rateLimit.map(RateLimiter.init),
+                failures: failures,
+                logger: logger
+            )
+        )
+    }
+
+    /// The `/v1` routes, in `keyed`.
+    package func addVersionOne(to keyed: RouterGroup<APIRequestContext>) {
+        let v1 = keyed.group("/v1")
         let jobs = JobRoutes(configuration: configuration, watch: watch)
-        router.post("/v1/jobs", use: jobs.submit)
-        get(router, "/v1/jobs", jobs.list)
-        get(router, "/v1/jobs/{id}", jobs.show)
-        get(router, "/v1/jobs/{id}/events", jobs.events)
-        router.post("/v1/jobs/{id}/cancel", use: jobs.cancel)
-        router.post("/v1/jobs/{id}/retry", use: jobs.retry)
-        get(router, "/v1/jobs/{id}/deliveries", jobs.deliveries)
-        router.post("/v1/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
-        DashboardRoutes(
-            store: configuration.store,
-            confinement: configuration.paths,
-            secureCookies: configuration.secureCookies,
-            failures: failures,
-            keyLimiter: configuration.rateLimit.map(RateLimiter.init),
-            watch: watch,
-            maximumStream: configuration.maximumStream,
-            sessionCheckInterval: configuration.watchInterval * 15,
-            logger: logger,
-            now: { Date() }
-        )
-        .add(to: router) { path, handler in get(router, path, handler) }
+        v1.post("/jobs", use: jobs.submit)
+        v1.getAndHead("/jobs", use: jobs.list)
+        v1.getAndHead("/jobs/{id}", use: jobs.show)
+        v1.getAndHead("/jobs/{id}/events", use: jobs.events)
+        v1.post("/jobs/{id}/cancel", use: jobs.cancel)
+        v1.post("/jobs/{id}/retry", use: jobs.retry)
+        v1.getAndHead("/jobs/{id}/deliveries", use: jobs.deliveries)
+        v1.post("/jobs/{id}/deliveries/{delivery}/redeliver", use: jobs.redeliver)
+    }
+
+    /// Records the router's routes, once all are added: what tells 405 from 404 (`ErrorShape`).
+    package func finish(_ router: Router<APIRequestContext>) {
         table.set(router.routes.map { ($0.method, $0.path.description) })
-        return router
     }
 }

@@ -18,7 +18,7 @@ public struct TrustedProxies: Sendable, Hashable {
     /// whom it forwards (or said something that is not an address). `X-Forwarded-For` is read
     /// from the right, past every trusted proxy, as each proxy appends the address it was
     /// reached from: entries left of that are the client's own word, which anyone can forge.
-    func client(peer: String?, headers: HTTPFields) -> String? {
+    package func client(peer: String?, headers: HTTPFields) -> String? {
         guard let peer, let address = IPAddress(peer).map(Self.unmapped) else { return peer ?? "unknown" }
         guard trusts(address) else { return address.description }
         let entries = headers[values: Self.forwardedFor].flatMap { $0.split(separator: ",") }
@@ -47,15 +47,15 @@ public struct TrustedProxies: Sendable, Hashable {
 /// known (`TrustedProxies`). Past either limit a failure is answered 429 with `Retry-After`
 /// instead of 401, and is no longer logged one by one. Behind a proxy whose address every
 /// client shares, the address's count no longer locks out every tenant: their keys are valid.
-final class AuthFailures: Sendable {
-    let proxies: TrustedProxies
+package final class AuthFailures: Sendable {
+    package let proxies: TrustedProxies
     let byAddress = RateLimiter(RateLimit(perSecond: 10))
     let byKey = RateLimiter(RateLimit(perSecond: 1, burst: 10))
 
-    init(proxies: TrustedProxies) { self.proxies = proxies }
+    package init(proxies: TrustedProxies) { self.proxies = proxies }
 
     /// Counts a failure; the seconds the caller is asked to wait (429), or `nil` (401).
-    func failed(keyID: String?, client: String?) -> Int? {
+    package func failed(keyID: String?, client: String?) -> Int? {
         let waits = [keyID.flatMap { byKey.take("key:" + $0) }, client.flatMap { byAddress.take($0) }]
         return waits.compactMap { $0 }.max()
     }

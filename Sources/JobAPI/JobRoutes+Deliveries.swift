@@ -6,7 +6,7 @@ import Queue
 /// `POST /v1/jobs/{id}/deliveries/{delivery}/redeliver` (as `jobctl webhooks redeliver`).
 extension JobRoutes {
     /// A job has one event per outcome; a retried job a few more.
-    static let deliveriesPerJob = 100
+    package static let deliveriesPerJob = 100
 
     func deliveries(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.read, context)

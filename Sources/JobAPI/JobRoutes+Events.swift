@@ -14,7 +14,7 @@ import ServiceLifecycle
 /// - On SIGTERM, and after the server's `maximumStream`, the stream ends; the client reconnects
 ///   (to another server) and gets the job's current state first.
 extension JobRoutes {
-    static let keepAlive: Duration = .seconds(15)
+    package static let keepAlive: Duration = .seconds(15)
 
     func events(_ request: Request, context: APIRequestContext) async throws -> Response {
         let key = try Self.require(.read, context)

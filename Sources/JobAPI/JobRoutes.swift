@@ -11,7 +11,7 @@ import ServiceLifecycle
 import Synchronization
 
 /// The `/v1/jobs` routes. A key sees and acts on the jobs it submitted; an `admin` key on all.
-struct JobRoutes: Sendable {
+package struct JobRoutes: Sendable {
     let configuration: APIConfiguration
     let watch: JobWatch
     var store: any JobDatabase { configuration.store }
@@ -208,9 +208,9 @@ struct JobRoutes: Sendable {
         return key
     }
 
-    static func visible(_ job: Job, to key: APIKey) -> Bool { key.scope == .admin || job.owner == key.id }
+    package static func visible(_ job: Job, to key: APIKey) -> Bool { key.scope == .admin || job.owner == key.id }
 
-    static func jobID(_ context: APIRequestContext) throws -> JobID {
+    package static func jobID(_ context: some RequestContext) throws -> JobID {
         let text = try context.parameters.require("id")
         let id = JobID(text)
         guard id.isWellFormed else { throw APIError.noJob(String(text.prefix(64))) }
@@ -271,12 +271,12 @@ struct JobRoutes: Sendable {
 }
 
 /// The opaque `next_cursor`: base64url of `CREATED_MS:ID`.
-enum ListCursor {
-    static func encode(_ job: Job) -> String {
+package enum ListCursor {
+    package static func encode(_ job: Job) -> String {
         SecretText.base64URL(Data("\(job.createdAt.milliseconds):\(job.id.rawValue)".utf8))
     }
 
-    static func decode(_ text: String) -> JobQuery.Cursor? {
+    package static func decode(_ text: String) -> JobQuery.Cursor? {
         guard text.utf8.count <= 200 else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)

@@ -17,8 +17,8 @@ import Synchronization
 package final class JobWatch: Sendable {
     /// A job as read at one wake-up, shared by everyone watching it: each stream's buffer holds
     /// a reference, not its own copy of the job.
-    final class Snapshot: Sendable {
-        let job: Job
+    package final class Snapshot: Sendable {
+        package let job: Job
         init(_ job: Job) { self.job = job }
     }
 
@@ -34,20 +34,20 @@ package final class JobWatch: Sendable {
     /// A dashboard page's view after a wake-up: its jobs as read (one missing is gone), and
     /// whether the store notified a change since the last wake-up (a job may have been
     /// submitted: the jobs page looks for new ones).
-    struct PageUpdate: Sendable {
-        let jobs: [JobID: Snapshot]
-        let notified: Bool
+    package struct PageUpdate: Sendable {
+        package let jobs: [JobID: Snapshot]
+        package let notified: Bool
         /// The wake-up's instant, the same for every page it reached: reads that each page would
         /// make after it are shared by it (`NewestJobReads`).
-        let wokeAt: ContinuousClock.Instant
+        package let wokeAt: ContinuousClock.Instant
     }
 
     /// A dashboard page's watch of the jobs it shows, until `finish()`.
-    struct PageSubscription: Sendable {
-        let updates: AsyncStream<PageUpdate>
+    package struct PageSubscription: Sendable {
+        package let updates: AsyncStream<PageUpdate>
         fileprivate let continuation: AsyncStream<PageUpdate>.Continuation
 
-        func finish() { continuation.finish() }
+        package func finish() { continuation.finish() }
     }
 
     /// How a long poll's watch ends: answered once, then forgotten.
@@ -93,7 +93,7 @@ package final class JobWatch: Sendable {
     }
 
     /// Jobs per read.
-    static let chunk = 500
+    package static let chunk = 500
 
     private let store: any JobStoreChangeNotifying
     private let interval: Duration
@@ -163,7 +163,8 @@ package final class JobWatch: Sendable {
     /// notifications: an update follows every wake-up.
     /// Only the newest updates are kept for a slow watcher. It takes one of `owner`'s share per
     /// job (at least one); `nil` past it.
-    func watchPage(_ ids: [JobID], owner: String, until deadline: ContinuousClock.Instant) -> PageSubscription? {
+    package func watchPage(_ ids: [JobID], owner: String, until deadline: ContinuousClock.Instant) -> PageSubscription?
+    {
         let (updates, continuation) = AsyncStream<PageUpdate>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let token = UUID()
         continuation.onTermination = { [weak self] _ in self?.remove(token) }
@@ -181,7 +182,7 @@ package final class JobWatch: Sendable {
     }
 
     /// The most jobs one page watches.
-    static let pageLimit = 100
+    package static let pageLimit = 100
 
     /// Forgets a watch without answering it.
     func cancel(_ token: UUID) { remove(token) }

@@ -17,7 +17,7 @@ public struct RateLimit: Sendable, Hashable {
 
 /// Token buckets by name (an API key's id, a peer address), in this process: with N `jobctl
 /// serve` processes behind a balancer a key gets up to N times the rate.
-final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var at: ContinuousClock.Instant
@@ -29,11 +29,11 @@ final class RateLimiter: Sendable {
     let limit: RateLimit
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    init(_ limit: RateLimit) { self.limit = limit }
+    package init(_ limit: RateLimit) { self.limit = limit }
 
     /// Takes a token from `name`'s bucket: `nil` when there was one, or the whole seconds to
     /// wait for the next (`Retry-After`).
-    func take(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
+    package func take(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
         buckets.withLock { buckets in
             var bucket = refilled(buckets[name], now: now)
             defer {
@@ -50,7 +50,7 @@ final class RateLimiter: Sendable {
 
     /// Takes `tokens` more from `name`'s bucket for a request that cost that much (a large
     /// response); the bucket may go below zero, and the key then waits for it to refill.
-    func charge(_ name: String, tokens: Double, now: ContinuousClock.Instant = .now) {
+    package func charge(_ name: String, tokens: Double, now: ContinuousClock.Instant = .now) {
         guard tokens > 0 else { return }
         buckets.withLock { buckets in
             var bucket = refilled(buckets[name], now: now)
@@ -58,6 +58,17 @@ final class RateLimiter: Sendable {
             buckets[name] = bucket
         }
     }
+
+    /// What a response costs is its size too: past `bytesPerToken` each `bytesPerToken` more is
+    /// another token of `name`'s, so a key that pulls big pages slows itself down, not the
+    /// server's other tenants.
+    package func charge(_ name: String, responseBytes bytes: Int) {
+        guard bytes > Self.bytesPerToken else { return }
+        charge(name, tokens: Double(bytes - Self.bytesPerToken) / Double(Self.bytesPerToken))
+    }
+
+    /// A response's bytes that one token pays for (`charge(_:responseBytes:)`).
+    package static let bytesPerToken = 16 * 1024
 
     /// Whether `name` would be refused now, without taking a token: the seconds to wait, or `nil`.
     func wait(_ name: String, now: ContinuousClock.Instant = .now) -> Int? {
@@ -235,13 +246,19 @@ struct DeclaredBodyLimit: RouterMiddleware {
     }
 }
 
+/// A request context that knows when it answers a `HEAD` (`HeadRequests`).
+package protocol HeadRequestContext: RequestContext {
+    /// A `HEAD` request, routed as its `GET`: the route answers without a body.
+    var isHead: Bool { get set }
+}
+
 /// `HEAD` on every `GET` route: the `GET`'s handler, answered with its status and headers
 /// (`Content-Length` included) and no body. The context says so, so that a route that would
 /// stream (an event stream) answers without starting one.
 enum HeadRequests {
-    static func handler(
-        _ get: @escaping @Sendable (Request, APIRequestContext) async throws -> Response
-    ) -> @Sendable (Request, APIRequestContext) async throws -> Response {
+    static func handler<Context: HeadRequestContext>(
+        _ get: @escaping @Sendable (Request, Context) async throws -> Response
+    ) -> @Sendable (Request, Context) async throws -> Response {
         { request, context in
             var context = context
             context.isHead = true
@@ -251,5 +268,17 @@ enum HeadRequests {
             if let length { response.headers[.contentLength] = "\(length)" }
             return response
         }
+    }
+}
+
+extension RouterMethods where Context: HeadRequestContext {
+    /// `GET path`, and `HEAD path` answered as it with no body (`HeadRequests`).
+    @discardableResult
+    package func getAndHead(
+        _ path: RouterPath,
+        use handler: @escaping @Sendable (Request, Context) async throws -> Response
+    ) -> Self {
+        get(path, use: handler)
+        return on(path, method: .head, use: HeadRequests.handler(handler))
     }
 }

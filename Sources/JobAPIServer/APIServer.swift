@@ -68,7 +68,7 @@ public enum APIServer {
                 + configuration.requestTimeout.components.attoseconds / 1_000_000_000
         )
         let watch = APIRoutes.watch(configuration, logger: logger)
-        let responder = APIRoutes.router(configuration, watch: watch, logger: logger).buildResponder()
+        let responder = router(configuration, watch: watch, logger: logger).buildResponder()
         let desk = PollDesk(responder: responder, logger: logger)
         let http = HTTPServerBuilder { responder in
             LongPollingHTTP1Channel(

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobAPIServer
 import Logging
 import Media
 import MediaTestKit
@@ -20,7 +21,7 @@ struct APIHardeningTests {
         defer { directory.remove() }
         let store = CountingStore(try SQLiteJobStore(path: directory.file("jobs.sqlite")))
         let app = Application(
-            router: APIRoutes.router(
+            router: APIServer.router(
                 APIConfiguration(store: store, catalog: try PresetCatalog(customFile: nil)),
                 logger: Logger(label: "api-test")
             )

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobAPIServer
 import JobKinds
 import Logging
 import Media
@@ -51,7 +52,7 @@ struct APIRouteTests {
                 watchInterval: .milliseconds(200)
             )
             configure(&configuration)
-            app = Application(router: APIRoutes.router(configuration, logger: Logger(label: "api-test")))
+            app = Application(router: APIServer.router(configuration, logger: Logger(label: "api-test")))
         }
 
         static func key(_ scope: APIScope, _ name: String, _ store: SQLiteJobStore) async throws -> String {
@@ -89,6 +90,17 @@ struct APIRouteTests {
     /// The body as a JSON object (empty when it is not one: the expectations then fail).
     static func json(_ response: TestResponse) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+    }
+
+    /// Where a relative link or redirect (`location`) sent from `path` leads: the path and query
+    /// a browser asks for next.
+    static func resolved(_ location: String?, from path: String) -> String? {
+        // `URLComponents`, not `URL.path`, which drops a trailing slash.
+        guard let location, let base = URL(string: "http://dashboard.test" + path),
+            let url = URL(string: location, relativeTo: base),
+            let parts = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        else { return nil }
+        return parts.percentEncodedPath + (parts.percentEncodedQuery.map { "?" + $0 } ?? "")
     }
 
     static func errorCode(_ response: TestResponse) -> (code: String?, field: String?) {
@@ -434,7 +446,7 @@ struct APIRouteTests {
     func openAPIDocument() async throws {
         let f = try await Fixture()
         defer { f.directory.remove() }
-        let router = APIRoutes.router(
+        let router = APIServer.router(
             APIConfiguration(store: f.store, catalog: try PresetCatalog(customFile: nil), metrics: f.metrics),
             logger: Logger(label: "api-test")
         )

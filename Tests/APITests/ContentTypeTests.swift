@@ -3,7 +3,7 @@ import JobctlCore
 import Media
 import Testing
 
-@testable import JobAPI
+@testable import DashboardHTTP
 
 /// One table of what a file is (issue 43): an upload's `Content-Type` and the dashboard's file
 /// responses read it, and it knows every kind of file jobctl writes.

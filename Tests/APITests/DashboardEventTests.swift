@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobAPIServer
 import Logging
 import Media
 import NIOCore
@@ -251,7 +252,7 @@ struct DashboardEventTests {
             watchInterval: .milliseconds(200)
         )
         configuration.maximumWatchesPerKey = 1000
-        let app = Application(router: APIRoutes.router(configuration, logger: Logger(label: "streams")))
+        let app = Application(router: APIServer.router(configuration, logger: Logger(label: "streams")))
         let streams = 60
         try await app.test(.router) { client in
             let browser = try await D.signIn(client, key: f.submit)

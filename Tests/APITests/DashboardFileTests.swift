@@ -1,3 +1,4 @@
+import DashboardHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -64,7 +65,7 @@ struct DashboardFileTests {
             )
             #expect(
                 page.contains(
-                    #"<video class="output" controls preload="metadata" src="\#(job.id.rawValue)/files/talk.mp4">"#
+                    #"<video class="output" controls preload="metadata" src="../jobs/\#(job.id.rawValue)/files/talk.mp4">"#
                 )
             )
             let whole = try await client.execute(
@@ -135,7 +136,7 @@ struct DashboardFileTests {
                     headers: [.cookie: browser.cookie]
                 ).body
             )
-            #expect(page.contains(#"<img src="\#(job.id.rawValue)/files/t-001.jpg""#))
+            #expect(page.contains(#"<img src="../jobs/\#(job.id.rawValue)/files/t-001.jpg""#))
             #expect(!page.contains("t-002.jpg"), "a linked file is offered")
             let path = "/ui/jobs/\(job.id.rawValue)/files/"
             #expect(

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobAPIServer
 import Logging
 import Media
 import NIOCore
@@ -163,7 +164,7 @@ struct DashboardOriginTests {
             catalog: try PresetCatalog(customFile: nil),
             rateLimit: nil
         )
-        let second = Application(router: APIRoutes.router(configuration, logger: Logger(label: "second")))
+        let second = Application(router: APIServer.router(configuration, logger: Logger(label: "second")))
         let (cookie, token) = try await f.app.test(.router) { client in
             let page = try await client.execute(uri: "/ui/signin", method: .get)
             return (

@@ -69,7 +69,11 @@ extension ObjectStoreJobTests {
         let session = try await DashboardSession(base: server.base, jar: setup.directory.file("jar"), key: server.key)
         let page = try await session.get("/ui/jobs/\(id)")
         #expect(page.status == 200)
-        #expect(page.body.contains(#"<video class="output" controls preload="metadata" src="\#(id)/files/talk.mp4">"#))
+        #expect(
+            page.body.contains(
+                #"<video class="output" controls preload="metadata" src="../jobs/\#(id)/files/talk.mp4">"#
+            )
+        )
         #expect(!page.body.contains("X-Amz-"), "no pre-signed URL, no signature")
 
         // The whole file plays: ffprobe reads what the page would.
@@ -122,9 +126,15 @@ extension ObjectStoreJobTests {
             },
             "no picture on the page: \(sheet.body)"
         )
-        let file = String(picture.dropFirst(#"<img src=""#.count).dropLast())
+        // The link is relative to the page (`../jobs/ID/files/NAME`): followed from there.
+        let link = String(picture.dropFirst(#"<img src=""#.count).dropLast())
+        let file = try #require(
+            URL(string: link, relativeTo: URL(string: "http://dashboard.test/ui/jobs/\(thumbs)")).flatMap {
+                URLComponents(url: $0, resolvingAgainstBaseURL: true)?.percentEncodedPath
+            }
+        )
         let jpeg = setup.directory.file("thumb.jpg")
-        #expect(try await session.get("/ui/jobs/\(file)", to: jpeg).status == 200)
+        #expect(try await session.get(file, to: jpeg).status == 200)
         #expect(try Data(contentsOf: URL(fileURLWithPath: jpeg)).prefix(3) == Data([0xFF, 0xD8, 0xFF]), "a JPEG")
 
         // Another tenant, signed in, is told there is no such file; a name the result does not

@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import JobKinds
 import Logging
 import NIOCore
@@ -8,11 +9,12 @@ import ObjectStorage
 import Queue
 import Synchronization
 
-/// The dashboard's pages under `/ui/` (docs/dashboard.md): signed in with an API key through a
-/// session cookie, not a bearer header; every action a form POST with the session's token.
-/// The key's scope and tenancy are the API's: a read key looks and never acts, a key that is
-/// not admin sees its own jobs only.
-struct DashboardRoutes: Sendable {
+/// The dashboard's pages under `/ui/` (docs/dashboard.md), as the routes of the `/ui` group:
+/// signed in with an API key through a session cookie, not a bearer header; every action a form
+/// POST with the session's token. The key's scope and tenancy are the API's: a read key looks and
+/// never acts, a key that is not admin sees its own jobs only. The checks are the group's
+/// middleware (`DashboardSessions`), by the sub-group a route is added to.
+package struct DashboardRoutes: Sendable {
     let store: any JobDatabase
     /// `serve`'s roots: where a tenant's output files are on this host.
     let confinement: PathConfinement
@@ -45,125 +47,59 @@ struct DashboardRoutes: Sendable {
     let logger: Logger
     let now: @Sendable () -> Date
 
-    /// Whether `path` is the dashboard's (`/ui`, `/ui/…`).
-    static func owns(_ path: String) -> Bool { path == "/ui" || path.hasPrefix("/ui/") }
+    /// The dashboard of the server whose API is `api`: its store, roots, cookies' `Secure`, rate
+    /// limit, failed-key counts and watch.
+    package init(_ api: APIRoutes, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+        let configuration = api.configuration
+        store = configuration.store
+        confinement = configuration.paths
+        secureCookies = configuration.secureCookies
+        failures = api.failures
+        keyLimiter = configuration.rateLimit.map(RateLimiter.init)
+        watch = api.watch
+        maximumStream = configuration.maximumStream
+        sessionCheckInterval = configuration.watchInterval * 15
+        self.logger = logger
+        self.now = now
+    }
 
-    func add(to router: Router<APIRequestContext>, get: (RouterPath, @escaping Handler) -> Void) {
-        // The router takes `/ui` and `/ui/` as one path; relative links need the slash.
-        get("/ui") { request, context in
-            guard request.uri.path.hasSuffix("/") else { return Self.redirect("ui/") }
-            return try await signedIn(request, context, root: "") { try await jobs(request, $0) }
+    /// The routes, as a collection for the `/ui` group of the server's router: the sign-in page
+    /// and the assets open; the pages behind a session; the job actions behind a session and a
+    /// key that may act.
+    package func routes() -> RouteCollection<DashboardRequestContext> {
+        let ui = RouteCollection(context: DashboardRequestContext.self)
+        ui.getAndHead("/signin") { request, context in try await signInPage(request, context, error: nil) }
+        ui.post("/signin") { request, context in try await signIn(request, context) }
+        ui.getAndHead("/assets/{name}") { _, context in try asset(context) }
+
+        // The router takes `/ui` and `/ui/` as one path; relative links need the slash, so
+        // `/ui` is sent to `ui/` before its session is looked at.
+        ui.group().add(middleware: DirectorySlash())
+            .add(middleware: DashboardSessions(routes: self, signedOut: .signIn, acting: .read))
+            .getAndHead("") { request, context in try await jobs(request, context.signedIn()) }
+
+        let pages = ui.group().add(middleware: DashboardSessions(routes: self, signedOut: .signIn, acting: .read))
+        pages.getAndHead("/fleet") { _, context in try await fleet(context.signedIn()) }
+        pages.getAndHead("/jobs/{id}") { request, context in try await job(request, context, context.signedIn()) }
+        pages.getAndHead("/jobs/{id}/files/{name}") { request, context in
+            try await file(request, context, context.signedIn())
         }
-        router.post("/ui/bulk") { request, context in
-            try await signedIn(request, context, root: "", action: true) {
-                try await bulk(request, context, $0)
-            }
-        }
-        get("/ui/fleet") { request, context in
-            try await signedIn(request, context, root: "") { try await fleet($0) }
-        }
-        get("/ui/signin") { request, context in try await signInPage(request, error: nil) }
-        router.post("/ui/signin") { request, context in try await signIn(request, context) }
-        router.post("/ui/signout") { request, context in
-            try await signedIn(request, context, root: "", action: true) { try await signOut(request, $0) }
-        }
-        get("/ui/assets/{name}") { _, context in try asset(context) }
-        get("/ui/events") { request, context in
-            try await signedIn(request, context, root: "", stream: true) { try await events(request, context, $0) }
-        }
-        get("/ui/jobs/{id}") { request, context in
-            try await signedIn(request, context, root: "../") { try await job(request, context, $0) }
-        }
-        get("/ui/jobs/{id}/files/{name}") { request, context in
-            try await signedIn(request, context, root: "../../../") { try await file(request, context, $0) }
-        }
-        router.post("/ui/jobs/{id}/deliveries/{delivery}/redeliver") { request, context in
-            try await signedIn(request, context, root: "../../../../", action: true) {
-                try await redeliver(context, $0)
-            }
-        }
+        pages.post("/signout") { request, context in try await signOut(request, context.signedIn()) }
+
+        ui.group().add(middleware: DashboardSessions(routes: self, signedOut: .unauthorized, acting: .read))
+            .getAndHead("/events") { request, context in try await events(request, context, context.signedIn()) }
+
+        let actions = ui.group().add(
+            middleware: DashboardSessions(routes: self, signedOut: .signIn, acting: .submit)
+        )
+        actions.post("/bulk") { request, context in try await bulk(request, context.signedIn()) }
         for action in ["cancel", "retry"] {
-            router.post("/ui/jobs/{id}/\(action)") { request, context in
-                try await signedIn(request, context, root: "../../", action: true) {
-                    try await act(action, request, context, $0)
-                }
-            }
+            actions.post("/jobs/{id}/\(action)") { _, context in try await act(action, context, context.signedIn()) }
         }
-    }
-
-    typealias Handler = @Sendable (Request, APIRequestContext) async throws -> Response
-
-    /// Who is signed in on a request, and with what.
-    struct Session: Sendable {
-        let key: APIKey
-        let row: DashboardSession
-        let root: String
-        /// An action's form fields, in order (read once, with its token).
-        var form: [(String, String)] = []
-        var frame: PageFrame {
-            PageFrame.signedIn(root: root, key: key, csrf: row.csrfToken, onJobs: true)
+        actions.post("/jobs/{id}/deliveries/{delivery}/redeliver") { _, context in
+            try await redeliver(context, context.signedIn())
         }
-
-        /// The last value of a form field.
-        func field(_ name: String) -> String? { form.last { $0.0 == name }?.1 }
-    }
-
-    // MARK: Sessions
-
-    /// Runs `page` for the signed-in session, or sends the browser to sign in. An action (a
-    /// POST) also needs the session's form token, and is refused (403) without it.
-    func signedIn(
-        _ request: Request,
-        _ context: APIRequestContext,
-        root: String,
-        action: Bool = false,
-        stream: Bool = false,
-        page: (Session) async throws -> Response
-    ) async throws -> Response {
-        if action, !Self.fromThisOrigin(request) {
-            logger.warning("Refused a dashboard action from another origin", metadata: ["path": "\(request.uri.path)"])
-            return refusal(root: root, "This form did not come from this dashboard.", status: .forbidden)
-        }
-        let cookie = SessionCookie.value(named: SessionCookie.name(secure: secureCookies), in: request.headers[.cookie])
-        guard let cookie, let row = try await store.session(idHash: SessionCookie.hash(cookie), at: now()),
-            let key = try await store.apiKey(id: row.keyID)?.key, key.revokedAt == nil
-        else {
-            if action { return refusal(root: root, "Your session has ended. Sign in again.", status: .forbidden) }
-            // An event stream's `EventSource` stops at a 401 (a redirect it would follow).
-            if stream { return Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) }
-            return Self.redirect("\(root)signin")
-        }
-        if let wait = keyLimiter?.take(key.id) {
-            var response = refusal(
-                frame: PageFrame(root: root),
-                "Too many requests from this key: wait \(wait) s.",
-                status: .tooManyRequests
-            )
-            response.headers[.retryAfter] = "\(wait)"
-            return response
-        }
-        var session = Session(key: key, row: row, root: root)
-        if action {
-            session.form = try await Self.formPairs(request, context)
-            guard let token = session.field("csrf"), SessionCookie.sameToken(token, row.csrfToken) else {
-                logger.warning("Refused a dashboard action without its form token", metadata: ["key.id": "\(key.id)"])
-                return refusal(
-                    root: root,
-                    "This form has expired or did not come from this dashboard.",
-                    status: .forbidden
-                )
-            }
-        }
-        let response = try await page(session)
-        // A page costs its size too, as the API's responses do: past 16 KB each 16 KB more is
-        // another token of the key's (files are bounded by `FileReadLimit` instead).
-        if let keyLimiter, response.headers[.contentType]?.hasPrefix("text/html") == true,
-            let bytes = response.body.contentLength, bytes > KeyAuthentication.bytesPerToken
-        {
-            let tokens = Double(bytes - KeyAuthentication.bytesPerToken) / Double(KeyAuthentication.bytesPerToken)
-            keyLimiter.charge(key.id, tokens: tokens)
-        }
-        return response
+        return ui
     }
 
     // MARK: Pages
@@ -171,7 +107,7 @@ struct DashboardRoutes: Sendable {
     func jobs(_ request: Request, _ session: Session) async throws -> Response {
         let parameters = request.uri.queryParameters
         let typed = parameters.get("q") ?? JobFilterQuery.notEnded
-        var query = JobQuery(owner: session.key.scope == .admin ? nil : session.key.id, limit: 50)
+        var query = JobQuery(owner: session.owner, limit: 50)
         query.topLevelOnly = true
         var problem: String?
         var shown = typed
@@ -193,9 +129,9 @@ struct DashboardRoutes: Sendable {
         }
         let more = jobs.count == query.limit
         if more { jobs.removeLast() }
-        let link = { (filter: String) in "?q=" + Self.queryEscaped(filter) }
+        let link = { (filter: String) in session.links.root + "?q=" + Self.queryEscaped(filter) }
         // An admin counts the whole queue; another key its own jobs.
-        let owner = session.key.scope == .admin ? nil : session.key.id
+        let owner = session.owner
         let counted = try await counts.read(owner: owner) { try await store.statusCounts(owner: owner) }
         var frame = session.frame
         frame.flash = Self.bulkFlash(
@@ -214,7 +150,7 @@ struct DashboardRoutes: Sendable {
         return html(pages.render(view, as: "jobs"))
     }
 
-    func job(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+    func job(_ request: Request, _ context: DashboardRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key)
         else {
@@ -228,7 +164,7 @@ struct DashboardRoutes: Sendable {
         }
         let audit = try await store.auditRecords(job: job.id, limit: 50)
         // A tenant's place in line counts its own jobs; an admin's the whole queue.
-        let tenant = session.key.scope == .admin ? nil : session.key.id
+        let tenant = session.owner
         var frame = session.frame
         frame.flash = request.uri.queryParameters.get("done").flatMap(Self.flash)
         var view = JobView(
@@ -248,7 +184,7 @@ struct DashboardRoutes: Sendable {
         )
         view.waveform = waveform(of: job)
         view.deliveries = try await store.deliveries(job: job.id, limit: JobRoutes.deliveriesPerJob).map {
-            JobView.Delivery($0, job: job.id, canRedeliver: session.key.scope >= .submit)
+            JobView.Delivery($0, job: job.id, links: session.links, canRedeliver: session.key.scope >= .submit)
         }
         return html(pages.render(view, as: "job"))
     }
@@ -269,7 +205,7 @@ struct DashboardRoutes: Sendable {
             through: last
         )
         let frame = PageFrame.signedIn(
-            root: session.root,
+            root: session.links.root,
             key: session.key,
             csrf: session.row.csrfToken,
             onJobs: false,
@@ -298,19 +234,8 @@ struct DashboardRoutes: Sendable {
 
     // MARK: Actions
 
-    func act(
-        _ action: String,
-        _ request: Request,
-        _ context: APIRequestContext,
-        _ session: Session
-    ) async throws -> Response {
-        guard session.key.scope >= .submit else {
-            return refusal(
-                session,
-                "This key is read-only: it can look at jobs but not act on them.",
-                status: .forbidden
-            )
-        }
+    /// Cancels or retries a job (the session's key may act: `DashboardSessions`).
+    func act(_ action: String, _ context: DashboardRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key)
         else {
@@ -337,6 +262,6 @@ struct DashboardRoutes: Sendable {
             "Dashboard action",
             metadata: ["key.id": "\(session.key.id)", "action": "\(action)", "job": "\(id)", "outcome": "\(done)"]
         )
-        return Self.redirect("../\(id.rawValue)?done=\(done)")
+        return Self.redirect(session.links.job(id.rawValue) + "?done=\(done)")
     }
 }

@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import JobKinds
 import JobctlCore
 import NIOCore
@@ -59,22 +60,11 @@ extension DashboardRoutes {
         case .success(let taken): ticket = taken
         case .failure(let busy): return busyRefusal(session, busy)
         }
-        var headers = Self.fileHeaders(name)
-        headers[.acceptRanges] = "bytes"
-        let size = Int(info.size)
-        var range = 0...max(0, size - 1)
-        var status = HTTPResponse.Status.ok
-        if let header = request.headers[.range], size > 0 {
-            guard let asked = Self.byteRange(header, size: size) else {
-                headers[.contentRange] = "bytes */\(size)"
-                return Response(status: .rangeNotSatisfiable, headers: headers)
-            }
-            range = asked
-            status = .partialContent
-            headers[.contentRange] = "bytes \(asked.lowerBound)-\(asked.upperBound)/\(size)"
+        let (status, headers, range): (HTTPResponse.Status, HTTPFields, ClosedRange<Int>)
+        switch Self.fileHead(request, name: name, size: Int(info.size)) {
+        case .answered(let response): return response
+        case .body(let head): (status, headers, range) = head
         }
-        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
-        guard size > 0 else { return Response(status: status, headers: headers) }
         let logger = self.logger
         return Response(
             status: status,

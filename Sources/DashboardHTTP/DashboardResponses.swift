@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import NIOCore
 
 // What the dashboard's routes answer with: pages, refusals, assets, redirects, and the form
@@ -8,7 +9,7 @@ import NIOCore
 extension DashboardRoutes {
     // MARK: Responses
 
-    func asset(_ context: APIRequestContext) throws -> Response {
+    func asset(_ context: DashboardRequestContext) throws -> Response {
         guard let name = context.parameters.get("name"), let asset = DashboardPages.assets[name] else {
             throw APIError(.notFound, "no such file")
         }
@@ -23,8 +24,9 @@ extension DashboardRoutes {
         refusal(frame: session.frame, message, status: status)
     }
 
-    func refusal(root: String, _ message: String, status: HTTPResponse.Status) -> Response {
-        refusal(frame: PageFrame(root: root), message, status: status)
+    /// A refusal on a page no one is signed in to (yet).
+    func refusal(_ links: DashboardLinks, _ message: String, status: HTTPResponse.Status) -> Response {
+        refusal(frame: PageFrame(links: links), message, status: status)
     }
 
     func refusal(frame: PageFrame, _ message: String, status: HTTPResponse.Status) -> Response {
@@ -65,13 +67,14 @@ extension DashboardRoutes {
         ]
     }
 
-    /// 303 to a path relative to the request's: right under any base path a proxy adds.
+    /// 303 to a path relative to the request's (built from its `DashboardLinks`): right under
+    /// any base path a proxy adds.
     static func redirect(_ location: String) -> Response {
         Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
     }
 
     /// The fields of an `application/x-www-form-urlencoded` body, the last value of a name.
-    static func form(_ request: Request, _ context: APIRequestContext) async throws -> [String: String] {
+    static func form(_ request: Request, _ context: DashboardRequestContext) async throws -> [String: String] {
         Dictionary(try await formPairs(request, context), uniquingKeysWith: { _, last in last })
     }
 
@@ -80,7 +83,7 @@ extension DashboardRoutes {
 
     /// Every field of a form body (at most `formLimit`) in order, a name repeated as often as it
     /// was sent (checkboxes).
-    static func formPairs(_ request: Request, _ context: APIRequestContext) async throws -> [(String, String)] {
+    static func formPairs(_ request: Request, _ context: DashboardRequestContext) async throws -> [(String, String)] {
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: formLimit)

@@ -1,19 +1,14 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import JobctlCore
 import Queue
 
 /// A job's webhook deliveries on its page, and redelivering one (as `jobctl webhooks redeliver`).
 extension DashboardRoutes {
-    func redeliver(_ context: APIRequestContext, _ session: Session) async throws -> Response {
-        guard session.key.scope >= .submit else {
-            return refusal(
-                session,
-                "This key is read-only: it can look at jobs but not act on them.",
-                status: .forbidden
-            )
-        }
+    /// Sends a delivery again (the session's key may act: `DashboardSessions`).
+    func redeliver(_ context: DashboardRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key), let delivery = context.parameters.get("delivery"),
             try await store.deliveries(job: id, limit: JobRoutes.deliveriesPerJob).contains(where: { $0.id == delivery }
@@ -31,14 +26,14 @@ extension DashboardRoutes {
         try await store.recordAudit(
             AuditRecord(at: now(), keyID: session.key.id, action: "redeliver", jobID: id, outcome: done)
         )
-        return Self.redirect("../../../\(id.rawValue)?done=\(done)")
+        return Self.redirect(session.links.job(id.rawValue) + "?done=\(done)")
     }
 }
 
 extension JobView.Delivery {
     /// A delivery as the page shows it: the URL without credentials or query, the last
     /// attempt's status, latency and error (cut short).
-    init(_ delivery: WebhookDelivery, job: JobID, canRedeliver: Bool) {
+    init(_ delivery: WebhookDelivery, job: JobID, links: DashboardLinks, canRedeliver: Bool) {
         let last = delivery.log.last
         self.init(
             id: delivery.id,
@@ -49,7 +44,7 @@ extension JobView.Delivery {
             response: delivery.lastStatusCode.map { "HTTP \($0)" } ?? last?.error.map { String($0.prefix(200)) } ?? "",
             latency: last.map { "\($0.latency) ms" } ?? "",
             redeliver: canRedeliver && delivery.status != .delivering
-                ? "\(job.rawValue)/deliveries/\(DashboardText.urlEscaped(delivery.id))/redeliver" : nil
+                ? links.job(job.rawValue, "deliveries/\(DashboardText.urlEscaped(delivery.id))/redeliver") : nil
         )
     }
 }

@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import NIOCore
 import Queue
 import ServiceLifecycle
@@ -27,7 +28,7 @@ import Synchronization
 /// and answers 401 without a session, which stops the browser's `EventSource` rather than
 /// making it retry.
 extension DashboardRoutes {
-    func events(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+    func events(_ request: Request, _ context: DashboardRequestContext, _ session: Session) async throws -> Response {
         let parameters = request.uri.queryParameters
         let listing = parameters.get("listing") == "1"
         // `ID.TOKEN` per job: the page's tokens (`LiveVersion`), kept while they are the same.
@@ -42,7 +43,7 @@ extension DashboardRoutes {
             if id.isWellFormed { asked[id] = parts.count > 1 ? String(parts[1]) : "" }
         }
         let key = session.key
-        let owner = key.scope == .admin ? nil : key.id
+        let owner = session.owner
         var watched: [JobID: String] = [:]
         if !asked.isEmpty {
             for job in try await store.jobs(JobQuery(owner: owner, ids: Array(asked.keys), limit: asked.count))

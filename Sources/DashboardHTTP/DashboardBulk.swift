@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import Queue
 
 /// Bulk cancel and retry from the jobs page: on the jobs ticked, or on every job matching the
@@ -12,26 +13,20 @@ extension DashboardRoutes {
     /// The most jobs a selection names.
     static let selectionLimit = 500
 
-    func bulk(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
-        guard session.key.scope >= .submit else {
-            return refusal(
-                session,
-                "This key is read-only: it can look at jobs but not act on them.",
-                status: .forbidden
-            )
-        }
+    /// A bulk action (the session's key may act: `DashboardSessions`).
+    func bulk(_ request: Request, _ session: Session) async throws -> Response {
         let fields = session.form
         let field = session.field
         guard let action = field("action"), ["cancel", "retry"].contains(action),
             let target = field("target"), ["selected", "matching"].contains(target)
         else { return refusal(session, "That form asked for nothing this dashboard does.", status: .badRequest) }
         let typed = field("q") ?? ""
-        let owner = session.key.scope == .admin ? nil : session.key.id
+        let owner = session.owner
         var ids: [JobID] = []
         if target == "selected" {
             let named = fields.filter { $0.0 == "id" }.map { JobID($0.1) }
             guard !named.isEmpty else {
-                return Self.redirect("./?q=\(Self.queryEscaped(typed))&done=none-selected")
+                return Self.redirect(session.links.root + "?q=\(Self.queryEscaped(typed))&done=none-selected")
             }
             guard named.count <= Self.selectionLimit, named.allSatisfy(\.isWellFormed) else {
                 return refusal(session, "A selection names at most \(Self.selectionLimit) jobs.", status: .badRequest)
@@ -84,7 +79,9 @@ extension DashboardRoutes {
                 "key.id": "\(session.key.id)", "action": "\(action)", "done": "\(done)", "skipped": "\(skipped)",
             ]
         )
-        return Self.redirect("./?q=\(Self.queryEscaped(typed))&done=bulk-\(action)&count=\(done)&skipped=\(skipped)")
+        return Self.redirect(
+            session.links.root + "?q=\(Self.queryEscaped(typed))&done=bulk-\(action)&count=\(done)&skipped=\(skipped)"
+        )
     }
 
     /// The ids of the jobs `filter` matches for `owner`, newest first, up to `bulkLimit`.

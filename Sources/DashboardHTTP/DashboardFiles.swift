@@ -1,6 +1,7 @@
 import Dashboard
 import Foundation
 import Hummingbird
+import JobAPI
 import JobKinds
 import JobctlCore
 import NIOCore
@@ -73,7 +74,7 @@ extension DashboardRoutes {
         return WaveformSVG.draw(data)
     }
 
-    func file(_ request: Request, _ context: APIRequestContext, _ session: Session) async throws -> Response {
+    func file(_ request: Request, _ context: DashboardRequestContext, _ session: Session) async throws -> Response {
         guard let id = try? JobRoutes.jobID(context), let job = try await store.job(id),
             JobRoutes.visible(job, to: session.key), let name = context.parameters.get("name")
         else {
@@ -90,22 +91,11 @@ extension DashboardRoutes {
         case .success(let taken): ticket = taken
         case .failure(let busy): return busyRefusal(session, busy)
         }
-        var headers = Self.fileHeaders(name)
-        let size = file.size
-        headers[.acceptRanges] = "bytes"
-        var range = 0...max(0, size - 1)
-        var status = HTTPResponse.Status.ok
-        if let header = request.headers[.range], size > 0 {
-            guard let asked = Self.byteRange(header, size: size) else {
-                headers[.contentRange] = "bytes */\(size)"
-                return Response(status: .rangeNotSatisfiable, headers: headers)
-            }
-            range = asked
-            status = .partialContent
-            headers[.contentRange] = "bytes \(asked.lowerBound)-\(asked.upperBound)/\(size)"
+        let (status, headers, range): (HTTPResponse.Status, HTTPFields, ClosedRange<Int>)
+        switch Self.fileHead(request, name: name, size: file.size) {
+        case .answered(let response): return response
+        case .body(let head): (status, headers, range) = head
         }
-        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
-        guard size > 0 else { return Response(status: status, headers: headers) }
         return Response(
             status: status,
             headers: headers,
@@ -140,6 +130,33 @@ extension DashboardRoutes {
             }
         response.headers[.retryAfter] = busy == .key ? "2" : "5"
         return response
+    }
+
+    /// A file response's head: the whole file or the one byte range asked for, or an answer with
+    /// no body to send (416 for a range outside the file, an empty file).
+    enum FileHead {
+        case body((status: HTTPResponse.Status, headers: HTTPFields, range: ClosedRange<Int>))
+        case answered(Response)
+    }
+
+    /// The head of the response sending the file `name` of `size` bytes (local or in a bucket).
+    static func fileHead(_ request: Request, name: String, size: Int) -> FileHead {
+        var headers = fileHeaders(name)
+        headers[.acceptRanges] = "bytes"
+        var range = 0...max(0, size - 1)
+        var status = HTTPResponse.Status.ok
+        if let header = request.headers[.range], size > 0 {
+            guard let asked = byteRange(header, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
+                return .answered(Response(status: .rangeNotSatisfiable, headers: headers))
+            }
+            range = asked
+            status = .partialContent
+            headers[.contentRange] = "bytes \(asked.lowerBound)-\(asked.upperBound)/\(size)"
+        }
+        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
+        guard size > 0 else { return .answered(Response(status: status, headers: headers)) }
+        return .body((status, headers, range))
     }
 
     /// `bytes=A-B`, `bytes=A-` or `bytes=-N` within a file of `size` bytes; one range only.

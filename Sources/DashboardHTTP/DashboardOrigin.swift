@@ -3,6 +3,7 @@ import Dashboard
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JobAPI
 import JobctlCore
 import Queue
 import Synchronization
