@@ -103,7 +103,7 @@ extension Attempts {
         let client: S3Client
         do {
             location = try S3Location.parse(file.url).get()
-            client = try S3ClientProvider.environment.client()
+            client = try options.objectStore.client()
         } catch let error as S3Error {
             return .failed(error)
         } catch {
