@@ -264,7 +264,10 @@ let package = Package(
         // in-memory store with real FFmpeg on tiny clips (about a second each).
         .testTarget(
             name: "WorkerUnitTests",
-            dependencies: ["Worker", "Queue", "Media", "MediaTestKit", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Worker", "Queue", "Media", "MediaTestKit", "JobKinds", "JobctlCore", "ObjectStorage", "SafeHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Integration tests, fewer and slower: real worker processes (SIGKILL, SIGTERM, SIGSTOP),
         // a real PostgreSQL server, real HTTP receivers, database files damaged from outside.

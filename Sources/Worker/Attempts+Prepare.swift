@@ -46,6 +46,7 @@ extension Attempts {
             children: children,
             scratchDirectory: options.scratchDirectory,
             aliveWorkers: aliveWorkers,
+            objectStore: options.objectStore,
             objectRoot: options.objectRoot
         )
         return try await JobKinds.prepare(claimed.job, context: context)

@@ -53,6 +53,7 @@ struct Attempts: Sendable {
             // can take a while, and the lease must hold (and cancellation reach us) throughout.
             group.addTask { await monitor(execution, logger: logger) }
             var finished: FinishedRun?
+            var publisher: OutputPublisher?
             let outcome: AttemptStateMachine.ExportOutcome
             do {
                 if claimed.job.graphPhase == .join { Failpoints.hit("before-join", logger: logger) }
@@ -69,7 +70,15 @@ struct Attempts: Sendable {
                         WorkerMetrics.encoded(mediaSeconds: seconds, in: .now - started)
                     }
                     finished = run
-                    outcome = .finished(prepared.uploadURL == nil ? .rename : .upload)
+                    // Chosen once, from where the outputs go; every file is shown through it.
+                    let chosen = OutputPublisher(
+                        for: prepared.uploadURL,
+                        sender: sender,
+                        objectStore: options.objectStore,
+                        retryDelays: options.uploadRetryDelays
+                    )
+                    publisher = chosen
+                    outcome = .finished(chosen.delivery)
                 }
             } catch {
                 outcome = Self.outcome(of: error)
@@ -78,6 +87,7 @@ struct Attempts: Sendable {
                 execution: execution,
                 held: finished?.held,
                 finished: finished,
+                publisher: publisher,
                 slot: slot,
                 logger: logger
             )
@@ -144,6 +154,8 @@ struct Attempts: Sendable {
         /// Taken exactly once: committed, uploaded then discarded, or discarded.
         var held: (any HeldOutput)?
         let finished: FinishedRun?
+        /// How the finished outputs are shown (`nil` when nothing finished).
+        let publisher: OutputPublisher?
         let slot: ClaimSlot
         let logger: Logger
         var uploadTries = 0
@@ -190,9 +202,9 @@ struct Attempts: Sendable {
                 }
             case .rename:
                 do {
-                    // Renames and fsyncs (a set: every file) off the event loops (`onDedicatedThread`).
-                    if let held = attempt.takeHeld() {
-                        try await onDedicatedThread("jobctl.commit") { try held.commit() }
+                    // Renames and fsyncs (a set: every file) off the event loops.
+                    if let publisher = attempt.publisher, let held = attempt.takeHeld() {
+                        try await publisher.commit(held)
                         attempt.shown = held
                     }
                     action = execution.handle { $0.renamed(.success(())) }

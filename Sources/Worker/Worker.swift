@@ -83,7 +83,7 @@ public final class Worker: Service {
         let sweeps = Set(directories).sorted().map {
             StagingSweep(directory: $0, store: store, logger: logger)
         }
-        let uploads = UploadSweep(store: store, clients: .environment, logger: logger)
+        let uploads = UploadSweep(store: store, clients: options.objectStore, logger: logger)
         for sweep in sweeps { await sweep.run() }
         await uploads.run()
         await withGracefulShutdownHandler {

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import ObjectStorage
 import Queue
 import SafeHTTP
 
@@ -38,6 +39,10 @@ public struct WorkerOptions: Sendable {
     public var outputRoot: String?
     /// `--s3-root`: an API key's jobs may use `ROOT/KEYID/` of the object store; `nil`: none.
     public var objectRoot: String?
+    /// Makes the object store client for `s3://` inputs, outputs and the sweep of abandoned
+    /// uploads, on first use. The command line gives the process's (`.environment`); nothing
+    /// in the worker reaches for one of its own.
+    public var objectStore: S3ClientProvider
     /// What one job may cost (`limit_exceeded` beyond).
     public var limits: ResourceLimits
 
@@ -57,6 +62,7 @@ public struct WorkerOptions: Sendable {
         inputRoot: String? = nil,
         outputRoot: String? = nil,
         objectRoot: String? = nil,
+        objectStore: S3ClientProvider,
         limits: ResourceLimits = .default
     ) {
         precondition(concurrency > 0 && lease >= .milliseconds(300))
@@ -75,6 +81,7 @@ public struct WorkerOptions: Sendable {
         self.inputRoot = inputRoot
         self.outputRoot = outputRoot
         self.objectRoot = objectRoot
+        self.objectStore = objectStore
         self.limits = limits
     }
 

@@ -184,6 +184,8 @@ struct WorkerCommand: AsyncParsableCommand {
                 inputRoot: inputRoot,
                 outputRoot: outputRoot,
                 objectRoot: objects.root,
+                // The one place a worker's object store client comes from the environment.
+                objectStore: .environment,
                 limits: try limits.limits()
             ),
             identity: identity,

@@ -2,10 +2,7 @@ import Foundation
 import MediaTestKit
 import Queue
 import QueueSQLite
-import SafeHTTP
 import Testing
-
-@testable import JobKinds
 
 /// Inputs read from and outputs uploaded to a local HTTP server (scripts/media-server.py: GET
 /// with byte ranges, PUT stored only when complete), by real worker processes.
@@ -348,28 +345,5 @@ struct RemoteMediaTests {
         )
         #expect(manifest.error?.message.contains("DASH manifests read from a URL") == true)
         #expect(setup.stagingLeftovers().isEmpty)
-    }
-
-    @Test("an HTTP PUT destination that stalled: one retry, then the job's upload fails")
-    func stalledPut() {
-        var stalled = HTTPResponse(latency: .seconds(15), failure: HTTPError(.transport, "Operation too slow"))
-        stalled.timedOut = true
-        let delays: [Duration] = [.seconds(1), .seconds(4), .seconds(15)]
-        let url = "https://example.com/out.mp4"
-        guard case .retry = RemoteMedia.outcome(of: stalled, url: url, tries: 0, retryDelays: delays) else {
-            Issue.record("a first stall is not retried")
-            return
-        }
-        guard case .failed(let error) = RemoteMedia.outcome(of: stalled, url: url, tries: 1, retryDelays: delays) else {
-            Issue.record("a second stall is retried: each waits out the stall limit")
-            return
-        }
-        #expect(error.retryable, "the job itself is retried later")
-        // Any other transport failure keeps its three retries.
-        let reset = HTTPResponse(latency: .seconds(1), failure: HTTPError(.transport, "Connection reset"))
-        guard case .retry = RemoteMedia.outcome(of: reset, url: url, tries: 2, retryDelays: delays) else {
-            Issue.record("a reset is not retried")
-            return
-        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import JobKinds
 import JobctlCore
 import MediaTestKit
+import ObjectStorage
 import Queue
 import QueuePostgres
 import QueueSQLite
@@ -85,7 +86,9 @@ struct StoredValueTests {
             outputRoot: nil,
             stagingDirectory: NSTemporaryDirectory(),
             limits: .default,
-            sender: HTTPSender(policy: AddressPolicy())
+            sender: HTTPSender(policy: AddressPolicy()),
+            objectStore: S3ClientProvider { () throws(S3Error) in throw S3Error(.configuration, "no object store here")
+            }
         )
         do {
             _ = try await JobKinds.prepare(unknown.job, context: context)

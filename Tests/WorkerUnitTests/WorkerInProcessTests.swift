@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Media
 import MediaTestKit
+import ObjectStorage
 import Queue
 import Synchronization
 import Testing
@@ -43,7 +44,17 @@ struct WorkerInProcessTests {
             return try await store.submit(request).job
         }
 
-        func worker(once: Bool = false, lease: Duration = .seconds(30), drain: Duration = .seconds(30)) -> Worker {
+        /// These workers have no object store: a job that needs one fails with this.
+        static let noObjectStore = S3ClientProvider { () throws(S3Error) in
+            throw S3Error(.configuration, "no object store in the in-process tests")
+        }
+
+        func worker(
+            once: Bool = false,
+            lease: Duration = .seconds(30),
+            drain: Duration = .seconds(30),
+            objectStore: S3ClientProvider = Bench.noObjectStore
+        ) -> Worker {
             let options = WorkerOptions(
                 name: "in-process",
                 lease: lease,
@@ -53,7 +64,8 @@ struct WorkerInProcessTests {
                 cancellationCheckInterval: .milliseconds(100),
                 retryPolicy: RetryPolicy(base: .milliseconds(1), maximum: .milliseconds(1), jitter: 0),
                 stagingDirectory: directory.file("staging"),
-                uploadRetryDelays: []
+                uploadRetryDelays: [],
+                objectStore: objectStore
             )
             let identity = WorkerIdentity(name: "in-process", host: "localhost", pid: getpid(), version: "test")
             return Worker(

@@ -64,12 +64,29 @@ extension HeldOutput {
     public func published() {}
 }
 
+/// One held file with where it goes for a remote output, and when it goes, relative to the
+/// others of its set (`OutputPublisher` sends a set by rank, then as listed).
 public struct HeldUpload: Sendable, Hashable {
     /// The file's name in the result (`""` for an export's one file).
     public let name: String
     public let path: String
     public let url: String
     public let contentType: String
+    public let rank: StagedFiles.PublishRank
+
+    package init(
+        name: String,
+        path: String,
+        url: String,
+        contentType: String,
+        rank: StagedFiles.PublishRank = .content
+    ) {
+        self.name = name
+        self.path = path
+        self.url = url
+        self.contentType = contentType
+        self.rank = rank
+    }
 }
 
 /// An export's one finished file.
@@ -119,7 +136,8 @@ final class HeldFiles: HeldOutput, @unchecked Sendable {
                         name: $0.name,
                         path: $0.temporaryPath,
                         url: FileSetJob.url(of: $0.name, in: template),
-                        contentType: ContentType.upload($0.name)
+                        contentType: ContentType.upload($0.name),
+                        rank: $0.rank
                     )
                 }
             } ?? []

@@ -5,7 +5,7 @@ import Queue
 import SafeHTTP
 
 /// `http(s)://` inputs and outputs (docs/spec.md §4, §6): the address guard before FFmpeg reads an
-/// input, and the upload of a finished output with PUT.
+/// input, and the PUT of a finished output (the worker's `OutputPublisher` judges its answer).
 package enum RemoteMedia {
     /// Asks for the input's first byte through the guarded sender before FFmpeg opens it: the
     /// address guard runs on the address connected to, and the answer gives a precise error
@@ -60,16 +60,6 @@ package enum RemoteMedia {
         }
     }
 
-    /// What one PUT came to.
-    package enum UploadOutcome: Sendable {
-        case uploaded(bytes: Int64)
-        /// Worth another try after `delay` (a network failure, 408, 429, 5xx); `what` for logs.
-        case retry(after: Duration, what: String)
-        case failed(JobError)
-        /// `shouldAbort` said stop (cancelled, or the lease may be lost).
-        case stopped
-    }
-
     /// One PUT of `file` to `url`, with the headers that tell a storage proxy which attempt
     /// wrote it. Blocking: call it from a thread of its own. `shouldAbort` is asked before
     /// every chunk of the body and at least once a second.
@@ -86,62 +76,6 @@ package enum RemoteMedia {
             HTTPRequest(url: url, method: .put(file: file, contentType: contentType), headers: headers),
             shouldAbort: shouldAbort
         )
-    }
-
-    /// Classifies the answer to attempt number `tries` (from 0) of an upload: network
-    /// failures (no final status), 408, 429 and 5xx are retried after each of `retryDelays` (a
-    /// `Retry-After` up to a minute is honoured), then fail with the retryable
-    /// `output_unwritable`; other answers fail at once (`output_forbidden` when the guard
-    /// refused the address).
-    package static func outcome(
-        of response: HTTPResponse,
-        url: String,
-        tries: Int,
-        retryDelays: [Duration]
-    ) -> UploadOutcome {
-        let shown = MediaLocation.displayed(url)
-        if response.failed(with: .aborted) { return .stopped }
-        if response.succeeded { return .uploaded(bytes: response.uploaded) }
-        if response.failed(with: .refused) {
-            return .failed(
-                JobError(
-                    code: .outputForbidden,
-                    message:
-                        "\(shown): \(response.failure?.message ?? "refused") (--allow-private-webhooks lifts this for self-hosted storage)",
-                    retryable: false
-                )
-            )
-        }
-        let what =
-            response.statusCode.map { "HTTP \($0)\(response.body.isEmpty ? "" : ": \(response.body.prefix(200))")" }
-            ?? (response.failure?.message ?? "no response")
-        let worthRetrying =
-            response.statusCode.map { [408, 429].contains($0) || (500..<600).contains($0) } ?? !response.failed(
-                with: .certificateRejected
-            )
-        guard worthRetrying else {
-            // 4xx: an expired or wrong signature, a missing bucket; an untrusted certificate.
-            // Another attempt would encode again to get the same answer.
-            return .failed(
-                JobError(
-                    code: .outputUnwritable,
-                    message: "uploading to \(shown) failed (\(what))",
-                    retryable: false
-                )
-            )
-        }
-        // A destination that stalled (no bytes moving for the stall limit) earns one retry: each
-        // try waits the stall out, and three of them tied a worker up for minutes.
-        guard tries < (response.timedOut ? 1 : retryDelays.count) else {
-            return .failed(
-                JobError(
-                    code: .outputUnwritable,
-                    message: "uploading to \(shown) failed \(tries + 1) times (last: \(what))",
-                    retryable: true
-                )
-            )
-        }
-        return .retry(after: max(retryDelays[tries], min(response.retryAfter ?? .zero, .seconds(60))), what: what)
     }
 
     /// The local file an export to `url` is written to before its upload:

@@ -25,7 +25,8 @@ public struct RunContext: Sendable {
     public var scratchDirectory: String
     /// Workers alive now (a split of `auto` needs more than one); 1 when not counted.
     public var aliveWorkers: Int
-    /// The object store client for `s3://` locations, made on first use.
+    /// The object store client for `s3://` locations, made on first use: the worker's
+    /// (`WorkerOptions.objectStore`).
     public var objectStore: S3ClientProvider
     /// `--s3-root`: each API key's jobs may use `ROOT/KEYID/` (`TenantObjects`); `nil`: none.
     public var objectRoot: String?
@@ -40,7 +41,7 @@ public struct RunContext: Sendable {
         children: [Job] = [],
         scratchDirectory: String? = nil,
         aliveWorkers: Int = 1,
-        objectStore: S3ClientProvider = .environment,
+        objectStore: S3ClientProvider,
         objectRoot: String? = nil
     ) {
         self.lease = lease
