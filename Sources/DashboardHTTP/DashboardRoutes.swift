@@ -29,8 +29,8 @@ package struct DashboardRoutes: Sendable {
     /// costs a render, so one key must not be able to take the server.
     let keyLimiter: RateLimiter?
     let counts = StatusCountCache(lifetime: .seconds(10))
-    /// The object store a job's files in a bucket are read from (the environment's).
-    var objects: S3ClientProvider = .environment
+    /// The object store a job's files in a bucket are read from (`APIConfiguration.objectStore`).
+    let objects: S3ClientProvider
     /// Responses reading from the bucket at once, in all and per key.
     let objectReads = FileReadLimit(total: 16, perKey: 8)
     /// Responses reading local files at once, in all and per key.
@@ -57,6 +57,11 @@ package struct DashboardRoutes: Sendable {
         failures = api.failures
         keyLimiter = configuration.rateLimit.map(RateLimiter.init)
         watch = api.watch
+        objects =
+            configuration.objectStore
+            ?? S3ClientProvider { () throws(S3Error) -> S3Client in
+                throw S3Error(.configuration, "this server is not configured to read an object store")
+            }
         maximumStream = configuration.maximumStream
         sessionCheckInterval = configuration.watchInterval * 15
         self.logger = logger

@@ -5,6 +5,7 @@ import JobctlCore
 import Logging
 import Media
 import NIOCore
+import ObjectStorage
 import Observability
 import Prometheus
 import Queue
@@ -73,6 +74,9 @@ public struct APIConfiguration: Sendable {
     /// The reverse proxies whose `X-Forwarded-For` names the client (`serve --trusted-proxy`):
     /// failed sign-ins are counted per client address only where it is known.
     public var trustedProxies: TrustedProxies
+    /// Where the dashboard reads a job's files in a bucket from (`jobctl serve` passes the
+    /// environment's client); `nil`: this server reads no bucket, and such a file says so.
+    public var objectStore: S3ClientProvider?
 
     public init(
         store: any JobDatabase,
@@ -89,8 +93,10 @@ public struct APIConfiguration: Sendable {
         keyCacheLifetime: Duration = .seconds(2),
         maximumWatchesPerKey: Int = 1000,
         secureCookies: Bool = false,
-        trustedProxies: TrustedProxies = TrustedProxies()
+        trustedProxies: TrustedProxies = TrustedProxies(),
+        objectStore: S3ClientProvider? = nil
     ) {
+        self.objectStore = objectStore
         self.secureCookies = secureCookies
         self.trustedProxies = trustedProxies
         self.store = store

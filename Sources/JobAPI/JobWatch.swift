@@ -90,6 +90,7 @@ package final class JobWatch: Sendable {
         var stopping = false
         /// The store notified a change since the last read.
         var notified = false
+        var wakeUps = 0
     }
 
     /// Jobs per read.
@@ -115,7 +116,11 @@ package final class JobWatch: Sendable {
     }
 
     /// How many watchers there are (tests, metrics).
-    var count: Int { state.withLock { $0.watchers.count } }
+    package var count: Int { state.withLock { $0.watchers.count } }
+
+    /// How many wake-ups the watch has finished (tests: a change made before a wake-up that
+    /// began after it has reached every watcher once two more have finished).
+    package var wakeUps: Int { state.withLock { $0.wakeUps } }
 
     /// Starts watching `id` until `deadline` (then `updates` ends, at the first tick after
     /// it: within `interval`). The first update follows at the next wake-up, which subscribing
@@ -264,6 +269,7 @@ package final class JobWatch: Sendable {
     }
 
     private func readWatchedJobs() async {
+        defer { state.withLock { $0.wakeUps += 1 } }
         let now = ContinuousClock.now
         let (watchers, notified) = state.withLock { state in
             defer { state.notified = false }

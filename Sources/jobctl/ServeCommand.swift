@@ -184,7 +184,8 @@ struct ServeCommand: AsyncParsableCommand {
                     publicMetrics: publicMetrics,
                     maximumWatchesPerKey: maxWatchesPerKey,
                     secureCookies: secureCookies || tlsCert != nil,
-                    trustedProxies: try proxies()
+                    trustedProxies: try proxies(),
+                    objectStore: .environment
                 )
                 let scheme = tlsCert == nil ? "http" : "https"
                 let app: APIService

@@ -26,6 +26,8 @@ struct APIRouteTests {
         let read: String
         let admin: String
         let app: Application<RouterResponder<APIRequestContext>>
+        /// The server's one watch (long polls, event streams, live pages).
+        let watch: JobWatch
 
         let metrics = PrometheusCollectorRegistry()
         /// The submit key's id: its directory under the roots.
@@ -52,7 +54,26 @@ struct APIRouteTests {
                 watchInterval: .milliseconds(200)
             )
             configure(&configuration)
-            app = Application(router: APIServer.router(configuration, logger: Logger(label: "api-test")))
+            let logger = Logger(label: "api-test")
+            watch = APIRoutes.watch(configuration, logger: logger)
+            app = Application(router: APIServer.router(configuration, watch: watch, logger: logger))
+        }
+
+        /// Waits until the server holds `count` watchers (long polls, streams, live pages): a
+        /// request that waits is in the server, not only sent.
+        func watching(_ count: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let watch = self.watch
+            let held = await eventually(within: .seconds(30)) { watch.count >= count }
+            try #require(held, "\(watch.count) watchers, not \(count)", sourceLocation: sourceLocation)
+        }
+
+        /// Waits until the watch has read the jobs since now: what changed before this call has
+        /// reached every watcher (two wake-ups, as one may have begun before the change).
+        func watched(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let watch = self.watch
+            let target = watch.wakeUps + 2
+            let read = await eventually(within: .seconds(30)) { watch.wakeUps >= target }
+            try #require(read, "the watch did not wake up", sourceLocation: sourceLocation)
         }
 
         static func key(_ scope: APIScope, _ name: String, _ store: SQLiteJobStore) async throws -> String {
@@ -141,10 +162,11 @@ struct APIRouteTests {
             // A revocation takes effect once the cached row is older than its lifetime (300 ms here).
             let id = try #require(APIKeys.parse(Substring(f.submit))?.id)
             #expect(try await f.store.revokeAPIKey(id: id, at: Date()))
-            try await Task.sleep(for: .milliseconds(400))
-            try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit)) {
-                #expect($0.status == .unauthorized)
+            let refused = try await eventually(within: .seconds(10)) {
+                try await client.execute(uri: "/v1/jobs", method: .get, headers: Self.headers(f.submit)).status
+                    == .unauthorized
             }
+            #expect(refused, "the revoked key was still let in")
         }
     }
 
@@ -352,56 +374,6 @@ struct APIRouteTests {
         }
     }
 
-    @Test("cancel (202, then 409 once ended), retry, and ?wait= answered as soon as the job ends")
-    func cancelRetryWait() async throws {
-        let f = try await Fixture()
-        defer { f.directory.remove() }
-        try await f.app.test(.router) { client in
-            let id = try await f.submitJob(client)
-            // A long poll, ended by a cancel 300 ms later.
-            let started = ContinuousClock.now
-            let waiting = Task {
-                try await client.execute(uri: "/v1/jobs/\(id)?wait=8s", method: .get, headers: Self.headers(f.read))
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            try await client.execute(uri: "/v1/jobs/\(id)/cancel", method: .post, headers: Self.headers(f.submit)) {
-                #expect($0.status == .accepted)
-            }
-            _ = waiting  // (the read key cannot see it: 404 at once; see the admin wait below)
-            let waited = try await waiting.value
-            #expect(waited.status == .notFound)
-            try await client.execute(uri: "/v1/jobs/\(id)/cancel", method: .post, headers: Self.headers(f.submit)) {
-                #expect($0.status == .conflict)
-                #expect(Self.errorCode($0).code == "job_ended")
-            }
-            try await client.execute(uri: "/v1/jobs/\(id)/retry", method: .post, headers: Self.headers(f.submit)) {
-                #expect($0.status == .ok)
-                #expect(Self.json($0)["status"] as? String == "unknown")
-            }
-            let adminWait = Task {
-                try await client.execute(uri: "/v1/jobs/\(id)?wait=8s", method: .get, headers: Self.headers(f.admin))
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            _ = try await f.store.cancel(JobID(id))
-            let answer = try await adminWait.value
-            #expect(Self.json(answer)["status"] as? String == "cancelled")
-            #expect(ContinuousClock.now - started < .seconds(6), "the long poll waited past the job's end")
-            // A wait on a job that does not end answers with the job as it is when the wait is over.
-            let second = try await client.execute(
-                uri: "/v1/jobs",
-                method: .post,
-                headers: Self.headers(f.submit),
-                body: f.body(output: "b.mp4")
-            )
-            let other = try #require(Self.json(second)["id"] as? String)
-            let before = ContinuousClock.now
-            try await client.execute(uri: "/v1/jobs/\(other)?wait=1s", method: .get, headers: Self.headers(f.submit)) {
-                #expect(Self.json($0)["status"] as? String == "unknown")
-            }
-            #expect(ContinuousClock.now - before >= .milliseconds(900))
-        }
-    }
-
     /// Threads of this process whose name starts with `prefix` (Linux: /proc/self/task).
     static func threads(named prefix: String) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -432,7 +404,7 @@ struct APIRouteTests {
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
             }
-            try await Task.sleep(for: .milliseconds(700))
+            try await f.watching(200)
             let during = Self.threads(named: "jobctl.sqlite.w")
             // Other tests of the suite may watch their own databases meanwhile: a few, not 200.
             #expect(during - before <= 5, "\(during - before) watcher threads for 200 long polls")
@@ -494,6 +466,86 @@ struct APIRouteTests {
             check(Self.json(refused), against: "Error")
             let detail = Self.json(refused)["error"] as? [String: Any] ?? [:]
             #expect(Set(detail.keys) == ["code", "message", "field"])
+        }
+    }
+}
+
+extension APIRouteTests {
+    /// The tests of APIRouteTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("HTTP API routes: timing", .serialized)
+    struct Timing {
+        @Test("cancel (202, then 409 once ended), retry, and ?wait= answered as soon as the job ends")
+        func cancelRetryWait() async throws {
+            let f = try await Fixture()
+            defer { f.directory.remove() }
+            try await f.app.test(.router) { client in
+                let id = try await f.submitJob(client)
+                // A long poll by a key that cannot see the job: 404 at once, never held.
+                let started = ContinuousClock.now
+                let waiting = Task {
+                    try await client.execute(
+                        uri: "/v1/jobs/\(id)?wait=8s",
+                        method: .get,
+                        headers: APIRouteTests.headers(f.read)
+                    )
+                }
+                try await client.execute(
+                    uri: "/v1/jobs/\(id)/cancel",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect($0.status == .accepted)
+                }
+                _ = waiting  // (the read key cannot see it: 404 at once; see the admin wait below)
+                let waited = try await waiting.value
+                #expect(waited.status == .notFound)
+                try await client.execute(
+                    uri: "/v1/jobs/\(id)/cancel",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect($0.status == .conflict)
+                    #expect(APIRouteTests.errorCode($0).code == "job_ended")
+                }
+                try await client.execute(
+                    uri: "/v1/jobs/\(id)/retry",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect($0.status == .ok)
+                    #expect(APIRouteTests.json($0)["status"] as? String == "unknown")
+                }
+                let adminWait = Task {
+                    try await client.execute(
+                        uri: "/v1/jobs/\(id)?wait=8s",
+                        method: .get,
+                        headers: APIRouteTests.headers(f.admin)
+                    )
+                }
+                try await f.watching()
+                _ = try await f.store.cancel(JobID(id))
+                let answer = try await adminWait.value
+                #expect(APIRouteTests.json(answer)["status"] as? String == "cancelled")
+                #expect(ContinuousClock.now - started < .seconds(6), "the long poll waited past the job's end")
+                // A wait on a job that does not end answers with the job as it is when the wait is over.
+                let second = try await client.execute(
+                    uri: "/v1/jobs",
+                    method: .post,
+                    headers: APIRouteTests.headers(f.submit),
+                    body: f.body(output: "b.mp4")
+                )
+                let other = try #require(APIRouteTests.json(second)["id"] as? String)
+                let before = ContinuousClock.now
+                try await client.execute(
+                    uri: "/v1/jobs/\(other)?wait=1s",
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect(APIRouteTests.json($0)["status"] as? String == "unknown")
+                }
+                #expect(ContinuousClock.now - before >= .milliseconds(900))
+            }
         }
     }
 }

@@ -57,12 +57,12 @@ struct APIStreamTests {
                     headers: APIRouteTests.headers(f.submit)
                 )
             }
-            try await Task.sleep(for: .milliseconds(400))
+            try await f.watching()
             let claimed = try #require(try await f.store.claim(as: Self.worker, limit: 1, lease: .seconds(30)).first)
-            try await Task.sleep(for: .milliseconds(400))
+            try await f.watched()
             for progress in [0.25, 0.251, 0.5] {
                 _ = try await f.store.heartbeat(claimed.lease, progress: progress, tracks: [], extendBy: .seconds(30))
-                try await Task.sleep(for: .milliseconds(400))
+                try await f.watched()
             }
             #expect(try await f.store.complete(claimed.lease, result: .null, tracks: []))
             let response = try await stream.value
@@ -110,7 +110,7 @@ struct APIStreamTests {
                     headers: APIRouteTests.headers(f.admin)
                 )
             }
-            try await Task.sleep(for: .milliseconds(300))
+            try await f.watching()
             _ = try await f.store.cancel(JobID(id))
             let events = Self.events(try await stream.value.body).map { $0.job["status"] as? String }
             // The stream opens with the job as it is: queued, when it connected before the cancel
@@ -198,51 +198,6 @@ struct APIStreamTests {
         }
     }
 
-    @Test("a stream ends after the server's maximum (the client reconnects); a huge ?wait= is 422, not a crash")
-    func streamLifetimeAndHugeWaits() async throws {
-        let f = try await F { $0.maximumStream = .milliseconds(700) }
-        defer { f.directory.remove() }
-        try await f.app.test(.router) { client in
-            let id = try await f.submitJob(client)
-            let started = ContinuousClock.now
-            let response = try await client.execute(
-                uri: "/v1/jobs/\(id)/events",
-                method: .get,
-                headers: APIRouteTests.headers(f.submit)
-            )
-            #expect(response.status == .ok)
-            #expect(Self.events(response.body).map(\.event) == ["status"])
-            #expect(ContinuousClock.now - started < .seconds(5))
-            // Found by schemathesis: this once overflowed and took the server down.
-            try await client.execute(
-                uri: "/v1/jobs/\(id)?wait=4084410497952903323145ms",
-                method: .get,
-                headers: APIRouteTests.headers(f.submit)
-            ) {
-                #expect($0.status == .unprocessableContent)
-                #expect(APIRouteTests.errorCode($0).field == "wait")
-            }
-            // Also found by schemathesis: a duration that rounds to 0 µs was stored, and trapped
-            // the worker that claimed it.
-            for range in [#"{"start":1.5,"duration":5e-324}"#, #"{"start":1e300}"#, #"{"start":0,"duration":1e-7}"#] {
-                let response = try await client.execute(
-                    uri: "/v1/jobs",
-                    method: .post,
-                    headers: APIRouteTests.headers(f.submit),
-                    body: f.body(extra: #","range":\#(range)"#)
-                )
-                #expect(response.status == .unprocessableContent, "\(range)")
-                #expect(APIRouteTests.errorCode(response) == ("range_out_of_bounds", "range"), "\(range)")
-            }
-            // A method a path does not have: 405 with Allow, in the API's error shape.
-            try await client.execute(uri: "/v1/jobs/\(id)", method: .delete, headers: APIRouteTests.headers(f.submit)) {
-                #expect($0.status == .methodNotAllowed)
-                #expect($0.headers[.allow] == "GET, HEAD")
-                #expect(APIRouteTests.errorCode($0).code == "method_not_allowed")
-            }
-        }
-    }
-
     @Test("a key holds at most its share of long polls and streams (429 too_many_watches); others are not affected")
     func watchesPerKey() async throws {
         let f = try await F { $0.maximumWatchesPerKey = 2 }
@@ -255,7 +210,7 @@ struct APIStreamTests {
                     return try await client.execute(uri: path, method: .get, headers: APIRouteTests.headers(f.submit))
                 }
             }
-            try await Task.sleep(for: .milliseconds(400))
+            try await f.watching(2)
             for path in ["/v1/jobs/\(id)?wait=2s", "/v1/jobs/\(id)/events"] {
                 try await client.execute(uri: path, method: .get, headers: APIRouteTests.headers(f.submit)) {
                     #expect($0.status == .tooManyRequests, "\(path)")
@@ -287,55 +242,6 @@ struct APIStreamTests {
         }
     }
 
-    @Test("a key over its rate gets 429 with Retry-After; so does an address that keeps sending bad keys")
-    func rateLimits() async throws {
-        // A token every 5 s: the four requests below must come within 5 s (a loaded machine
-        // once took longer than 1 s, and once longer than 2 s, and the fourth was let through).
-        let f = try await F { $0.rateLimit = RateLimit(perSecond: 0.2, burst: 3) }
-        defer { f.directory.remove() }
-        try await f.app.test(.router) { client in
-            for _ in 0..<3 {
-                try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
-                    #expect($0.status == .ok)
-                }
-            }
-            try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
-                #expect($0.status == .tooManyRequests)
-                #expect(
-                    (1...5).contains(Int($0.headers[.retryAfter] ?? "") ?? 0),
-                    "whole seconds to the next token"
-                )
-                #expect(APIRouteTests.errorCode($0).code == "rate_limited")
-            }
-            // Another key has its own bucket.
-            try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.admin)) {
-                #expect($0.status == .ok)
-            }
-            try await Task.sleep(for: .milliseconds(5100))
-            try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
-                #expect($0.status == .ok, "a token came back after five seconds")
-            }
-            // Bad keys of ids that do not exist: 20 refusals (the address's burst), then 429. The
-            // bucket refills at 10 a second, so on a loaded machine a few more 401s may come first:
-            // send until the first 429 (a test that counted exactly 22 failed under load).
-            var statuses: [Int] = []
-            while statuses.count < 200, statuses.last != 429 {
-                let response = try await client.execute(
-                    uri: "/v1/jobs",
-                    method: .get,
-                    headers: APIRouteTests.headers(AuthFailureTests.unknownKey())
-                )
-                statuses.append(response.status.code)
-            }
-            #expect(statuses.count > 20 && statuses.prefix(20).allSatisfy { $0 == 401 }, "\(statuses)")
-            #expect(statuses.last == 429, "\(statuses)")
-            #expect(statuses.dropLast().allSatisfy { $0 == 401 }, "\(statuses)")
-            try await client.execute(uri: "/healthz", method: .get) {
-                #expect($0.status == .ok, "open routes stay open")
-            }
-        }
-    }
-
     @Test("/metrics: admin only (401, 403), the request counters by route; --public-metrics opens it")
     func metrics() async throws {
         let f = try await F()
@@ -361,6 +267,115 @@ struct APIStreamTests {
         try await open.app.test(.router) { client in
             try await client.execute(uri: "/metrics", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/v1/jobs", method: .get) { #expect($0.status == .unauthorized) }
+        }
+    }
+}
+
+extension APIStreamTests {
+    /// The tests of APIStreamTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("HTTP API: events, deliveries, limits, metrics: timing", .serialized)
+    struct Timing {
+        typealias F = APIRouteTests.Fixture
+
+        @Test("a stream ends after the server's maximum (the client reconnects); a huge ?wait= is 422, not a crash")
+        func streamLifetimeAndHugeWaits() async throws {
+            let f = try await F { $0.maximumStream = .milliseconds(700) }
+            defer { f.directory.remove() }
+            try await f.app.test(.router) { client in
+                let id = try await f.submitJob(client)
+                let started = ContinuousClock.now
+                let response = try await client.execute(
+                    uri: "/v1/jobs/\(id)/events",
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                )
+                #expect(response.status == .ok)
+                #expect(APIStreamTests.events(response.body).map(\.event) == ["status"])
+                #expect(ContinuousClock.now - started < .seconds(5))
+                // Found by schemathesis: this once overflowed and took the server down.
+                try await client.execute(
+                    uri: "/v1/jobs/\(id)?wait=4084410497952903323145ms",
+                    method: .get,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect($0.status == .unprocessableContent)
+                    #expect(APIRouteTests.errorCode($0).field == "wait")
+                }
+                // Also found by schemathesis: a duration that rounds to 0 µs was stored, and trapped
+                // the worker that claimed it.
+                for range in [
+                    #"{"start":1.5,"duration":5e-324}"#, #"{"start":1e300}"#, #"{"start":0,"duration":1e-7}"#,
+                ] {
+                    let response = try await client.execute(
+                        uri: "/v1/jobs",
+                        method: .post,
+                        headers: APIRouteTests.headers(f.submit),
+                        body: f.body(extra: #","range":\#(range)"#)
+                    )
+                    #expect(response.status == .unprocessableContent, "\(range)")
+                    #expect(APIRouteTests.errorCode(response) == ("range_out_of_bounds", "range"), "\(range)")
+                }
+                // A method a path does not have: 405 with Allow, in the API's error shape.
+                try await client.execute(
+                    uri: "/v1/jobs/\(id)",
+                    method: .delete,
+                    headers: APIRouteTests.headers(f.submit)
+                ) {
+                    #expect($0.status == .methodNotAllowed)
+                    #expect($0.headers[.allow] == "GET, HEAD")
+                    #expect(APIRouteTests.errorCode($0).code == "method_not_allowed")
+                }
+            }
+        }
+
+        @Test("a key over its rate gets 429 with Retry-After; so does an address that keeps sending bad keys")
+        func rateLimits() async throws {
+            // A token every 5 s: the four requests below must come within 5 s (a loaded machine
+            // once took longer than 1 s, and once longer than 2 s, and the fourth was let through).
+            let f = try await F { $0.rateLimit = RateLimit(perSecond: 0.2, burst: 3) }
+            defer { f.directory.remove() }
+            try await f.app.test(.router) { client in
+                for _ in 0..<3 {
+                    try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
+                        #expect($0.status == .ok)
+                    }
+                }
+                try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
+                    #expect($0.status == .tooManyRequests)
+                    #expect(
+                        (1...5).contains(Int($0.headers[.retryAfter] ?? "") ?? 0),
+                        "whole seconds to the next token"
+                    )
+                    #expect(APIRouteTests.errorCode($0).code == "rate_limited")
+                }
+                // Another key has its own bucket.
+                try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.admin)) {
+                    #expect($0.status == .ok)
+                }
+                try await Task.sleep(for: .milliseconds(5100))
+                try await client.execute(uri: "/v1/jobs", method: .get, headers: APIRouteTests.headers(f.read)) {
+                    #expect($0.status == .ok, "a token came back after five seconds")
+                }
+                // Bad keys of ids that do not exist: 20 refusals (the address's burst), then 429. The
+                // bucket refills at 10 a second, so on a loaded machine a few more 401s may come first:
+                // send until the first 429 (a test that counted exactly 22 failed under load).
+                var statuses: [Int] = []
+                while statuses.count < 200, statuses.last != 429 {
+                    let response = try await client.execute(
+                        uri: "/v1/jobs",
+                        method: .get,
+                        headers: APIRouteTests.headers(AuthFailureTests.unknownKey())
+                    )
+                    statuses.append(response.status.code)
+                }
+                #expect(statuses.count > 20 && statuses.prefix(20).allSatisfy { $0 == 401 }, "\(statuses)")
+                #expect(statuses.last == 429, "\(statuses)")
+                #expect(statuses.dropLast().allSatisfy { $0 == 401 }, "\(statuses)")
+                try await client.execute(uri: "/healthz", method: .get) {
+                    #expect($0.status == .ok, "open routes stay open")
+                }
+            }
         }
     }
 }

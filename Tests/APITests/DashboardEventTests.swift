@@ -75,13 +75,13 @@ struct DashboardEventTests {
                     headers: [.cookie: browser.cookie]
                 )
             }
-            try await Task.sleep(for: .milliseconds(800))
+            try await f.watching()
             // `claim` takes the oldest due job: `shown`. Then a cancel, a new job, another
             // tenant's new job.
             _ = try await f.store.cancel(shown.id)
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watched()
             let added = try await D.submit(f, key: f.submit, input: "/in/added.mov")
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watched()
             _ = try await D.submit(f, key: f.other, input: "/in/theirs-too.mov")
             _ = try await f.store.cancel(theirs.id)
             let response = try await stream.value
@@ -124,15 +124,15 @@ struct DashboardEventTests {
                     headers: [.cookie: browser.cookie]
                 )
             }
-            try await Task.sleep(for: .milliseconds(800))
+            try await f.watching()
             let claimed = try #require(
                 try await f.store.claim(as: APIStreamTests.worker, limit: 1, lease: .seconds(30)).first
             )
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watched()
             _ = try await f.store.heartbeat(claimed.lease, progress: 0.401, tracks: [], extendBy: .seconds(30))
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watched()
             _ = try await f.store.heartbeat(claimed.lease, progress: 0.409, tracks: [], extendBy: .seconds(30))
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watched()
             #expect(try await f.store.complete(claimed.lease, result: .null, tracks: []))
             let changes = Self.changes(try await stream.value.body)
             // Claimed, 40 %, completed: the second heartbeat stayed within the percent.
@@ -177,7 +177,7 @@ struct DashboardEventTests {
                     headers: [.cookie: browser.cookie]
                 )
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try await f.watching()
             let second = try await client.execute(
                 uri: "/ui/events?watch=\(jobs[0].id.rawValue).x",
                 method: .get,
@@ -185,41 +185,6 @@ struct DashboardEventTests {
             )
             #expect(second.status == .tooManyRequests, "three jobs watched take the whole share of three")
             #expect(try await first.value.status == .ok)
-        }
-    }
-
-    @Test("a stream ends soon after its session does: signed out, or the key revoked")
-    func endsWithTheSession() async throws {
-        // The watch ticks every 200 ms here: a stream checks its session every 3 s.
-        let f = try await F { $0.maximumStream = .seconds(60) }
-        defer { f.directory.remove() }
-        try await f.app.test(.router) { client in
-            for ending in ["sign out", "revoke"] {
-                let browser = try await D.signIn(client, key: ending == "sign out" ? f.submit : f.other)
-                let started = ContinuousClock.now
-                let stream = Task {
-                    try await client.execute(
-                        uri: "/ui/events?listing=1",
-                        method: .get,
-                        headers: [.cookie: browser.cookie]
-                    )
-                }
-                try await Task.sleep(for: .milliseconds(500))
-                if ending == "sign out" {
-                    var headers = D.formType
-                    headers[.cookie] = browser.cookie
-                    _ = try await client.execute(
-                        uri: "/ui/signout",
-                        method: .post,
-                        headers: headers,
-                        body: D.form(["csrf": browser.csrf])
-                    )
-                } else {
-                    #expect(try await f.store.revokeAPIKey(id: String(f.other.split(separator: "_")[1]), at: Date()))
-                }
-                #expect(try await stream.value.status == .ok)
-                #expect(ContinuousClock.now - started < .seconds(10), "\(ending): the stream outlived its session")
-            }
         }
     }
 
@@ -275,6 +240,53 @@ struct DashboardEventTests {
             // when each reads for itself; one per wake-up (ten a second here) when they share.
             let reads = counting.count("newestJob") - before
             #expect(reads < streams, "\(reads) reads of the newest job for \(streams) streams")
+        }
+    }
+}
+
+extension DashboardEventTests {
+    /// The tests of DashboardEventTests whose assertion is about time: `make test` runs them on their
+    /// own, one at a time, after the others (`make test-timing`).
+    @Suite("Dashboard live updates: timing", .serialized)
+    struct Timing {
+        typealias F = APIRouteTests.Fixture
+        typealias D = DashboardRouteTests
+
+        @Test("a stream ends soon after its session does: signed out, or the key revoked")
+        func endsWithTheSession() async throws {
+            // The watch ticks every 200 ms here: a stream checks its session every 3 s.
+            let f = try await F { $0.maximumStream = .seconds(60) }
+            defer { f.directory.remove() }
+            try await f.app.test(.router) { client in
+                for ending in ["sign out", "revoke"] {
+                    let browser = try await D.signIn(client, key: ending == "sign out" ? f.submit : f.other)
+                    let started = ContinuousClock.now
+                    let stream = Task {
+                        try await client.execute(
+                            uri: "/ui/events?listing=1",
+                            method: .get,
+                            headers: [.cookie: browser.cookie]
+                        )
+                    }
+                    try await f.watching()
+                    if ending == "sign out" {
+                        var headers = D.formType
+                        headers[.cookie] = browser.cookie
+                        _ = try await client.execute(
+                            uri: "/ui/signout",
+                            method: .post,
+                            headers: headers,
+                            body: D.form(["csrf": browser.csrf])
+                        )
+                    } else {
+                        #expect(
+                            try await f.store.revokeAPIKey(id: String(f.other.split(separator: "_")[1]), at: Date())
+                        )
+                    }
+                    #expect(try await stream.value.status == .ok)
+                    #expect(ContinuousClock.now - started < .seconds(10), "\(ending): the stream outlived its session")
+                }
+            }
         }
     }
 }

@@ -104,10 +104,7 @@ struct PostgresBatchTests {
             ]
             defer { for listener in listeners { listener.cancel() } }
             // The connection's first `.any`, then nothing else before the submits.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while (busy.withLock(\.isEmpty) || idle.withLock(\.isEmpty)) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await eventually(within: .seconds(10)) { !busy.withLock(\.isEmpty) && !idle.withLock(\.isEmpty) }
             busy.withLock { $0 = [] }
             idle.withLock { $0 = [] }
 
@@ -119,20 +116,18 @@ struct PostgresBatchTests {
                     ).job.id
                 )
             }
-            while idle.withLock({ !$0.contains { $0.contains(.jobQueued) } }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            let heard = await eventually(within: .seconds(10)) {
+                idle.withLock { $0.contains { $0.contains(.jobQueued) } }
             }
-            #expect(idle.withLock { $0.contains { $0.contains(.jobQueued) } }, "the idle subscriber missed the submits")
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(busy.withLock { $0 } == [], "submits reached a subscriber that wants cancellations only")
+            #expect(heard, "the idle subscriber missed the submits")
+            let quiet = await holds(for: .milliseconds(200)) { busy.withLock { $0 } == [] }
+            #expect(quiet, "submits reached a subscriber that wants cancellations only")
 
             let worker = WorkerIdentity(name: "kinds", host: "test", pid: 1, version: "test")
             let claimed = try await store.claim(as: worker, limit: 1, lease: .seconds(60))
             let running = try #require(claimed.first).job.id
             _ = try await store.cancel(running)
-            while busy.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await eventually(within: .seconds(10)) { !busy.withLock { $0.isEmpty } }
             #expect(busy.withLock { $0 } == [.cancelRequested])
         }
     }

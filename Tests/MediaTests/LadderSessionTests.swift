@@ -384,7 +384,7 @@ struct LadderSessionTests {
             let task = Task {
                 try await onDedicatedThread("ladder") { () throws(MediaError) in try session.run(directory: output) }
             }
-            while session.progress < 0.1 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(await eventually(within: .seconds(60)) { session.progress >= 0.1 }, "the ladder never got going")
             session.cancel()
             await #expect(throws: MediaError.self) { try await task.value }
             #expect(try FileManager.default.contentsOfDirectory(atPath: output).isEmpty)
