@@ -134,93 +134,92 @@ final class SplitJoinJob: PreparedJob {
                     try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
             }
         }
-        while true {
-            if state.withLock({ $0.cancelled }) { throw MediaError.cancelled() }
-            do {
-                let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
-                let proving = parts
-                let (joined, held) = try await onDedicatedThread("jobctl.join") {
-                    () throws -> (SegmentJoin.Joined, HeldExport) in
-                    let finished = try SegmentJoin.join(
-                        proving,
-                        audio: audioPath,
-                        destination: destination,
-                        format: format,
-                        temporaryTag: context.lease.temporaryTag,
-                        limits: context.limits,
-                        isCancelled: { self.isCancelled }
-                    )
-                    let joined = finished.joined
-                    return (joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType))
-                }
-                // Downloaded copies are not needed once joined (the objects stay until the
-                // completion is recorded); a shared directory's parts stay for another join.
-                if scratch.remote != nil { try? FileManager.default.removeItem(atPath: scratch.directory) }
-                var reports = SplitExport.reports(SplitPlan(segments: segmentPlan), joined: joined)
-                for index in reports.indices {
-                    let child = segments[index].job
-                    reports[index].worker = child.worker
-                    reports[index].fps = Self.fps(of: child)
-                    if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
-                }
-                if let input = try? JobPaths.input(of: job, context: context) {
-                    // A segment encoded again here has no scores of its own: its cuts are measured here.
-                    let edges = segments.indices.map { index -> SegmentEdges? in
-                        reencodes[index] > 0
-                            ? nil : try? segments[index].job.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
+        let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
+        let paths = parts.map(\.path)
+        var proved = ProvedJoin(parts, reencodes: reencodes)
+        let joined: SegmentJoin.Joined
+        let held: HeldExport
+        do {
+            (joined, held) = try await proved.run(
+                isCancelled: { self.isCancelled },
+                join: { proving in
+                    try await onDedicatedThread("jobctl.join") { () throws -> (SegmentJoin.Joined, HeldExport) in
+                        let finished = try SegmentJoin.join(
+                            proving,
+                            audio: audioPath,
+                            destination: destination,
+                            format: format,
+                            temporaryTag: context.lease.temporaryTag,
+                            limits: context.limits,
+                            isCancelled: { self.isCancelled }
+                        )
+                        let joined = finished.joined
+                        return (
+                            joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType)
+                        )
                     }
-                    // Only cuts without both scores open the source (for s3://, a pre-signed URL).
-                    let complete = edges.indices.dropFirst().allSatisfy {
-                        edges[$0 - 1]?.last != nil && edges[$0]?.first != nil
-                    }
-                    let source = complete ? input : ((try? ObjectStoreMedia.openable(input, context: context)) ?? input)
-                    SplitExport.measureSeams(
-                        &reports,
-                        output: held.temporaryPath,
-                        source: source,
-                        rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
-                        joined: joined,
-                        limits: context.limits,
-                        edges: edges
-                    )
+                },
+                remake: { index in
+                    try await remake(segments[index].job, part: .video, to: paths[index])
                 }
-                var result = try SplitExport.result(
-                    of: held.temporaryPath,
-                    shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,
-                    joined: joined,
-                    reports: reports,
-                    rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
-                    sources: (
-                        segments.first?.job.tracks.first?.sourceIndex ?? 0, audio?.tracks.first?.sourceIndex ?? 1
-                    ),
-                    limits: context.limits
-                )
-                if !warnings.isEmpty { result.warnings = (result.warnings ?? []) + warnings }
-                state.withLock { $0.progress = 1 }
-                let value = try JSONValue.result(result)
-                let split = HeldSplit(held, scratch: scratch, parts: names, context: context)
-                return FinishedRun(held: split, mediaSeconds: result.duration) { uploaded in
-                    var value = value
-                    if let uploaded, let url = uploadURL {
-                        value.set("bytes", .number(Double(uploaded.values.reduce(0, +))))
-                        value.set("output", .string(MediaLocation.displayed(url)))
-                    }
-                    return value
-                }
-            } catch let mismatch as SegmentJoin.Mismatch {
-                reencodes[mismatch.segment] += 1
-                guard reencodes[mismatch.segment] <= SplitExport.maximumReencodes else {
-                    throw JobError(
-                        code: .encodeFailed,
-                        message:
-                            "the split export's \(mismatch), after \(SplitExport.maximumReencodes) new encodes of it",
-                        retryable: false
-                    )
-                }
-                let index = mismatch.segment
-                parts[index].frames =
-                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
+            )
+        } catch let refused as ProvedJoin.Refused {
+            throw JobError(code: .encodeFailed, message: refused.description, retryable: false)
+        }
+        reencodes = proved.reencodes
+        // Downloaded copies are not needed once joined (the objects stay until the
+        // completion is recorded); a shared directory's parts stay for another join.
+        if scratch.remote != nil { try? FileManager.default.removeItem(atPath: scratch.directory) }
+        var reports = SplitExport.reports(SplitPlan(segments: segmentPlan), joined: joined)
+        for index in reports.indices {
+            let child = segments[index].job
+            reports[index].worker = child.worker
+            reports[index].fps = Self.fps(of: child)
+            if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
+        }
+        if let input = try? JobPaths.input(of: job, context: context) {
+            // A segment encoded again here has no scores of its own: its cuts are measured here.
+            let edges = segments.indices.map { index -> SegmentEdges? in
+                reencodes[index] > 0
+                    ? nil : try? segments[index].job.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
             }
+            // Only cuts without both scores open the source (for s3://, a pre-signed URL).
+            let complete = edges.indices.dropFirst().allSatisfy {
+                edges[$0 - 1]?.last != nil && edges[$0]?.first != nil
+            }
+            let source = complete ? input : ((try? ObjectStoreMedia.openable(input, context: context)) ?? input)
+            SplitExport.measureSeams(
+                &reports,
+                output: held.temporaryPath,
+                source: source,
+                rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
+                joined: joined,
+                limits: context.limits,
+                edges: edges
+            )
+        }
+        var result = try SplitExport.result(
+            of: held.temporaryPath,
+            shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,
+            joined: joined,
+            reports: reports,
+            rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
+            sources: (
+                segments.first?.job.tracks.first?.sourceIndex ?? 0, audio?.tracks.first?.sourceIndex ?? 1
+            ),
+            limits: context.limits
+        )
+        if !warnings.isEmpty { result.warnings = (result.warnings ?? []) + warnings }
+        state.withLock { $0.progress = 1 }
+        let value = try JSONValue.result(result)
+        let split = HeldSplit(held, scratch: scratch, parts: names, context: context)
+        return FinishedRun(held: split, mediaSeconds: result.duration) { uploaded in
+            var value = value
+            if let uploaded, let url = uploadURL {
+                value.set("bytes", .number(Double(uploaded.values.reduce(0, +))))
+                value.set("output", .string(MediaLocation.displayed(url)))
+            }
+            return value
         }
     }
 

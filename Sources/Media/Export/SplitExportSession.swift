@@ -113,63 +113,68 @@ public final class SplitExportSession: Sendable {
                 }
             }
         }
-        var reencodes = Array(repeating: 0, count: plan.segments.count)
-        while true {
-            if cancelled.load(ordering: .acquiring) { throw MediaError.cancelled() }
-            let frames = encodedFrames.withLock { $0 }
-            do {
-                let finished = try SegmentJoin.join(
-                    plan.segments.indices.map { index in
-                        let cut = PartEncode.cut(of: ranges[index], first: index == 0, preset: preset)
-                        return SegmentJoin.Segment(
-                            path: segmentPaths[index],
-                            frames: frames[index] ?? plan.segments[index].frameCount,
-                            start: asset.startTime + ranges[index].start,
-                            end: asset.startTime + ranges[index].start + (ranges[index].duration ?? 0),
-                            from: cut.start,
-                            origin: cut.origin
-                        )
-                    },
-                    audio: hasAudio ? audioPath : nil,
-                    destination: outputPath,
-                    format: format,
-                    temporaryTag: temporaryTag,
-                    limits: asset.limits,
-                    isCancelled: { self.cancelled.load(ordering: .acquiring) }
-                )
-                let joined = finished.joined
-                try finished.takeOutput().commit()
-                var reports = SplitExport.reports(plan, joined: joined)
-                for index in reports.indices where reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
-                let start = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).start
-                let measured = edges.withLock { $0 }
-                SplitExport.measureSeams(
-                    &reports,
-                    output: outputPath,
-                    source: asset.location,
-                    rangeStart: start,
-                    joined: joined,
-                    limits: asset.limits,
-                    edges: plan.segments.indices.map { measured[$0] }
-                )
-                return try result(joined, reports: reports)
-            } catch let mismatch as SegmentJoin.Mismatch {
-                reencodes[mismatch.segment] += 1
-                guard reencodes[mismatch.segment] <= SplitExport.maximumReencodes else {
-                    throw MediaError(
-                        .encodeFailed,
-                        "the split export's \(mismatch) after \(SplitExport.maximumReencodes) new encodes"
-                    )
-                }
-                try? FileManager.default.removeItem(atPath: segmentPaths[mismatch.segment])
-                try await encode(
-                    .video,
-                    range: ranges[mismatch.segment],
-                    to: segmentPaths[mismatch.segment],
-                    segment: (mismatch.segment, ranges.count)
+        let frames = encodedFrames.withLock { $0 }
+        var proved = ProvedJoin(
+            plan.segments.indices.map { index in
+                let cut = PartEncode.cut(of: ranges[index], first: index == 0, preset: preset)
+                return SegmentJoin.Segment(
+                    path: segmentPaths[index],
+                    frames: frames[index] ?? plan.segments[index].frameCount,
+                    start: asset.startTime + ranges[index].start,
+                    end: asset.startTime + ranges[index].start + (ranges[index].duration ?? 0),
+                    from: cut.start,
+                    origin: cut.origin
                 )
             }
+        )
+        let joined: SegmentJoin.Joined
+        do {
+            joined = try await proved.run(
+                isCancelled: { cancelled.load(ordering: .acquiring) },
+                join: { parts in
+                    let finished = try SegmentJoin.join(
+                        parts,
+                        audio: hasAudio ? audioPath : nil,
+                        destination: outputPath,
+                        format: format,
+                        temporaryTag: temporaryTag,
+                        limits: asset.limits,
+                        isCancelled: { self.cancelled.load(ordering: .acquiring) }
+                    )
+                    let joined = finished.joined
+                    try finished.takeOutput().commit()
+                    return joined
+                },
+                remake: { index in
+                    try? FileManager.default.removeItem(atPath: segmentPaths[index])
+                    try await encode(
+                        .video,
+                        range: ranges[index],
+                        to: segmentPaths[index],
+                        segment: (index, ranges.count)
+                    )
+                    return encodedFrames.withLock { $0[index] }
+                }
+            )
+        } catch let refused as ProvedJoin.Refused {
+            throw MediaError(.encodeFailed, refused.description)
         }
+        var reports = SplitExport.reports(plan, joined: joined)
+        for index in reports.indices where proved.reencodes[index] > 0 {
+            reports[index].reencoded = proved.reencodes[index]
+        }
+        let start = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).start
+        let measured = edges.withLock { $0 }
+        SplitExport.measureSeams(
+            &reports,
+            output: outputPath,
+            source: asset.location,
+            rangeStart: start,
+            joined: joined,
+            limits: asset.limits,
+            edges: plan.segments.indices.map { measured[$0] }
+        )
+        return try result(joined, reports: reports)
     }
 
     /// One part into the scratch directory; for a video segment (`segment`: its index and the
