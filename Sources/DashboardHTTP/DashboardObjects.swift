@@ -47,6 +47,14 @@ extension DashboardRoutes {
         do {
             store = try objects.client()
             info = try await onDedicatedThread("jobctl.dashboard.s3") { try store.head(object) }
+        } catch let error as S3Error where error.code == .configuration {
+            // No store, or one configured wrongly: trying again will not help.
+            logger.warning("Reading a job's file from the bucket failed", metadata: ["error": "\(error)"])
+            return refusal(
+                session,
+                "This server cannot read the object store (\(error.message)); ask its operator.",
+                status: .serviceUnavailable
+            )
         } catch {
             logger.warning("Reading a job's file from the bucket failed", metadata: ["error": "\(error)"])
             return refusal(session, "The object store did not answer; try again later.", status: .badGateway)

@@ -203,7 +203,10 @@ struct Attempts: Sendable {
             case .rename:
                 do {
                     // Renames and fsyncs (a set: every file) off the event loops.
-                    if let publisher = attempt.publisher, let held = attempt.takeHeld() {
+                    guard let publisher = attempt.publisher else {
+                        throw JobError(code: .internalError, message: "an output to show without its publisher")
+                    }
+                    if let held = attempt.takeHeld() {
                         try await publisher.commit(held)
                         attempt.shown = held
                     }

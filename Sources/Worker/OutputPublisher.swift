@@ -20,7 +20,7 @@ import SafeHTTP
 /// A local output is not sent file by file: its held files are committed together
 /// (`HeldOutput.commit()`: fsync, then renames in `PublishRank` order under the directory's
 /// lock, undone should one fail), after one fence. `commit(_:)` is that, and nothing more
-/// (decision 180).
+/// (decision 179).
 struct OutputPublisher: Sendable {
     /// Where the outputs go, and with what.
     enum Transport: Sendable {

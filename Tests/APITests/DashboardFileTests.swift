@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobAPI
+import JobKinds
 import Logging
 import NIOCore
 import Queue
@@ -156,6 +157,35 @@ struct DashboardFileTests {
                 text.headers[.contentDisposition] == "attachment"
                     && text.headers[.contentType] == "application/octet-stream"
             )
+        }
+    }
+
+    @Test("a file in a bucket, on a server configured without an object store: 503 saying so, not 'try again'")
+    func bucketWithoutAStore() async throws {
+        let f = try await F {
+            $0.paths = PathConfinement(
+                inputRoot: $0.paths.inputRoot,
+                outputRoot: $0.paths.outputRoot,
+                objectRoot: "s3://media/tenants/"
+            )
+        }
+        defer { f.directory.remove() }
+        let owner = String(f.submit.split(separator: "_")[1])
+        let job = try await Self.completed(
+            f,
+            key: f.submit,
+            output: "s3://media/tenants/\(owner)/out/talk.mp4",
+            result: .object([:])
+        )
+        try await f.app.test(.router) { client in
+            let browser = try await B.signIn(client, key: f.submit)
+            let response = try await client.execute(
+                uri: "/ui/jobs/\(job.id.rawValue)/files/talk.mp4",
+                method: .get,
+                headers: [.cookie: browser.cookie]
+            )
+            #expect(response.status == .serviceUnavailable)
+            #expect(String(buffer: response.body).contains("cannot read the object store"))
         }
     }
 

@@ -409,7 +409,8 @@ extension RemoteMediaTests.Setup {
 
     /// Every webhook event the store holds, once none is waiting or being sent: after that no
     /// request of this database reaches a receiver (a settled outbox, the signal a test of
-    /// "exactly one webhook" waits for instead of a pause).
+    /// "exactly one webhook" waits for instead of a pause). An empty outbox is settled too:
+    /// callers compare what is returned with the events they expect.
     func settledDeliveries(within timeout: Duration = .seconds(60)) async throws -> [WebhookDelivery] {
         let settled = try await eventually(within: timeout) {
             try await store.deliveries(job: nil, limit: 1000).allSatisfy { [.delivered, .failed].contains($0.status) }

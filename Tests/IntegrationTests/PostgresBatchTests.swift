@@ -104,7 +104,10 @@ struct PostgresBatchTests {
             ]
             defer { for listener in listeners { listener.cancel() } }
             // The connection's first `.any`, then nothing else before the submits.
-            _ = await eventually(within: .seconds(10)) { !busy.withLock(\.isEmpty) && !idle.withLock(\.isEmpty) }
+            try #require(
+                await eventually(within: .seconds(10)) { !busy.withLock(\.isEmpty) && !idle.withLock(\.isEmpty) },
+                "a subscriber never got its connection's first change"
+            )
             busy.withLock { $0 = [] }
             idle.withLock { $0 = [] }
 
