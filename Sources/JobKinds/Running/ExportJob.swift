@@ -114,7 +114,7 @@ struct ExportJob: PreparedJob {
         let asset = try await openInput(job, path: input, context: context)
         // A video segment is encoded with pre- and post-roll around it (the join drops them).
         let encode = PartEncode(
-            segment.part,
+            segment.medium,
             range: try job.timeRange(),
             first: segment.index == 0,
             asset: asset,
@@ -138,7 +138,7 @@ struct ExportJob: PreparedJob {
         }
         // An API key's job shows its part by its name in the scratch, not the host's path.
         let shown = upload ?? (job.owner == nil ? nil : job.output)
-        return ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.part)
+        return ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.medium)
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.

@@ -12,19 +12,8 @@ enum SplitJob {
     /// In a segment child's result: the scores of its first and last frames (`SegmentEdges`).
     static let edgesKey = "seamEdges"
 
-    /// What a child of a split export writes.
-    struct Segment: Codable, Sendable, Hashable {
-        var part: ExportPart
-        /// The segment's index in the plan (video), or -1 (audio).
-        var index: Int
-        /// Frames the plan gives it (video).
-        var frames: Int
-        /// Its range in the asset's own clock (absolute µs), for the join's arithmetic.
-        var start: Int64
-        var end: Int64
-        /// The range's last segment (no cut after it). `nil` in rows written before it was kept.
-        var last: Bool? = nil
-    }
+    /// What a child of a split export writes: the export's one part type.
+    typealias Segment = SplitExport.Part
 
     /// The scratch directory of one parent's parts.
     static func directory(of parent: JobID, scratch: String) -> String {
@@ -32,9 +21,7 @@ enum SplitJob {
     }
 
     /// A part's file name (its child's `output`, under the parent's scratch directory).
-    static func fileName(_ segment: Segment, format: ContainerFormat) -> String {
-        PartEncode.fileName(of: segment.part, index: segment.index, for: format)
-    }
+    static func fileName(_ segment: Segment, format: ContainerFormat) -> String { segment.fileName(for: format) }
 
     /// The parent's first attempt: its children, or `nil` when the export runs whole (a split
     /// of `auto` with one worker alive or a short input; a plan of one segment).
@@ -87,7 +74,7 @@ enum SplitJob {
                 preset: job.preset,
                 settings: job.presetSettings,
                 output: "\(job.id).split/" + fileName(segment, format: format),
-                format: SplitExport.container(of: segment.part, for: format).rawValue
+                format: SplitExport.container(of: segment.medium, for: format).rawValue
             )
             request.role = try ExportKind.role(of: segment)
             request.range = Job.Range(
@@ -96,24 +83,15 @@ enum SplitJob {
             )
             return request
         }
-        var children: [JobRequest] = []
-        let origin = asset.startTime
-        if preset.audio != nil, !asset.audioTracks.isEmpty {
-            let end = resolved.end ?? (ranges.last.map { $0.start + ($0.duration ?? 0) } ?? resolved.start)
-            let audio = Segment(part: .audio, index: -1, frames: 0, start: origin + resolved.start, end: origin + end)
-            children.append(try child(audio, range: range))
-        }
-        for (segment, range) in zip(plan.segments, ranges) {
-            let video = Segment(
-                part: .video,
-                index: segment.index,
-                frames: segment.frameCount,
-                start: origin + range.start,
-                end: origin + range.start + (range.duration ?? 0),
-                last: segment.index == plan.segments.count - 1
-            )
-            children.append(try child(video, range: range))
-        }
+        let parts = SplitExport.parts(
+            plan,
+            ranges: ranges,
+            range: range,
+            resolved: resolved,
+            origin: asset.startTime,
+            audio: preset.audio != nil && !asset.audioTracks.isEmpty
+        )
+        let children = try parts.map { part, partRange in try child(part, range: partRange) }
         return FanOutJob(children: children)
     }
 }

@@ -27,7 +27,7 @@ final class SplitJoinJob: PreparedJob {
         var segments: [(job: Job, segment: SplitJob.Segment)] = []
         for child in context.children {
             guard let segment = try child.splitSegment() else { continue }
-            if segment.part == .audio { audio = child } else { segments.append((child, segment)) }
+            if segment.medium == .audio { audio = child } else { segments.append((child, segment)) }
         }
         segments.sort { $0.segment.index < $1.segment.index }
         guard !segments.isEmpty, segments.enumerated().allSatisfy({ $0.offset == $0.element.segment.index }) else {
@@ -109,14 +109,12 @@ final class SplitJoinJob: PreparedJob {
         try scratch.makeDirectory()
         let missing = try await scratch.download(names, context: context) { self.isCancelled }
         var parts = try segments.map { child, segment in
-            let cut = PartEncode.cut(of: try child.timeRange(), first: segment.index == 0, preset: preset)
-            return SegmentJoin.Segment(
-                path: scratch.path(of: SplitJob.fileName(segment, format: format)),
-                frames: SplitJob.PartRecord.of(child)?.frames ?? segment.frames,
-                start: segment.start,
-                end: segment.end,
-                from: cut.start,
-                origin: cut.origin
+            SegmentJoin.Segment(
+                segment,
+                path: scratch.path(of: segment.fileName(for: format)),
+                frames: SplitJob.PartRecord.of(child)?.frames,
+                range: try child.timeRange(),
+                preset: preset
             )
         }
         let audioPath = audioPart.map { scratch.path(of: SplitJob.fileName($0.1, format: format)) }

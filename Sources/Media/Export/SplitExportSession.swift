@@ -82,49 +82,41 @@ public final class SplitExportSession: Sendable {
         }
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let audioPath = (scratch as NSString).appendingPathComponent(
-            PartEncode.fileName(of: .audio, index: -1, for: format)
+        let resolved = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
+        let parts = SplitExport.parts(
+            plan,
+            ranges: ranges,
+            range: timeRange,
+            resolved: resolved,
+            origin: asset.startTime,
+            audio: preset.audio != nil && !asset.audioTracks.isEmpty
         )
-        let hasAudio = preset.audio != nil && !asset.audioTracks.isEmpty
-        let segmentPaths = plan.segments.map { segment in
-            (scratch as NSString).appendingPathComponent(
-                PartEncode.fileName(of: .video, index: segment.index, for: format)
-            )
+        let (scratch, format) = (self.scratch, self.format)
+        let path: @Sendable (SplitExport.Part) -> String = { part in
+            (scratch as NSString).appendingPathComponent(part.fileName(for: format))
         }
+        let audioPath = parts.first { $0.part.medium == .audio }.map { path($0.part) }
+        let video = parts.filter { $0.part.medium == .video }
         let total = ranges.reduce(0) { $0 + Double($1.duration ?? 0) }
-        done.withLock { $0 = (0, total * (hasAudio ? 1.1 : 1)) }
+        done.withLock { $0 = (0, total * (audioPath != nil ? 1.1 : 1)) }
         // The audio first (it is the longest single piece), then the segments, `parallel` at once.
-        var work: [(ExportPart, TimeRange, String, Int?)] = hasAudio ? [(.audio, timeRange, audioPath, nil)] : []
-        work += ranges.indices.map { (.video, ranges[$0], segmentPaths[$0], $0) }
-        let count = ranges.count
+        let count = video.count
         try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = work.makeIterator()
+            var next = parts.makeIterator()
             for _ in 0..<parallel {
-                guard let (part, range, path, index) = next.next() else { break }
-                group.addTask {
-                    try await self.encode(part, range: range, to: path, segment: index.map { ($0, count) })
-                }
+                guard let (part, range) = next.next() else { break }
+                group.addTask { try await self.encode(part, range: range, to: path(part), count: count) }
             }
             while try await group.next() != nil {
-                if let (part, range, path, index) = next.next() {
-                    group.addTask {
-                        try await self.encode(part, range: range, to: path, segment: index.map { ($0, count) })
-                    }
+                if let (part, range) = next.next() {
+                    group.addTask { try await self.encode(part, range: range, to: path(part), count: count) }
                 }
             }
         }
         let frames = encodedFrames.withLock { $0 }
         var proved = ProvedJoin(
-            plan.segments.indices.map { index in
-                let cut = PartEncode.cut(of: ranges[index], first: index == 0, preset: preset)
-                return SegmentJoin.Segment(
-                    path: segmentPaths[index],
-                    frames: frames[index] ?? plan.segments[index].frameCount,
-                    start: asset.startTime + ranges[index].start,
-                    end: asset.startTime + ranges[index].start + (ranges[index].duration ?? 0),
-                    from: cut.start,
-                    origin: cut.origin
-                )
+            video.map { part, range in
+                SegmentJoin.Segment(part, path: path(part), frames: frames[part.index], range: range, preset: preset)
             }
         )
         let joined: SegmentJoin.Joined
@@ -134,7 +126,7 @@ public final class SplitExportSession: Sendable {
                 join: { parts in
                     let finished = try SegmentJoin.join(
                         parts,
-                        audio: hasAudio ? audioPath : nil,
+                        audio: audioPath,
                         destination: outputPath,
                         format: format,
                         temporaryTag: temporaryTag,
@@ -146,13 +138,9 @@ public final class SplitExportSession: Sendable {
                     return joined
                 },
                 remake: { index in
-                    try? FileManager.default.removeItem(atPath: segmentPaths[index])
-                    try await encode(
-                        .video,
-                        range: ranges[index],
-                        to: segmentPaths[index],
-                        segment: (index, ranges.count)
-                    )
+                    let (part, range) = video[index]
+                    try? FileManager.default.removeItem(atPath: path(part))
+                    try await encode(part, range: range, to: path(part), count: count)
                     return encodedFrames.withLock { $0[index] }
                 }
             )
@@ -163,7 +151,7 @@ public final class SplitExportSession: Sendable {
         for index in reports.indices where proved.reencodes[index] > 0 {
             reports[index].reencoded = proved.reencodes[index]
         }
-        let start = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName).start
+        let start = resolved.start
         let measured = edges.withLock { $0 }
         SplitExport.measureSeams(
             &reports,
@@ -177,20 +165,21 @@ public final class SplitExportSession: Sendable {
         return try result(joined, reports: reports)
     }
 
-    /// One part into the scratch directory; for a video segment (`segment`: its index and the
-    /// number of segments), the scores of its first and last frames too.
-    private func encode(
-        _ part: ExportPart,
-        range: TimeRange,
-        to path: String,
-        segment: (index: Int, count: Int)?
-    ) async throws {
+    /// One part into the scratch directory; for a video segment (one of `count`), the scores
+    /// of its first and last frames too.
+    private func encode(_ part: SplitExport.Part, range: TimeRange, to path: String, count: Int) async throws {
         if cancelled.load(ordering: .acquiring) { throw MediaError.cancelled() }
-        let first = range.start == (try? timeRange.resolved(assetDuration: asset.duration, assetName: "")).map(\.start)
         // The CPUs shared among the sessions running at once (each x264 would otherwise start
         // threads for every CPU: 18 % slower on 2 CPUs, docs/benchmarks.md).
         let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / parallel)
-        let encode = PartEncode(part, range: range, first: first, asset: asset, preset: preset, videoThreads: threads)
+        let encode = PartEncode(
+            part.medium,
+            range: range,
+            first: part.index == 0,
+            asset: asset,
+            preset: preset,
+            videoThreads: threads
+        )
         // Each session reads with an asset of its own (an asset's demuxer is one position).
         let session = encode.session(
             asset: try Asset(location: asset.location, limits: asset.limits),
@@ -199,22 +188,22 @@ public final class SplitExportSession: Sendable {
             outputPath: path
         )
         let result = try await run(session)
-        if let segment, let cut = encode.cut {
+        if part.medium == .video, let cut = encode.cut {
             if let frames = result.tracks.first(where: { $0.mediaType == .video })?.frames {
-                encodedFrames.withLock { $0[segment.index] = Int(frames) }
+                encodedFrames.withLock { $0[part.index] = Int(frames) }
             }
             let scores = SeamQuality.edges(
                 ofSegment: path,
                 source: asset.location,
                 encoded: encode.encoded,
                 cut: cut,
-                first: segment.index == 0,
-                last: segment.index == segment.count - 1,
+                first: part.index == 0,
+                last: part.index == count - 1,
                 limits: asset.limits
             )
-            edges.withLock { $0[segment.index] = scores }
+            edges.withLock { $0[part.index] = scores }
         }
-        done.withLock { $0.finished += Double(range.duration ?? 0) * (part == .audio ? 0.1 : 1) }
+        done.withLock { $0.finished += Double(range.duration ?? 0) * (part.medium == .audio ? 0.1 : 1) }
     }
 
     private func run(_ session: ExportSession) async throws -> ExportResult {
