@@ -384,14 +384,27 @@ struct WorkerProcessTests {
         #expect(try await queue.waitUntilExporting(id))
         #expect(try await eventually(within: .seconds(10)) { try await queue.job(id).progress > 0 })
 
-        let plain = try await ProcessRunner.run("timeout", ["2", Jobctl.path, "watch", "--db", queue.db])
-        #expect(plain.stdoutText.contains("\(id)  reading"), "\(plain.stdoutText)")
-        let screen = try await ProcessRunner.run(
-            "script",
-            ["-qec", "timeout 2 '\(Jobctl.path)' watch --db '\(queue.db)'", "/dev/null"]
+        // `watch` runs until it is stopped: each is read from the file it writes until it has
+        // shown what is expected (a start-up slowed by a loaded machine only waits longer).
+        func shown(_ file: String) -> String { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        let plainFile = queue.directory.file("watch.txt")
+        let plain = try ChildProcess(
+            "sh",
+            ["-c", "exec \"$0\" watch --db \"$1\" > \"$2\"", Jobctl.path, queue.db, plainFile]
         )
-        #expect(screen.stdoutText.contains("1 running, 0 queued"), "\(screen.stdoutText)")
-        #expect(screen.stdoutText.contains("\(id)  [") && screen.stdoutText.contains("%"), "\(screen.stdoutText)")
+        defer { plain.signal(SIGKILL) }
+        let line = await eventually(within: .seconds(60)) { shown(plainFile).contains("\(id)  reading") }
+        #expect(line, "\(shown(plainFile))")
+        plain.signal(SIGKILL)
+        // On a terminal (`script` gives it one, and writes what it shows to the file).
+        let screenFile = queue.directory.file("screen.txt")
+        let screen = try ChildProcess("script", ["-qfec", "'\(Jobctl.path)' watch --db '\(queue.db)'", screenFile])
+        defer { screen.signal(SIGKILL) }
+        let drawn = await eventually(within: .seconds(60)) {
+            let text = shown(screenFile)
+            return text.contains("1 running, 0 queued") && text.contains("\(id)  [") && text.contains("%")
+        }
+        #expect(drawn, "\(shown(screenFile))")
     }
 }
 
