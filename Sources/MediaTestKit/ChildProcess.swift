@@ -81,6 +81,18 @@ public final class ChildProcess: Sendable {
     public func signal(_ number: Int32) {
         if exit == nil { kill(pid, number) }
     }
+
+    /// Sends `number` and waits up to `timeout` for the process to end: its status and how long
+    /// after the signal its reaper saw it end; `nil` if it is still running.
+    public func stop(
+        with number: Int32,
+        within timeout: Duration = .seconds(30)
+    ) async -> (status: Int32, took: Duration)? {
+        let sent = ContinuousClock.now
+        signal(number)
+        guard await eventually(within: timeout, { exit != nil }), let exit else { return nil }
+        return (exit.status, exit.at - sent)
+    }
 }
 
 /// A pipe whose ends are closed on exec (the child gets a copy through `ChildProcess`).

@@ -323,11 +323,8 @@ extension CLITests {
                     }
                 }
                 try #require(encoding, "no staged file: \(directory.contents())")
-                let interruptedAt = ContinuousClock.now
-                process.signal(SIGINT)
-                _ = await eventually(within: .seconds(30)) { process.exit != nil }
-                let exited = try #require(process.exit, "jobctl did not exit")
-                #expect(exited.at - interruptedAt < .seconds(2), "exit took \(exited.at - interruptedAt)")
+                let exited = try #require(await process.stop(with: SIGINT), "jobctl did not exit")
+                #expect(exited.took < .seconds(2), "exit took \(exited.took)")
                 #expect(exited.status == 130)
                 #expect(directory.contents().isEmpty, "left \(directory.contents())")
             }
