@@ -121,6 +121,24 @@ struct SplitJobTests {
         }
         #expect(segments.first?["seamPSNR"] == nil)
         #expect(segments.dropFirst().allSatisfy { $0["seamPSNR"]?.arrayValue?.count == 2 }, "\(segments)")
+        // The same run in one process (`export --split`, the other driver of `SplitRun`):
+        // the same cuts, frames and seams, and the same picture timing.
+        let local = setup.directory.file("split-local.mp4")
+        let export = try await Jobctl.run(
+            ["export", input, "--preset", "low", "--split", "4s", "--range", "1s+21s", "-o", local, "--json"]
+        )
+        try #require(export.status == 0, "\(export.stderr)")
+        let localSegments = try #require(
+            try JSONDecoder().decode(JSONValue.self, from: Data(export.stdoutText.utf8))["segments"]?.arrayValue
+        )
+        let table = { (segments: [JSONValue]) in
+            segments.map { segment in
+                ["index", "firstFrame", "lastFrame", "start", "duration"].map { segment[$0]?.doubleValue ?? -1 }
+            }
+        }
+        #expect(table(localSegments) == table(segments), "one process: \(localSegments)\nqueue: \(segments)")
+        #expect(localSegments.dropFirst().allSatisfy { $0["seamPSNR"]?.arrayValue?.count == 2 })
+        #expect(try await FFProbe.videoFrameTimes(local) == FFProbe.videoFrameTimes(output))
         // Exactly one webhook, the parent's; the scratch directory is empty again.
         #expect(try await setup.settledDeliveries().map(\.jobID) == [id])
         #expect(receiver.records().map { $0["jobId"] as? String } == [id.rawValue])

@@ -98,7 +98,7 @@ enum LadderSplit {
         let work = try await onDedicatedThread("jobctl.open") { () throws -> any FileSetWork in
             let asset = try Asset(location: try ObjectStoreMedia.openable(input, context: context), limits: limits)
             return HLSKind.Work(
-                session: try LadderSession(asset: asset, options: options, timeRange: range, part: .chunk(chunk))
+                session: try LadderSession(asset: asset, options: options, timeRange: range, scope: .chunk(chunk))
             )
         }
         return FileSetJob(
@@ -119,7 +119,7 @@ enum LadderSplit {
             throw JobError(code: .internalError, message: "the ladder's join found chunks that did not complete")
         }
         let scratch = context.scratchDirectory
-        let chunks = try children.map { child throws -> JoinedChunk in
+        let chunks = try children.map { child throws -> LadderChunk.Written in
             guard let chunk = try child.ladderChunk() else {
                 throw JobError(code: .databaseCorrupt, message: "child \(child.id) of ladder \(job.id) has no chunk")
             }
@@ -130,7 +130,7 @@ enum LadderSplit {
                     files[name] = Int64(bytes)
                 }
             }
-            return JoinedChunk(
+            return LadderChunk.Written(
                 directory: Self.directory(of: job.id, chunk: chunk.index, scratch: scratch),
                 chunk: chunk,
                 range: try child.timeRange(),
@@ -143,7 +143,7 @@ enum LadderSplit {
                     asset: asset,
                     options: options,
                     timeRange: range,
-                    part: .join(chunks: chunks)
+                    scope: .join(chunks: chunks)
                 )
             )
         }

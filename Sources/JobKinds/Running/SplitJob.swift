@@ -61,10 +61,10 @@ enum SplitJob {
                 asked,
                 (resolved.expectedDuration ?? 0) / Int64(JobGraphStateMachine.maximumChildren - 2) + 1
             ),
-            let (plan, ranges) = try await onDedicatedThread(
+            let run = try await onDedicatedThread(
                 "jobctl.plan",
                 {
-                    try SplitExport.plan(asset, range: range, segmentLength: length)
+                    try SplitRun.plan(asset, range: range, segmentLength: length, preset: preset, format: format)
                 }
             )
         else { return nil }
@@ -83,15 +83,7 @@ enum SplitJob {
             )
             return request
         }
-        let parts = SplitExport.parts(
-            plan,
-            ranges: ranges,
-            range: range,
-            resolved: resolved,
-            origin: asset.startTime,
-            audio: preset.audio != nil && !asset.audioTracks.isEmpty
-        )
-        let children = try parts.map { part, partRange in try child(part, range: partRange) }
+        let children = try run.parts.map { planned in try child(planned.part, range: planned.range) }
         return FanOutJob(children: children)
     }
 }

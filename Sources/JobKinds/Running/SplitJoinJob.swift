@@ -97,111 +97,87 @@ final class SplitJoinJob: PreparedJob {
         return try await session.export()
     }
 
+    /// The split's run as the children keep it: their parts and ranges (the audio first).
+    func splitRun() throws -> SplitRun {
+        var parts: [SplitRun.Planned] = []
+        if let (child, part) = try audioPart { parts.append(SplitRun.Planned(part, range: try child.timeRange())) }
+        for (child, segment) in segments { parts.append(SplitRun.Planned(segment, range: try child.timeRange())) }
+        return SplitRun(
+            parts: parts,
+            preset: preset,
+            format: format,
+            rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded())
+        )
+    }
+
+    private var audioPart: (Job, SplitJob.Segment)? {
+        get throws { try audio.flatMap { child in try child.splitSegment().map { (child, $0) } } }
+    }
+
     func run() async throws -> FinishedRun {
         let scratch = try SplitScratch(parent: job.id, context: context)
-        let (destination, format, context, job) = (self.destination, self.format, self.context, self.job)
-        let audioPart = try audio.flatMap { child in try child.splitSegment().map { (child, $0) } }
+        let (destination, context, job) = (self.destination, self.context, self.job)
+        let run = try splitRun()
         let names =
-            segments.map { SplitJob.fileName($0.segment, format: format) }
-            + (audioPart.map { [SplitJob.fileName($0.1, format: format)] } ?? [])
+            run.video.map { $0.part.fileName(for: format) } + (run.audio.map { [$0.part.fileName(for: format)] } ?? [])
         // A retry may come after the staging sweep removed the directory (10 minutes after the
         // job failed or was cancelled): the parts it held are made again below.
         try scratch.makeDirectory()
         let missing = try await scratch.download(names, context: context) { self.isCancelled }
-        var parts = try segments.map { child, segment in
-            SegmentJoin.Segment(
-                segment,
-                path: scratch.path(of: segment.fileName(for: format)),
+        let paths = run.video.map { run.path(of: $0.part, in: scratch.directory) }
+        let audioPath = run.audio.map { run.path(of: $0.part, in: scratch.directory) }
+        // Each child's record: the frames its encode was given and its edge scores.
+        var made = segments.map { child, _ in
+            SplitRun.Made(
                 frames: SplitJob.PartRecord.of(child)?.frames,
-                range: try child.timeRange(),
-                preset: preset
+                edges: try? child.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
             )
         }
-        let audioPath = audioPart.map { scratch.path(of: SplitJob.fileName($0.1, format: format)) }
-        var reencodes = Array(repeating: 0, count: parts.count)
+        var reencodes = Array(repeating: 0, count: segments.count)
         var warnings: [String] = []
         // Every part must be the file its child wrote: one missing (a sweep, a lifecycle rule)
-        // or not that file (swapped, truncated, replaced) is made again here, from the source.
-        for (index, reason) in try await damagedParts(parts, audio: audioPath, missing: missing) {
-            if index < 0, let (child, _) = audioPart, let audioPath {
+        // or not that file (swapped, truncated, replaced) is made again here, from the source
+        // (a segment made here has no edge scores: its cuts are measured in the joined file).
+        for (index, reason) in try await damagedParts(paths, audio: audioPath, missing: missing) {
+            if index < 0, let (child, _) = try audioPart, let audioPath {
                 _ = try await remake(child, part: .audio, to: audioPath)
                 warnings.append("the audio part was not the file its job wrote (\(reason)): the join encoded it again")
             } else if index >= 0 {
                 reencodes[index] += 1
-                parts[index].frames =
-                    try await remake(segments[index].job, part: .video, to: parts[index].path) ?? parts[index].frames
+                let frames = try await remake(segments[index].job, part: .video, to: paths[index])
+                made[index] = SplitRun.Made(frames: frames ?? made[index].frames)
             }
         }
         let (uploadURL, contentType) = (self.uploadURL, RemoteMedia.contentType(of: format))
-        let paths = parts.map(\.path)
-        var proved = ProvedJoin(parts, reencodes: reencodes)
-        let joined: SegmentJoin.Joined
-        let held: HeldExport
-        do {
-            (joined, held) = try await proved.run(
-                isCancelled: { self.isCancelled },
-                join: { proving in
-                    try await onDedicatedThread("jobctl.join") { () throws -> (SegmentJoin.Joined, HeldExport) in
-                        let finished = try SegmentJoin.join(
-                            proving,
-                            audio: audioPath,
-                            destination: destination,
-                            format: format,
-                            temporaryTag: context.lease.temporaryTag,
-                            limits: context.limits,
-                            isCancelled: { self.isCancelled }
-                        )
-                        let joined = finished.joined
-                        return (
-                            joined, HeldExport(finished.takeOutput(), uploadURL: uploadURL, contentType: contentType)
-                        )
-                    }
-                },
-                remake: { index in
-                    try await remake(segments[index].job, part: .video, to: paths[index])
-                }
-            )
-        } catch let refused as ProvedJoin.Refused {
-            throw JobError(code: .encodeFailed, message: refused.description, retryable: false)
-        }
-        reencodes = proved.reencodes
+        var joined = try await run.join(
+            in: scratch.directory,
+            made: made,
+            reencodes: reencodes,
+            destination: destination,
+            temporaryTag: context.lease.temporaryTag,
+            limits: context.limits,
+            isCancelled: { self.isCancelled },
+            hold: { output in HeldExport(output, uploadURL: uploadURL, contentType: contentType) },
+            remake: { index in
+                SplitRun.Made(frames: try await self.remake(self.segments[index].job, part: .video, to: paths[index]))
+            }
+        )
         // Downloaded copies are not needed once joined (the objects stay until the
         // completion is recorded); a shared directory's parts stay for another join.
         if scratch.remote != nil { try? FileManager.default.removeItem(atPath: scratch.directory) }
-        var reports = SplitExport.reports(SplitPlan(segments: segmentPlan), joined: joined)
-        for index in reports.indices {
+        for index in joined.reports.indices {
             let child = segments[index].job
-            reports[index].worker = child.worker
-            reports[index].fps = Self.fps(of: child)
-            if reencodes[index] > 0 { reports[index].reencoded = reencodes[index] }
+            joined.reports[index].worker = child.worker
+            joined.reports[index].fps = Self.fps(of: child)
         }
-        if let input = try? JobPaths.input(of: job, context: context) {
-            // A segment encoded again here has no scores of its own: its cuts are measured here.
-            let edges = segments.indices.map { index -> SegmentEdges? in
-                reencodes[index] > 0
-                    ? nil : try? segments[index].job.result?[SplitJob.edgesKey]?.decoded(as: SegmentEdges.self)
-            }
-            // Only cuts without both scores open the source (for s3://, a pre-signed URL).
-            let complete = edges.indices.dropFirst().allSatisfy {
-                edges[$0 - 1]?.last != nil && edges[$0]?.first != nil
-            }
-            let source = complete ? input : ((try? ObjectStoreMedia.openable(input, context: context)) ?? input)
-            SplitExport.measureSeams(
-                &reports,
-                output: held.temporaryPath,
-                source: source,
-                rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
-                joined: joined,
-                limits: context.limits,
-                edges: edges
-            )
-        }
-        var result = try SplitExport.result(
-            of: held.temporaryPath,
+        let held = joined.held
+        // Only cuts without both scores open the source (for s3://, a pre-signed URL).
+        let input = try? JobPaths.input(of: job, context: context)
+        var result = try run.result(
+            of: joined,
+            file: held.temporaryPath,
             shownAs: uploadURL == nil ? (job.owner == nil ? destination : job.output) : job.output,
-            joined: joined,
-            reports: reports,
-            rangeStart: Int64(((job.range?.start ?? 0) * 1e6).rounded()),
+            source: { input.map { (try? ObjectStoreMedia.openable($0, context: context)) ?? $0 } },
             sources: (
                 segments.first?.job.tracks.first?.sourceIndex ?? 0, audio?.tracks.first?.sourceIndex ?? 1
             ),
@@ -218,20 +194,6 @@ final class SplitJoinJob: PreparedJob {
                 value.set("output", .string(MediaLocation.displayed(url)))
             }
             return value
-        }
-    }
-
-    /// The plan as the children carry it (their frames, in order).
-    private var segmentPlan: [SplitPlan.Segment] {
-        var first = 0
-        return segments.map { child, segment in
-            defer { first += segment.frames }
-            return SplitPlan.Segment(
-                index: segment.index,
-                frames: first..<(first + segment.frames),
-                start: segment.start,
-                end: segment.end
-            )
         }
     }
 }

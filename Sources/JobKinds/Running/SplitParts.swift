@@ -82,7 +82,7 @@ extension SplitJoinJob {
     /// The parts that are not what their children wrote (each checked against its record,
     /// the audio first as index -1), with the reason; missing ones included.
     func damagedParts(
-        _ parts: [SegmentJoin.Segment],
+        _ paths: [String],
         audio: String?,
         missing: Set<String>
     ) async throws -> [(index: Int, reason: String)] {
@@ -97,7 +97,7 @@ extension SplitJoinJob {
                 if let reason = lost ? "it is missing from the scratch" : problem { damaged.append((index, reason)) }
             }
             if let audio, let audioChild { check(audio, .audio, audioChild, index: -1) }
-            for (index, part) in parts.enumerated() { check(part.path, .video, children[index], index: index) }
+            for (index, path) in paths.enumerated() { check(path, .video, children[index], index: index) }
             return damaged
         }
     }

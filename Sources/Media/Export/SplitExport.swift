@@ -205,11 +205,12 @@ public enum SplitExport {
     }
 
     /// Adds each cut's seam quality to `reports` (left out where it cannot be measured: a
-    /// seam's score is information, never a reason to fail the export).
+    /// seam's score is information, never a reason to fail the export). `source` is asked for
+    /// only when a cut lacks a score (for `s3://`, it pre-signs a URL).
     public static func measureSeams(
         _ reports: inout [SegmentReport],
         output: String,
-        source: String,
+        source: () -> String?,
         rangeStart: Int64,
         joined: SegmentJoin.Joined,
         limits: ResourceLimits,
@@ -227,7 +228,7 @@ public enum SplitExport {
                 missing.append(index)
             }
         }
-        guard !missing.isEmpty,
+        guard !missing.isEmpty, let source = source(),
             let scores = try? SeamQuality.measure(
                 output: output,
                 source: source,
@@ -241,16 +242,16 @@ public enum SplitExport {
         }
     }
 
-    /// The segment table of a join: each segment's frames as the joined file holds them (the
-    /// plan's, unless a damaged source decoded to fewer).
-    public static func reports(_ plan: SplitPlan, joined: SegmentJoin.Joined) -> [SegmentReport] {
+    /// The segment table of a join of the segments `indices` (in order): each segment's frames
+    /// as the joined file holds them (the plan's, unless a damaged source decoded to fewer).
+    public static func reports(_ indices: [Int], joined: SegmentJoin.Joined) -> [SegmentReport] {
         var first = 0
-        return plan.segments.enumerated().map { position, segment in
+        return indices.enumerated().map { position, index in
             let start = joined.segmentStarts[position]
             let end = position + 1 < joined.segmentStarts.count ? joined.segmentStarts[position + 1] : joined.duration
             defer { first += joined.framesPerSegment[position] }
             return SegmentReport(
-                index: segment.index,
+                index: index,
                 firstFrame: first,
                 lastFrame: first + joined.framesPerSegment[position] - 1,
                 start: Double(start) / 1e6,

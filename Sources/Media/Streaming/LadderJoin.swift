@@ -11,7 +11,7 @@ extension LadderSession {
     /// from its first to the next chunk's. A chunk that is not is encoded again, here, into its
     /// directory.
     /// Returns the indices of the chunks encoded again.
-    func completeChunks(_ chunks: [JoinedChunk]) throws(MediaError) -> [Int] {
+    func completeChunks(_ chunks: [LadderChunk.Written]) throws(MediaError) -> [Int] {
         var again: [Int] = []
         for (position, joined) in chunks.enumerated() {
             let next = position + 1 < chunks.count ? chunks[position + 1].chunk.firstSegment : nil
@@ -48,7 +48,7 @@ extension LadderSession {
                 asset: try Asset(location: asset.location, limits: asset.limits),
                 options: options,
                 timeRange: joined.range,
-                part: .chunk(joined.chunk)
+                scope: .chunk(joined.chunk)
             )
             _ = try session.run(directory: joined.directory)
             again.append(joined.chunk.index)
@@ -59,7 +59,10 @@ extension LadderSession {
     /// Stages every video rendition's segments from the chunks (in order) into `files`, each
     /// chunk's decode times moved to where it starts on the ladder's timeline, and the
     /// initialization segment, whose codec configuration every chunk must share.
-    func joinChunks(_ chunks: [JoinedChunk], into files: StagedFiles) throws(MediaError) -> [LadderPackage.Rendition] {
+    func joinChunks(
+        _ chunks: [LadderChunk.Written],
+        into files: StagedFiles
+    ) throws(MediaError) -> [LadderPackage.Rendition] {
         func read(_ path: String) throws(MediaError) -> [UInt8] {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw MediaError(
@@ -138,9 +141,9 @@ extension LadderSession {
 
     /// A join's: where the chunks' pictures end (µs from the range's start), the last chunk's
     /// start plus the length of its first rendition's segments; the sound is padded to it
-    /// (decision 155). `nil` for any other part, or a join without renditions.
+    /// (decision 155). `nil` for any other scope, or a join without renditions.
     func joinedPictureEnd() throws(MediaError) -> Int64? {
-        guard case .join(let chunks) = part, let last = chunks.last, let rendition = plan.renditions.first else {
+        guard case .join(let chunks) = scope, let last = chunks.last, let rendition = plan.renditions.first else {
             return nil
         }
         let directory = last.directory
@@ -164,7 +167,7 @@ extension LadderSession {
 
     /// Encodes the last chunk again into its directory, its pictures lasting until `end` (µs
     /// from the range's start): its last picture repeated on the ladder's grid.
-    func extendChunk(_ joined: JoinedChunk, to end: Int64) throws(MediaError) {
+    func extendChunk(_ joined: LadderChunk.Written, to end: Int64) throws(MediaError) {
         var chunk = joined.chunk
         chunk.end = end
         try? FileManager.default.removeItem(atPath: joined.directory)
@@ -172,7 +175,7 @@ extension LadderSession {
             asset: try Asset(location: asset.location, limits: asset.limits),
             options: options,
             timeRange: joined.range,
-            part: .chunk(chunk)
+            scope: .chunk(chunk)
         )
         _ = try session.run(directory: joined.directory)
     }

@@ -59,7 +59,8 @@ extension Ladder.Rung: Codable {
     }
 }
 
-/// One worker's share of a ladder split across a fleet (`--split`): a span of whole segments.
+/// One worker's share of a ladder split across a fleet (`--split`): a span of whole segments;
+/// the ladder's one part type, stored in a child's role.
 public struct LadderChunk: Sendable, Hashable, Codable {
     public var index: Int
     /// Where the chunk's first frame is, µs from the range's start: keyframes are forced on the
@@ -79,33 +80,38 @@ public struct LadderChunk: Sendable, Hashable, Codable {
     }
 }
 
-/// A chunk as the join takes it: where its files are, and its plan and range (to encode it
-/// again when its files are gone).
-public struct JoinedChunk: Sendable, Hashable {
-    public var directory: String
-    public var chunk: LadderChunk
-    public var range: TimeRange
-    /// The files the chunk's job said it wrote, with their sizes (its result's `files`).
-    public var files: [String: Int64]
+extension LadderChunk {
+    /// A chunk as its child wrote it, as the join takes it: where its files are, and its
+    /// range (to encode it again when its files are gone).
+    public struct Written: Sendable, Hashable {
+        public var directory: String
+        public var chunk: LadderChunk
+        public var range: TimeRange
+        /// The files the chunk's job said it wrote, with their sizes (its result's `files`).
+        public var files: [String: Int64]
 
-    public init(directory: String, chunk: LadderChunk, range: TimeRange, files: [String: Int64] = [:]) {
-        self.directory = directory
-        self.chunk = chunk
-        self.range = range
-        self.files = files
+        public init(directory: String, chunk: LadderChunk, range: TimeRange, files: [String: Int64] = [:]) {
+            self.directory = directory
+            self.chunk = chunk
+            self.range = range
+            self.files = files
+        }
     }
 }
 
-/// What a `LadderSession` makes: the whole ladder; one chunk of its video (no sound); or the
-/// join: the sound encoded here, the video taken from the chunks' directories in order.
-public enum LadderPart: Sendable, Hashable {
-    case whole
-    case chunk(LadderChunk)
-    case join(chunks: [JoinedChunk])
+extension LadderSession {
+    /// What a session makes of its ladder (not a part type: the part is `LadderChunk`): the
+    /// whole ladder; one chunk of its video (no sound); or the join: the sound encoded here,
+    /// the video taken from the chunks' directories in order.
+    public enum Scope: Sendable, Hashable {
+        case whole
+        case chunk(LadderChunk)
+        case join(chunks: [LadderChunk.Written])
 
-    var encodesVideo: Bool { if case .join = self { false } else { true } }
-    var encodesAudio: Bool { if case .chunk = self { false } else { true } }
-    var chunk: LadderChunk? { if case .chunk(let chunk) = self { chunk } else { nil } }
+        var encodesVideo: Bool { if case .join = self { false } else { true } }
+        var encodesAudio: Bool { if case .chunk = self { false } else { true } }
+        var chunk: LadderChunk? { if case .chunk(let chunk) = self { chunk } else { nil } }
+    }
 }
 
 /// A ladder made ready for one asset: the renditions it gets, the audio rendition, and every

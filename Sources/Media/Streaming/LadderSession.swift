@@ -21,7 +21,7 @@ public final class LadderSession: @unchecked Sendable {
     public let asset: Asset
     public let options: LadderOptions
     public let timeRange: TimeRange
-    public let part: LadderPart
+    public let scope: Scope
     let plan: LadderPlan
     private let state = Mutex(State())
 
@@ -38,12 +38,12 @@ public final class LadderSession: @unchecked Sendable {
         asset: Asset,
         options: LadderOptions,
         timeRange: TimeRange = .all,
-        part: LadderPart = .whole
+        scope: Scope = .whole
     ) throws(MediaError) {
         self.asset = asset
         self.options = options
         self.timeRange = timeRange
-        self.part = part
+        self.scope = scope
         plan = try LadderPlan(asset: asset, options: options)
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         if let duration = range.expectedDuration,
@@ -106,7 +106,7 @@ public final class LadderSession: @unchecked Sendable {
         let range = try timeRange.resolved(assetDuration: asset.duration, assetName: asset.displayName)
         // A join first makes sure every chunk is there (before it spends time on the sound).
         var warnings = asset.warnings
-        if case .join(let chunks) = part {
+        if case .join(let chunks) = scope {
             for index in try completeChunks(chunks) {
                 warnings.append("chunk \(index) was missing from the scratch directory: the join encoded it again")
             }
@@ -114,7 +114,7 @@ public final class LadderSession: @unchecked Sendable {
         let reader = try AssetReader(asset: asset, timeRange: timeRange)
         var videoOutput: AssetReaderTrackOutput?
         var audioOutput: AssetReaderTrackOutput?
-        if part.encodesVideo, let video = plan.video, let top = plan.top {
+        if scope.encodesVideo, let video = plan.video, let top = plan.top {
             let output = AssetReaderTrackOutput(
                 track: video,
                 settings: .video(size: PictureSize(width: top.width, height: top.height))
@@ -122,7 +122,7 @@ public final class LadderSession: @unchecked Sendable {
             reader.add(output)
             videoOutput = output
         }
-        if part.encodesAudio, let audio = plan.audio {
+        if scope.encodesAudio, let audio = plan.audio {
             let output = AssetReaderTrackOutput(
                 track: audio,
                 settings: .audio(sampleRate: plan.audioSampleRate, channels: plan.audioChannels)
@@ -136,7 +136,7 @@ public final class LadderSession: @unchecked Sendable {
             files: files,
             video: videoOutput != nil,
             audio: audioOutput != nil,
-            chunk: part.chunk
+            chunk: scope.chunk
         )
         let cancelled = state.withLock { state in
             state.reader = reader
@@ -172,7 +172,7 @@ public final class LadderSession: @unchecked Sendable {
             var pictureEnd = try joinedPictureEnd()
             // A join whose sound outlasts the chunks' pictures encodes the last chunk again,
             // its last picture repeated to the sound's end (a chunk knows nothing of the sound).
-            if case .join(let chunks) = part, let last = chunks.last, let picture = pictureEnd,
+            if case .join(let chunks) = scope, let last = chunks.last, let picture = pictureEnd,
                 let sound = encoders.soundEnd, sound - picture > plan.frameMicroseconds
             {
                 try extendChunk(last, to: sound)
@@ -188,7 +188,7 @@ public final class LadderSession: @unchecked Sendable {
         }
         var written = try encoders.finish()
         let encoded = written.video + (written.audio.map { [$0] } ?? [])
-        if case .join(let chunks) = part { written.video = try joinChunks(chunks, into: files) }
+        if case .join(let chunks) = scope { written.video = try joinChunks(chunks, into: files) }
         let package: LadderPackage.Package
         do {
             package = try LadderPackage.package(video: written.video, audio: written.audio) { name in
@@ -213,13 +213,13 @@ public final class LadderSession: @unchecked Sendable {
         }
         // A chunk's files are only its media: its join writes the ladder's playlists.
         let entryPoints = ["manifest.mpd", "master.m3u8"]
-        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where part.chunk == nil {
+        for (name, text) in package.files.sorted(by: { $0.key < $1.key }) where scope.chunk == nil {
             let rank: StagedFiles.PublishRank = entryPoints.contains(name) ? .entryPoint : .index
             try files.write(name, Array(text.utf8), rank: rank)
         }
         // The input's file name only: a remote input's host and path are not for a public page.
         let title = (asset.displayName as NSString).lastPathComponent
-        if part.chunk == nil {
+        if scope.chunk == nil {
             try files.write("player.html", Array(LadderPlayerPage.html(title: title).utf8), rank: .index)
         }
         return LadderResult(plan: plan, written: written, package: package, warnings: warnings)
