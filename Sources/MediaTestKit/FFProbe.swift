@@ -26,6 +26,9 @@ public struct ProbeInfo: Decodable, Sendable {
         public var width: Int?
         public var height: Int?
         public var pix_fmt: String?
+        public var color_transfer: String?
+        public var color_primaries: String?
+        public var color_space: String?
         public var sample_aspect_ratio: String?
         public var sample_rate: String?
         public var channels: Int?
@@ -86,6 +89,37 @@ public struct ProbeInfo: Decodable, Sendable {
 }
 
 public enum FFProbe {
+    /// The side data of the first frame of the first video stream (ffprobe's
+    /// `side_data_list`: HDR10's mastering display and light level from the SEI), each entry
+    /// as ffprobe prints it, with fractions (`34000/50000`) as numbers.
+    public static func firstFrameSideData(_ path: String) async throws -> [String: [String: Double]] {
+        let result = try await ProcessRunner.check(
+            "ffprobe",
+            [
+                "-v", "error", "-print_format", "json", "-select_streams", "v:0", "-read_intervals", "%+#1",
+                "-show_frames", path,
+            ]
+        )
+        let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+        let frames = json?["frames"] as? [[String: Any]] ?? []
+        var found: [String: [String: Double]] = [:]
+        for entry in frames.first?["side_data_list"] as? [[String: Any]] ?? [] {
+            guard let type = entry["side_data_type"] as? String else { continue }
+            var values: [String: Double] = [:]
+            for (key, value) in entry {
+                if let number = value as? Double {
+                    values[key] = number
+                } else if let text = value as? String {
+                    let parts = text.split(separator: "/").compactMap { Double($0) }
+                    if parts.count == 2, parts[1] != 0 { values[key] = parts[0] / parts[1] }
+                    if parts.count == 1 { values[key] = parts[0] }
+                }
+            }
+            found[type] = values
+        }
+        return found
+    }
+
     public static func probe(_ path: String) async throws -> ProbeInfo {
         let result = try await ProcessRunner.check(
             "ffprobe",

@@ -50,6 +50,11 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     case splitVFR
     // 12 s at 25 fps with a scene cut at 4.6 s (test bars after the test pattern).
     case splitScenes
+    // HDR (issue 44): 2 s of HEVC Main10 with AAC, tagged BT.2020; PQ with HDR10's mastering
+    // display (P3 D65, 0.0001–1000 cd/m²) and light level (MaxCLL 1000, MaxFALL 400) in the
+    // bitstream's SEI (as x265 and phones write them), and HLG (no static metadata).
+    case hdr10
+    case hlg
     // Bad inputs.
     case notMedia
     case empty
@@ -202,6 +207,10 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     private static func tone(_ rate: Int = 48000, frequency: Int = 440) -> [String] {
         ["-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(rate)"]
     }
+    /// x265's HDR10 parameters of `hdr10`: P3 primaries, D65, 0.0001–1000 cd/m²; MaxCLL 1000,
+    /// MaxFALL 400.
+    public static let hdr10Metadata =
+        "master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400"
     private static let x264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]
     private static let greyFrames = [
         "-f", "lavfi", "-i", "color=c=black:s=64x48:r=25:d=4,format=gray,geq=lum='16+2*N'",
@@ -316,6 +325,19 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
         case .avi:
             return .ffmpeg(
                 Self.video() + Self.tone() + seconds + ["-c:v", "mpeg4", "-q:v", "5", "-c:a", "libmp3lame", "OUT"]
+            )
+        case .hdr10, .hlg:
+            let hdr10 = self == .hdr10
+            let transfer = hdr10 ? "smpte2084" : "arib-std-b67"
+            let metadata = hdr10 ? ":hdr10=1:\(Self.hdr10Metadata)" : ""
+            return .ffmpeg(
+                Self.video() + Self.tone() + ["-t", "2", "-vf", "format=yuv420p10le"] + [
+                    "-c:v", "libx265", "-preset", "ultrafast", "-x265-params",
+                    "log-level=error:repeat-headers=1:colorprim=bt2020:transfer=\(transfer):colormatrix=bt2020nc"
+                        + metadata,
+                    "-color_primaries", "bt2020", "-color_trc", transfer, "-colorspace", "bt2020nc", "-tag:v", "hvc1",
+                    "-c:a", "aac", "OUT",
+                ]
             )
         case .prores:
             return .ffmpeg(

@@ -62,7 +62,7 @@ struct ProbeCommand: AsyncParsableCommand {
                 startTime: Double(asset.startTime) / 1_000_000,
                 bitrate: asset.bitrate,
                 size: asset.fileSize,
-                tracks: asset.tracks
+                tracks: asset.tracksWithPictureMetadata()
             )
             if checkPresets {
                 let catalog = try PresetOptions.catalog(file: presetsFile)
@@ -78,6 +78,34 @@ struct ProbeCommand: AsyncParsableCommand {
             }
             if json { try Terminal.printJSON(report) } else { printReport(report) }
         }
+    }
+
+    /// What a person needs of a picture's colour: HDR and how, and its static metadata.
+    static func colour(of track: AssetTrack) -> [String] {
+        var parts: [String] = []
+        if let range = track.dynamicRange, range.isHDR {
+            let described = [track.colorPrimaries, track.colorSpace].compactMap { $0 }.joined(separator: "/")
+            parts.append("HDR \(range.rawValue)" + (described.isEmpty ? "" : " (\(described))"))
+        }
+        if let display = track.masteringDisplay {
+            parts.append(
+                String(format: "mastered at %g–%g cd/m²", display.minLuminance, display.maxLuminance)
+            )
+        }
+        if let light = track.contentLightLevel {
+            parts.append("MaxCLL \(light.maxContent), MaxFALL \(light.maxAverage) cd/m²")
+        }
+        if let dolbyVision = track.dolbyVision {
+            let base: String
+            switch dolbyVision.compatibleBase {
+            case .pq?: base = "HDR10-compatible base layer"
+            case .hlg?: base = "HLG-compatible base layer"
+            case .sdr?: base = "SDR-compatible base layer"
+            case nil: base = "no compatible base layer"
+            }
+            parts.append("Dolby Vision \(dolbyVision.name) (\(base))")
+        }
+        return parts
     }
 
     private func printReport(_ report: Report) {
@@ -102,6 +130,7 @@ struct ProbeCommand: AsyncParsableCommand {
             if let sar = track.sampleAspectRatio, sar != "1:1" { parts.append("SAR \(sar)") }
             if let rate = track.frameRate { parts.append(String(format: "%.3g fps", rate)) }
             if let format = track.pixelFormat { parts.append(format) }
+            parts += Self.colour(of: track)
             if let rate = track.sampleRate { parts.append("\(rate) Hz") }
             if let layout = track.channelLayout ?? track.channels.map({ "\($0) ch" }) { parts.append(layout) }
             if let bitrate = track.bitrate { parts.append("\(bitrate / 1000) kb/s") }

@@ -57,6 +57,19 @@ public struct AssetTrack: Sendable, Hashable, Codable {
     public var colorPrimaries: String?
     public var colorTransfer: String?
     public var colorSpace: String?
+    /// `tv` (limited) or `pc` (full), when the stream says.
+    public var colorRange: String?
+    /// Bits per sample of the decoded picture (8, 10, 12).
+    public var bitDepth: Int?
+    /// `SDR`, `PQ` or `HLG`: what the transfer codes (for Dolby Vision without a tagged
+    /// transfer, its base layer); `nil` for a track that is not a picture.
+    public var dynamicRange: DynamicRange?
+    /// HDR10's static metadata, from the container (`mdcv`, `clli`, Matroska's colour
+    /// element) or, when only the bitstream has it, the first picture's SEI.
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
+    /// A Dolby Vision stream's configuration record.
+    public var dolbyVision: DolbyVisionConfiguration?
     /// A cover picture stored as a one-frame video track (not carried by exports).
     public var isAttachedPicture: Bool?
 
@@ -124,6 +137,16 @@ extension AssetTrack {
             if parameters.color_space != AVCOL_SPC_UNSPECIFIED {
                 colorSpace = av_color_space_name(parameters.color_space).map { String(cString: $0) }
             }
+            if parameters.color_range != AVCOL_RANGE_UNSPECIFIED {
+                colorRange = av_color_range_name(parameters.color_range).map { String(cString: $0) }
+            }
+            bitDepth = av_pix_fmt_desc_get(AVPixelFormat(rawValue: parameters.format)).map {
+                Int($0.pointee.comp.0.depth)
+            }
+            masteringDisplay = AssetTrack.masteringDisplay(of: stream)
+            contentLightLevel = AssetTrack.contentLightLevel(of: stream)
+            dolbyVision = AssetTrack.dolbyVision(of: stream)
+            dynamicRange = color.dynamicRange
             isAttachedPicture = stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 ? true : nil
         case .audio:
             sampleRate = Int(parameters.sample_rate)
