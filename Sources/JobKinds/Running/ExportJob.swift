@@ -19,6 +19,9 @@ struct ExportJob: PreparedJob {
     /// A part of a split export (a segment or the audio): its result records the file it wrote
     /// (`SplitJob.PartRecord`), which the join holds the part to.
     var part: ExportPart?
+    /// A directory of this job's own, removed once its output is published (a split part
+    /// staged for an object store: `SplitScratch.staging(of:context:)`).
+    var stagingDirectory: String?
 
     struct SegmentSeam: Sendable {
         var source: String
@@ -105,8 +108,10 @@ struct ExportJob: PreparedJob {
             )
         }
         let scratch = try SplitScratch(parent: parent, context: context)
-        try scratch.makeDirectory()
-        let output = scratch.path(of: SplitJob.fileName(segment, format: name))
+        let staging = scratch.staging(of: job.id, context: context)
+        try SplitScratch.makeDirectory(staging ?? scratch.directory)
+        let output = ((staging ?? scratch.directory) as NSString)
+            .appendingPathComponent(SplitJob.fileName(segment, format: name))
         // On an object store, the part is uploaded as an output would be.
         let upload = scratch.object(of: SplitJob.fileName(segment, format: name)).map { "\($0)" }
         removeLeftovers(of: job, writingTo: output)
@@ -138,7 +143,9 @@ struct ExportJob: PreparedJob {
         }
         // An API key's job shows its part by its name in the scratch, not the host's path.
         let shown = upload ?? (job.owner == nil ? nil : job.output)
-        return ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.medium)
+        var prepared = ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.medium)
+        prepared.stagingDirectory = staging
+        return prepared
     }
 
     /// The job's input opened (a URL checked by the address guard first), off the event loops.
@@ -179,7 +186,8 @@ struct ExportJob: PreparedJob {
         let held = HeldExport(
             finished.takeOutput(),
             uploadURL: uploadURL,
-            contentType: RemoteMedia.contentType(of: session.format)
+            contentType: RemoteMedia.contentType(of: session.format),
+            removingWhenPublished: stagingDirectory
         )
         var measuredEdges: JSONValue?
         if let seam {

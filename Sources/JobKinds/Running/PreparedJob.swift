@@ -95,9 +95,17 @@ final class HeldExport: HeldOutput {
     let uploads: [HeldUpload]
     /// Where the finished file waits.
     let temporaryPath: String
+    /// A directory of the job's own that goes once the output is published.
+    let removingWhenPublished: String?
 
-    init(_ pending: consuming PendingOutput, uploadURL: String?, contentType: String) {
+    init(
+        _ pending: consuming PendingOutput,
+        uploadURL: String?,
+        contentType: String,
+        removingWhenPublished: String? = nil
+    ) {
         temporaryPath = pending.temporaryPath
+        self.removingWhenPublished = removingWhenPublished
         uploads =
             uploadURL.map { [HeldUpload(name: "", path: pending.temporaryPath, url: $0, contentType: contentType)] }
             ?? []
@@ -112,6 +120,10 @@ final class HeldExport: HeldOutput {
     func discard() {
         let output = pending.withLock { $0.take() }
         output?.discard()
+    }
+
+    func published() {
+        if let directory = removingWhenPublished { try? FileManager.default.removeItem(atPath: directory) }
     }
 }
 

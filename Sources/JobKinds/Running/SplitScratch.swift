@@ -37,11 +37,26 @@ struct SplitScratch: Sendable {
     /// A part's local file.
     func path(of name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
+    /// Where child `child` writes its part before the upload, with an `s3://` scratch: a
+    /// directory of its own in the worker's staging directory (`PARENTID.split.CHILDID/`),
+    /// removed once the part is published, so that no other child's part, made at the same
+    /// time on the same worker, shares it (`nil`: a scratch directory, written in place). A
+    /// worker killed before removing it leaves it to the staging sweep (its name starts with
+    /// the parent's id).
+    func staging(of child: JobID, context: RunContext) -> String? {
+        guard remote != nil else { return nil }
+        let name = (directory as NSString).lastPathComponent
+        return (context.stagingDirectory as NSString).appendingPathComponent("\(name).\(child)")
+    }
+
     /// A part's object (`nil`: the scratch is a directory).
     func object(of name: String) -> S3Location? { remote.map { $0.object(named: name) } }
 
     /// The local directory, made if missing.
-    func makeDirectory() throws(JobError) {
+    func makeDirectory() throws(JobError) { try Self.makeDirectory(directory) }
+
+    /// `directory` made if missing.
+    static func makeDirectory(_ directory: String) throws(JobError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
