@@ -34,7 +34,10 @@ let package = Package(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
             providers: [
-                .apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])
+                .apt([
+                    "libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev",
+                    "libavfilter-dev",
+                ])
             ]
         ),
         // Shared primitives: the one error shape (CodedError), the one atomic Flag, the one bridge

@@ -79,6 +79,7 @@ package struct PresetOptions: ParsableArguments {
 }
 
 extension ContainerFormat: ExpressibleByArgument {}
+extension HDRMode: ExpressibleByArgument {}
 
 /// Resource limits (docs/spec.md §7): flags, else `JOBCTL_MAX_*` in the environment, else the defaults.
 package struct LimitOptions: ParsableArguments {

@@ -89,6 +89,21 @@ public struct ProbeInfo: Decodable, Sendable {
 }
 
 public enum FFProbe {
+    /// The mean luma PSNR (dB) of `a` against `b`, frame by frame, by ffmpeg's psnr filter
+    /// (100 for identical pictures).
+    public static func lumaPSNR(_ a: String, _ b: String) async throws -> Double {
+        let result = try await ProcessRunner.check(
+            "ffmpeg",
+            ["-nostdin", "-v", "info", "-i", a, "-i", b, "-lavfi", "[0:v][1:v]psnr", "-f", "null", "-"]
+        )
+        guard let line = result.stderr.split(separator: "\n").last(where: { $0.contains("PSNR y:") }),
+            let field = line.split(separator: " ").first(where: { $0.hasPrefix("y:") })
+        else { throw ProbeFailure("ffmpeg's psnr filter printed no PSNR: \(result.stderr.suffix(300))") }
+        if field.dropFirst(2) == "inf" { return 100 }
+        guard let value = Double(field.dropFirst(2)) else { throw ProbeFailure("PSNR '\(field)' is not a number") }
+        return value
+    }
+
     /// The side data of the first frame of the first video stream (ffprobe's
     /// `side_data_list`: HDR10's mastering display and light level from the SEI), each entry
     /// as ffprobe prints it, with fractions (`34000/50000`) as numbers.
@@ -211,4 +226,10 @@ public enum FFProbe {
             Double(bytes[start..<start + size].reduce(0) { $0 + Int($1) }) / Double(size)
         }
     }
+}
+
+/// ffprobe or ffmpeg said something a test cannot read.
+public struct ProbeFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -55,6 +55,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
     // bitstream's SEI (as x265 and phones write them), and HLG (no static metadata).
     case hdr10
     case hlg
+    case hlgRotated  // hlg shown rotated 90° clockwise (a phone's HLG video held upright)
     // Bad inputs.
     case notMedia
     case empty
@@ -243,6 +244,8 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
             )
         case .rotated:
             return .derived(.basic, .rotate(degrees: 90))
+        case .hlgRotated:
+            return .derived(.hlg, .rotate(degrees: 90))
         case .rotated180:
             return .derived(.basic, .rotate(degrees: 180))
         case .rotated180Other:

@@ -55,6 +55,14 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "With --split: segments encoded at once (default: the number of CPUs).")
     var splitParallel: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "What an HDR (PQ or HLG) source becomes: auto (the default: hevc-* presets keep HDR in 10 bits, H.264 presets tone-map to BT.709 SDR), keep (HDR, or an error for an H.264 preset) or tonemap (SDR whatever the codec).",
+            valueName: "mode"
+        )
+    )
+    var hdr: HDRMode?
+
     @Flag(help: "Print the result as JSON (output, bytes, duration, actualRange, tracks) on stdout.")
     var json = false
 
@@ -85,7 +93,13 @@ struct ExportCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         try await reportingFailures {
             let timeRange = try RangeArgument.timeRange(range)
-            let preset = try presets.catalog().preset(named: preset)
+            var preset = try presets.catalog().preset(named: preset)
+            if let hdr {
+                guard preset.video != nil else {
+                    throw CommandFailure.usage("--hdr: preset '\(preset.name)' keeps no video")
+                }
+                preset.video?.hdr = hdr
+            }
             // Before anything is read: never a device, a FIFO, a link or the input itself.
             try OutputDestination.check(output, input: input)
             let asset = try Asset(location: try ObjectStoreInput.openable(input), limits: limits.limits())

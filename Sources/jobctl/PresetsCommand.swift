@@ -12,11 +12,14 @@ struct PresetsCommand: AsyncParsableCommand {
             commands use the placeholders INPUT and OUTPUT; for a range, add -ss START -t \
             DURATION before -i. Custom presets (--presets FILE or JOBCTL_PRESETS) are a JSON list \
             with the fields of --json; an entry with a "ladder" key is a streaming ladder for \
-            `jobctl hls --ladder NAME` (docs/streaming.md), listed after the presets.
+            `jobctl hls --ladder NAME` (docs/streaming.md), listed after the presets. For an HDR \
+            (PQ or HLG) source the second command applies: H.264 presets tone-map to BT.709 SDR, \
+            hevc-* presets keep HDR in 10 bits (SOURCE: the mastering display and light level \
+            `jobctl probe` shows); a preset's "hdr" field, or export --hdr, changes that.
             """
     )
 
-    @Flag(help: "Print a JSON list of presets (name, summary, format, video, audio, ffmpeg).")
+    @Flag(help: "Print a JSON list of presets (name, summary, format, video, audio, ffmpeg, ffmpegHDR).")
     var json = false
 
     @OptionGroup var presets: PresetOptions
@@ -29,8 +32,9 @@ struct PresetsCommand: AsyncParsableCommand {
             try preset.encode(to: encoder)
             var container = encoder.container(keyedBy: Key.self)
             try container.encode(preset.ffmpegCommand, forKey: .ffmpeg)
+            try container.encodeIfPresent(preset.ffmpegHDRCommand, forKey: .ffmpegHDR)
         }
-        enum Key: CodingKey { case ffmpeg }
+        enum Key: CodingKey { case ffmpeg, ffmpegHDR }
     }
 
     func run() async throws {
@@ -44,6 +48,7 @@ struct PresetsCommand: AsyncParsableCommand {
             for preset in catalog.presets {
                 print("\(preset.name)  [\(preset.format.rawValue)]  \(preset.summary)")
                 print("    \(preset.ffmpegCommand)")
+                if let hdr = preset.ffmpegHDRCommand { print("    for an HDR source: \(hdr)") }
             }
             for ladder in catalog.ladders {
                 let rungs = ladder.rungs.map { "\($0.name) \($0.bitRate / 1000) kb/s" }.joined(separator: ", ")

@@ -208,13 +208,5 @@ extension SplitJobTests {
     }
 
     /// The mean luma PSNR (dB) of `a` against `b`, frame by frame, by ffmpeg's psnr filter.
-    static func psnr(_ a: String, _ b: String) async throws -> Double {
-        let result = try await ProcessRunner.check(
-            "ffmpeg",
-            ["-nostdin", "-v", "info", "-i", a, "-i", b, "-lavfi", "[0:v][1:v]psnr", "-f", "null", "-"]
-        )
-        let line = try #require(result.stderr.split(separator: "\n").last { $0.contains("PSNR y:") })
-        let field = try #require(line.split(separator: " ").first { $0.hasPrefix("y:") })
-        return field.dropFirst(2) == "inf" ? 100 : try #require(Double(field.dropFirst(2)))
-    }
+    static func psnr(_ a: String, _ b: String) async throws -> Double { try await FFProbe.lumaPSNR(a, b) }
 }

@@ -143,7 +143,13 @@ struct ExportJob: PreparedJob {
         }
         // An API key's job shows its part by its name in the scratch, not the host's path.
         let shown = upload ?? (job.owner == nil ? nil : job.output)
-        var prepared = ExportJob(session: session, uploadURL: upload, shownOutput: shown, seam: seam, part: segment.medium)
+        var prepared = ExportJob(
+            session: session,
+            uploadURL: upload,
+            shownOutput: shown,
+            seam: seam,
+            part: segment.medium
+        )
         prepared.stagingDirectory = staging
         return prepared
     }

@@ -29,6 +29,13 @@ extension Asset {
         }
     }
 
+    /// `track` with its mastering display and light level from its first picture, when its
+    /// container did not carry them (HDR kept: x265 writes them into the output's SEI).
+    func withPictureMetadata(_ track: AssetTrack) -> AssetTrack {
+        guard track.masteringDisplay == nil || track.contentLightLevel == nil else { return track }
+        return tracksWithPictureMetadata().first { $0.index == track.index } ?? track
+    }
+
     /// The HDR10 metadata of the first picture `decoder` makes of track `index`.
     private func firstPictureMetadata(
         track index: Int,

@@ -115,15 +115,26 @@ public struct ExportPlan: Sendable {
         let sar = track.sampleAspectRatio.flatMap(parseRatio) ?? (1, 1)
         let display = Fit.displaySize(width: width, height: height, sar: sar, rotation: track.rotation ?? 0)
         let size = Fit.outputSize(display: display, box: settings.box)
-        let encoding = AssetWriterInput.VideoEncoding(
+        let color = try ColorPath.decide(
+            track.color,
+            codec: settings.codec,
+            mode: settings.hdr ?? .auto,
+            track: "video track \(track.index) of \(asset.displayName)"
+        )
+        var encoding = AssetWriterInput.VideoEncoding(
             codec: settings.codec,
             size: size,
             bitrate: settings.bitrate,
             crf: settings.crf,
             encoderPreset: settings.encoderPreset,
-            source: track
+            source: color == .keep(.pq) ? asset.withPictureMetadata(track) : track
         )
-        return Track(source: track, readerSettings: .video(size: size), writerSettings: .video(encoding))
+        encoding.color = color
+        return Track(
+            source: track,
+            readerSettings: .video(size: size, color: color),
+            writerSettings: .video(encoding)
+        )
     }
 
     private static func audioTrack(

@@ -5,7 +5,18 @@
 /// settings. Differences that cannot be expressed generically are documented in
 /// `docs/presets.md` (mono sources are not upmixed; frame-accurate VFR trimming).
 extension Preset {
-    public var ffmpegCommand: String {
+    public var ffmpegCommand: String { ffmpegCommand(hdrSource: false) }
+
+    /// The same for a PQ or HLG source (`nil` when the preset encodes no video): what `export`
+    /// does with its `hdr` mode (`ColorPath`): the tone-map chain (`ToneMap.chain`) after the
+    /// scale and BT.709 tags, or HDR kept in 10 bits with the source's HDR10 metadata (x265's
+    /// `master-display` and `max-cll`, from `jobctl probe`).
+    public var ffmpegHDRCommand: String? {
+        guard let video, video.codec != .copy, format.holdsVideo else { return nil }
+        return ffmpegCommand(hdrSource: true)
+    }
+
+    private func ffmpegCommand(hdrSource: Bool) -> String {
         var arguments = ["ffmpeg", "-i", "INPUT"]
         let holdsVideo = format.holdsVideo
         if video != nil && holdsVideo { arguments += ["-map", "0:v:0?"] }
@@ -16,7 +27,11 @@ extension Preset {
             case .copy:
                 arguments += ["-c:v", "copy"]
             case .h264, .hevc:
-                arguments += ["-vf", "\"\(Preset.scaleFilter(box: video.box))\""]
+                let keeps = hdrSource && video.codec == .hevc && video.hdr != .tonemap
+                let toneMaps = hdrSource && !keeps
+                let filter =
+                    Preset.scaleFilter(box: video.box) + (toneMaps ? ",format=yuv420p10le," + ToneMap.chain : "")
+                arguments += ["-vf", "\"\(filter)\""]
                 arguments += ["-c:v", video.codec.encoderName!]
                 if let bitrate = video.bitrate { arguments += ["-b:v", Preset.rate(bitrate)] }
                 if let crf = video.crf { arguments += ["-crf", "\(crf)"] }
@@ -25,8 +40,14 @@ extension Preset {
                 if video.codec == .h264, video.bitrate != nil, video.crf == nil {
                     arguments += ["-x264-params", "sliced-threads=1"]
                 }
-                arguments += ["-pix_fmt", "yuv420p"]
-                if video.codec == .hevc { arguments += ["-tag:v", "hvc1", "-x265-params", "log-level=error"] }
+                arguments += ["-pix_fmt", keeps ? "yuv420p10le" : "yuv420p"]
+                if toneMaps {
+                    arguments += ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709"]
+                }
+                if video.codec == .hevc {
+                    let hdr10 = keeps ? ":hdr10=1:hdr10-opt=1:master-display=SOURCE:max-cll=SOURCE" : ""
+                    arguments += ["-tag:v", "hvc1", "-x265-params", "log-level=error" + hdr10]
+                }
             }
         } else {
             arguments.append("-vn")

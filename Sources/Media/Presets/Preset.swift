@@ -33,6 +33,9 @@ public struct Preset: Sendable, Hashable, Codable {
         public var crf: Int?
         /// The x264/x265 speed preset (`medium` when absent).
         public var encoderPreset: String?
+        /// What an HDR source becomes (`--hdr`); `nil`: `auto` (HEVC keeps HDR, H.264
+        /// tone-maps to SDR: `ColorPath.decide`).
+        public var hdr: HDRMode?
 
         public init(
             codec: VideoCodec,
@@ -40,7 +43,8 @@ public struct Preset: Sendable, Hashable, Codable {
             maxHeight: Int? = nil,
             bitrate: Int? = nil,
             crf: Int? = nil,
-            encoderPreset: String? = nil
+            encoderPreset: String? = nil,
+            hdr: HDRMode? = nil
         ) {
             self.codec = codec
             self.maxWidth = maxWidth
@@ -48,6 +52,7 @@ public struct Preset: Sendable, Hashable, Codable {
             self.bitrate = bitrate
             self.crf = crf
             self.encoderPreset = encoderPreset
+            self.hdr = hdr
         }
 
         var box: (width: Int, height: Int)? {

@@ -168,7 +168,7 @@ enum PresetShape {
         [
             "codec": .oneOf(VideoCodec.allCases.map(\.rawValue)), "maxWidth": .wholeNumber, "maxHeight": .wholeNumber,
             "bitrate": .wholeNumber,
-            "crf": .wholeNumber, "encoderPreset": .string,
+            "crf": .wholeNumber, "encoderPreset": .string, "hdr": .oneOf(HDRMode.allCases.map(\.rawValue)),
         ],
         required: ["codec"]
     )
@@ -283,6 +283,9 @@ extension Preset {
             }
             if video.codec == .copy && (video.box != nil || video.bitrate != nil || video.crf != nil) {
                 return "copied video cannot be scaled or re-encoded"
+            }
+            if video.hdr == .keep && video.codec != .hevc {
+                return "video.hdr 'keep' needs codec hevc (H.264 presets encode 8-bit SDR)"
             }
         }
         if let audio {

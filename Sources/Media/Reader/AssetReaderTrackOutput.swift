@@ -7,8 +7,9 @@ import CFFmpeg
 /// samples are the track's compressed packets (passthrough).
 public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendable {
     public enum Settings: Sendable, Hashable {
-        /// Decoded pictures at `size` (display orientation, square pixels).
-        case video(size: PictureSize)
+        /// Decoded pictures at `size` (display orientation, square pixels), their colour
+        /// converted as `color` says (`ColorPath.decide`).
+        case video(size: PictureSize, color: ColorPath = .standard)
         /// Decoded audio at `sampleRate` with `channels` channels.
         case audio(sampleRate: Int, channels: Int)
     }
@@ -38,11 +39,12 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
         switch settings {
         case nil:
             return CopyPipeline(stream: stream, window: context.window, sink: sink)
-        case .video(let size):
-            return VideoDecodePipeline(
+        case .video(let size, let color):
+            return try VideoDecodePipeline(
                 decoder: try context.makeDecoder(track),
                 stream: stream,
                 output: size,
+                color: color,
                 rotation: track.rotation ?? 0,
                 window: context.window,
                 sink: sink

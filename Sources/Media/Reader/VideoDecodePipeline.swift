@@ -7,6 +7,8 @@ final class VideoDecodePipeline: TrackPipeline {
     private let decoding: DecodeLoop
     private let maxPixels: Int
     private let scaler: Scaler
+    /// HDR to SDR after the scaler (`ToneMap`), for `ColorPath.toneMap`.
+    private let toneMap: FilterGraph?
     private let rotation: Int
     private let timeBase: AVRational
     private let window: ReadWindow
@@ -32,20 +34,35 @@ final class VideoDecodePipeline: TrackPipeline {
         decoder: CodecDecoder,
         stream: UnsafeMutablePointer<AVStream>,
         output: PictureSize,
+        color: ColorPath = .standard,
         rotation: Int,
         window: ReadWindow,
         sink: @escaping SampleSink
-    ) {
+    ) throws(MediaError) {
         decoding = DecodeLoop(decoder: decoder, trackIndex: Int(stream.pointee.index))
         maxPixels = Int(decoder.context.pointee.max_pixels)
         self.rotation = rotation
         // Scale to the pre-rotation size, then rotate: cheaper on the smaller picture.
         let turned = rotation % 180 != 0
-        scaler = Scaler(
-            width: Int32(turned ? output.height : output.width),
-            height: Int32(turned ? output.width : output.height),
-            format: AV_PIX_FMT_YUV420P
+        let (width, height) = (
+            Int32(turned ? output.height : output.width), Int32(turned ? output.width : output.height)
         )
+        if case .toneMap = color {
+            scaler = Scaler(width: width, height: height, format: ToneMap.inputFormat)
+            do {
+                toneMap = try ToneMap.graph(width: width, height: height)
+            } catch {
+                throw MediaError(
+                    .internalError,
+                    "track \(stream.pointee.index): the HDR tone-map cannot be set up",
+                    detail: "\(error)"
+                )
+            }
+        } else {
+            // HDR kept stays 10-bit to the encoder.
+            scaler = Scaler(width: width, height: height, format: VideoEngine.pixelFormat(for: color))
+            toneMap = nil
+        }
         timeBase = stream.pointee.time_base
         self.window = window
         startTimestamp = window.startTimestamp(streamIndex: Int(stream.pointee.index), timeBase: timeBase)
@@ -133,6 +150,13 @@ final class VideoDecodePipeline: TrackPipeline {
                 if Self.fullRangeFormats.contains(frame.pointee.format) {
                     picture.pointer.pointee.color_range = AVCOL_RANGE_MPEG
                 }
+            }
+            if let toneMap {
+                guard let mapped = try toneMap.filter(picture.pointer).first else {
+                    throw FFError(code: cff_averror(EINVAL), operation: "the tone-map gave no picture")
+                }
+                mapped.pointer.pointee.pts = picture.pointer.pointee.pts
+                picture = mapped
             }
             if rotation != 0 { picture = try picture.rotated(clockwise: rotation) }
             picture.pointer.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)

@@ -51,6 +51,10 @@ public final class AssetWriterInput: @unchecked Sendable {
         /// the full-rate ones (fragmented MP4 starts decoding at 0, so the first picture is
         /// shown one delay later).
         public var shallowReorder = false
+        /// What the encode does with the source's colour: its tags passed on (`standard`),
+        /// SDR BT.709 tags on tone-mapped pictures, or HDR kept (10-bit; for PQ, the source's
+        /// mastering display and light level written into the stream's SEI).
+        public var color: ColorPath = .standard
 
         public init(
             codec: VideoCodec,

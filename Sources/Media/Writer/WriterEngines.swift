@@ -188,6 +188,11 @@ final class VideoEngine: EncodingEngine {
                 + (encoding.shallowReorder ? ["b-pyramid=none"] : [])
             if !parameters.isEmpty { options["x264-params"] = parameters.joined(separator: ":") }
         }
+        // HDR10 kept: the mastering display and light level go into the stream's SEI (x265 does
+        // not take them from the frames in FFmpeg 5.1).
+        if encoding.codec == .hevc, case .keep(.pq) = encoding.color {
+            options["x265-params", default: ""] += VideoEngine.hdr10Parameters(of: source)
+        }
         if encoding.codec == .hevc && encoding.alignedKeyframes {
             options["x265-params", default: ""] +=
                 ":scenecut=0:open-gop=0" + (encoding.shallowReorder ? ":b-pyramid=0" : "")
@@ -197,7 +202,7 @@ final class VideoEngine: EncodingEngine {
         let encoder = try EncodingEngine.open(name: encoding.codec.encoderName!, options: options) { context in
             context.pointee.width = Int32(encoding.size.width)
             context.pointee.height = Int32(encoding.size.height)
-            context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            context.pointee.pix_fmt = VideoEngine.pixelFormat(for: encoding.color)
             context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
             context.pointee.time_base = timeBase
             if let rate = encoding.frameRate ?? source.frameRateRational { context.pointee.framerate = rate.av }
@@ -211,16 +216,7 @@ final class VideoEngine: EncodingEngine {
                     context.pointee.rc_buffer_size = Int32(clamping: bitrate * 2)
                 }
             }
-            // Pass the source's colour description on, as the ffmpeg CLI does.
-            if let name = source.colorPrimaries, case let value = av_color_primaries_from_name(name), value >= 0 {
-                context.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(value))
-            }
-            if let name = source.colorTransfer, case let value = av_color_transfer_from_name(name), value >= 0 {
-                context.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(value))
-            }
-            if let name = source.colorSpace, case let value = av_color_space_from_name(name), value >= 0 {
-                context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
-            }
+            VideoEngine.tagColor(context, source: source, path: encoding.color)
             // threads=auto like the ffmpeg CLI; 1 (the default) makes x264 ~1.8x slower (docs/ffmpeg.md #16).
             context.pointee.thread_count = Int32(encoding.threads ?? 0)
             // x264's rate control for a target bit rate (ABR) reads its frame threads' progress,
