@@ -169,10 +169,11 @@ public final class ImageGenerator: @unchecked Sendable {
             end: range.end.map { asset.startTime + $0 }
         )
         if size == nil { try checkImageSize() }
-        let converter = PictureConverter(
+        let converter = try PictureConverter(
             size: size ?? imageSize,
             rotation: appliesPreferredTrackTransform ? track.rotation ?? 0 : 0,
-            format: pixelFormat ?? format.pixelFormat
+            format: pixelFormat ?? format.pixelFormat,
+            color: try ColorPath.picture(track.color, track: "video track \(track.index) of \(asset.displayName)")
         )
         var done = 0
         defer { seekCount = locator.seekCount }

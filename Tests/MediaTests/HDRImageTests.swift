@@ -1,0 +1,71 @@
+import CFFmpeg
+import Foundation
+import JobctlCore
+import MediaTestKit
+import Testing
+
+@testable import Media
+
+/// Images of HDR sources (issue 44): a thumbnail or a storyboard tile is SDR, tone-mapped by
+/// the same chain as exports, not the PQ or HLG signal shown as if it were BT.709 (washed out
+/// and grey). The oracle is the ffmpeg CLI running the published chain on the same frame.
+@Suite("HDR images", .timeLimit(.minutes(5)))
+struct HDRImageTests {
+    @Test(
+        "a thumbnail of a PQ or HLG frame is the CLI chain's picture, not the signal re-tagged",
+        arguments: [Fixture.hdr10, .hlg]
+    )
+    func thumbnail(_ fixture: Fixture) async throws {
+        try await withTemporaryDirectory("hdr-thumbnail") { directory in
+            let input = try await Fixtures.shared.path(fixture)
+            let generator = try ImageGenerator(asset: try Asset(location: input))
+            generator.requireExactFrames()
+            generator.format = .jpeg
+            var images: [GeneratedImage] = []
+            try generator.generateImages(at: [1_000_000]) { images.append($0) }
+            let data = try #require(images.first?.data, "\(images.first?.error.map { "\($0)" } ?? "no image")")
+            let ours = directory.file("ours.jpg")
+            try Data(data).write(to: URL(fileURLWithPath: ours))
+
+            func cli(_ filter: String, _ name: String) async throws -> String {
+                let path = directory.file(name)
+                _ = try await ProcessRunner.check(
+                    "ffmpeg",
+                    [
+                        "-nostdin", "-v", "error", "-y", "-ss", "1", "-i", input, "-frames:v", "1", "-vf",
+                        filter + ",format=yuvj420p", "-q:v", "1", path,
+                    ]
+                )
+                return path
+            }
+            let reference = try await cli(HDRExportTests.cliChain, "reference.jpg")
+            let retagged = try await cli("format=yuv420p", "retagged.jpg")
+            let psnr = try await FFProbe.lumaPSNR(ours, reference)
+            let wrong = try await FFProbe.lumaPSNR(retagged, reference)
+            #expect(psnr > 30, "\(psnr) dB against the CLI's tone-mapped frame")
+            #expect(wrong < 25, "the re-tagged frame scores \(wrong) dB: the reference does not discriminate")
+        }
+    }
+
+    @Test("a storyboard tile of an HDR source is tone-mapped too, and tagged BT.709")
+    func storyboardTile() async throws {
+        let asset = try Asset(location: try await Fixtures.shared.path(.hdr10))
+        let generator = try ImageGenerator(asset: asset)
+        var tiles: [Frame] = []
+        try generator.generatePictures(
+            at: [500_000],
+            pixelFormat: AV_PIX_FMT_YUV420P,
+            size: PictureSize(width: 160, height: 120)
+        ) {
+            _,
+            _,
+            picture in
+            tiles.append(picture)
+        } failed: { _, error in
+            Issue.record("\(error)")
+        }
+        let tile = try #require(tiles.first)
+        #expect(tile.pointer.pointee.format == AV_PIX_FMT_YUV420P.rawValue)
+        #expect(tile.pointer.pointee.color_trc == AVCOL_TRC_BT709, "the tile is tagged as what it now is")
+    }
+}
