@@ -68,4 +68,27 @@ struct HDRImageTests {
         #expect(tile.pointer.pointee.format == AV_PIX_FMT_YUV420P.rawValue)
         #expect(tile.pointer.pointee.color_trc == AVCOL_TRC_BT709, "the tile is tagged as what it now is")
     }
+
+    @Test("an HLS ladder of an HDR source is SDR: every rendition tone-mapped, 8-bit, tagged BT.709")
+    func ladder() async throws {
+        try await withTemporaryDirectory("hdr-ladder") { directory in
+            let input = try await Fixtures.shared.path(.hdr10)
+            let output = directory.file("ladder")
+            let result = try LadderSession(asset: try Asset(location: input), options: LadderOptions()).run(
+                directory: output
+            )
+            let names = result.renditions.map(\.name)
+            try #require(!names.isEmpty, "\(result)")
+            for name in names {
+                // The init segment and the first media segment, end to end: a playable file.
+                let joined = directory.file("\(name).mp4")
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(name)-init.mp4"))
+                bytes += try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(name)-00001.m4s"))
+                try bytes.write(to: URL(fileURLWithPath: joined))
+                let video = try #require(try await FFProbe.probe(joined).video, "\(name)")
+                #expect(video.pix_fmt == "yuv420p" && video.color_transfer == "bt709", "\(name): \(video.color_transfer ?? "")")
+                #expect(video.color_primaries == "bt709" && video.color_space == "bt709", "\(name)")
+            }
+        }
+    }
 }

@@ -123,6 +123,9 @@ struct LadderPlan {
     var audio: AssetTrack?
     var audioSampleRate = 48000
     var audioChannels = 2
+    /// The ladder is SDR: an HDR source is tone-mapped once, before the renditions are scaled
+    /// from the top picture (`ColorPath.picture`; HDR rungs are not made yet).
+    var color: ColorPath = .standard
 
     var audioBitRate: Int { audioChannels == 1 ? 64_000 : 128_000 }
 
@@ -150,6 +153,7 @@ struct LadderPlan {
             guard let width = video.width, let height = video.height, width > 0, height > 0 else {
                 throw MediaError(.inputUnsupported, "video track \(video.index) of \(name) has no picture size")
             }
+            color = try ColorPath.picture(video.color, track: "video track \(video.index) of \(name)")
             if let error = asset.limits.pictureTooLarge(
                 width: width,
                 height: height,

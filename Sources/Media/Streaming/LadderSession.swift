@@ -117,7 +117,7 @@ public final class LadderSession: @unchecked Sendable {
         if scope.encodesVideo, let video = plan.video, let top = plan.top {
             let output = AssetReaderTrackOutput(
                 track: video,
-                settings: .video(size: PictureSize(width: top.width, height: top.height))
+                settings: .video(size: PictureSize(width: top.width, height: top.height), color: plan.color)
             )
             reader.add(output)
             videoOutput = output

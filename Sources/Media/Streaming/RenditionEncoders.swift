@@ -97,6 +97,7 @@ final class RenditionEncoders: @unchecked Sendable {
                         source: video
                     )
                     encoding.alignedKeyframes = true
+                    encoding.color = plan.color
                     if rendition.frameRate != nil, let rate = video.frameRateRational {
                         encoding.frameRate = Rational(num: rate.num, den: rate.den * 2)
                     }
