@@ -86,7 +86,7 @@ struct HDRImageTests {
                 bytes += try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(name)-00001.m4s"))
                 try bytes.write(to: URL(fileURLWithPath: joined))
                 let video = try #require(try await FFProbe.probe(joined).video, "\(name)")
-                #expect(video.pix_fmt == "yuv420p" && video.color_transfer == "bt709", "\(name): \(video.color_transfer ?? "")")
+                #expect(video.pix_fmt == "yuv420p" && video.color_transfer == "bt709", "\(name)")
                 #expect(video.color_primaries == "bt709" && video.color_space == "bt709", "\(name)")
             }
         }
