@@ -285,7 +285,7 @@ public enum Fixture: String, CaseIterable, Sendable, CustomStringConvertible {
                     + ["-map", "0:v", "-map", "1:a", "-map", "2:a"] + Self.x264
                     + [
                         "-c:a", "aac", "-ac:a:0", "2", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1",
-                        "language=fra", "OUT",
+                        "language=fra", "-disposition:a:0", "default", "-disposition:a:1", "0", "OUT",
                     ]
             )
         case .audioOnly:

@@ -29,6 +29,8 @@ public struct AssetTrack: Sendable, Hashable, Codable {
     public var startTime: Double?
     public var duration: Double?
     public var language: String?
+    /// The track's name (`title`: "Director's commentary", "English SDH"), when it has one.
+    public var title: String?
     public var isDefault: Bool
     /// Whether FFmpeg has a decoder for it.
     public var isDecodable: Bool
@@ -97,6 +99,7 @@ extension AssetTrack {
                 && !AssetTrack.isIndeterminate(stream.pointee.duration)
             ? Double(stream.pointee.duration) * timeBase.double : nil
         language = av_dict_get(stream.pointee.metadata, "language", nil, 0).map { String(cString: $0.pointee.value) }
+        title = av_dict_get(stream.pointee.metadata, "title", nil, 0).map { String(cString: $0.pointee.value) }
         isDefault = stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0
         isDecodable = avcodec_find_decoder(parameters.codec_id) != nil
         // Matroska/WebM keeps the key id as a tag; MP4 (CENC) a `pssh` as side data.

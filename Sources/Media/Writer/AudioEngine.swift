@@ -23,6 +23,7 @@ final class AudioEngine: EncodingEngine {
         }
         fifo = AudioFifo(format: AV_SAMPLE_FMT_FLTP, channels: Int32(encoding.channels))
         try super.init(encoder: encoder, file: file)
+        describe(as: encoding.source)
     }
 
     deinit { av_channel_layout_uninit(&layout) }

@@ -31,9 +31,9 @@ final class CopyEngine: Engine {
         {
             copy.update(from: matrix, count: size)
         }
-        if let language = track.language { av_dict_set(&stream.pointee.metadata, "language", language, 0) }
         damage = DecodeErrorBudget(trackIndex: track.index, action: "copy")
         super.init(file: file, streamIndex: Int(stream.pointee.index), codecName: track.codec)
+        describe(as: track)
     }
 
     /// mp4 and mov need strictly increasing decode timestamps, and a presentation time no

@@ -226,6 +226,7 @@ final class VideoEngine: EncodingEngine {
             if file.needsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         }
         try super.init(encoder: encoder, file: file)
+        describe(as: source)
         if encoding.codec == .hevc {
             file.stream(streamIndex).pointee.codecpar.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31)  // hvc1
         }
