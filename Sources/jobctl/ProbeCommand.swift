@@ -83,6 +83,10 @@ struct ProbeCommand: AsyncParsableCommand {
     /// What a person needs of a picture's colour: HDR and how, and its static metadata.
     static func colour(of track: AssetTrack) -> [String] {
         var parts: [String] = []
+        if track.isInterlaced, let order = track.fieldOrder {
+            let first = order.hasPrefix("t") ? "top" : "bottom"
+            parts.append("interlaced (\(first) field first)")
+        }
         if let range = track.dynamicRange, range.isHDR {
             let described = [track.colorPrimaries, track.colorSpace].compactMap { $0 }.joined(separator: "/")
             parts.append("HDR \(range.rawValue)" + (described.isEmpty ? "" : " (\(described))"))

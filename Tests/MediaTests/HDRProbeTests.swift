@@ -53,4 +53,32 @@ struct HDRProbeTests {
         #expect(sdr.tracksWithPictureMetadata() == sdr.tracks, "an SDR input is not read again")
         #expect(sdr.tracks.first { $0.mediaType == .audio }?.dynamicRange == nil)
     }
+
+    @Test("an interlaced stream says so, with ffprobe's field order; a progressive one does not")
+    func interlaced() async throws {
+        try await withTemporaryDirectory("interlaced") { directory in
+            let path = directory.file("interlaced.mp4")
+            _ = try await ProcessRunner.check(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "1",
+                    "-c:v", "libx264", "-flags", "+ildct+ilme", "-x264-params", "tff=1", "-pix_fmt", "yuv420p", path,
+                ]
+            )
+            let track = try #require(try Asset(location: path).primaryVideoTrack)
+            let oracle = try await ProcessRunner.check(
+                "ffprobe",
+                [
+                    "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=field_order", "-of", "csv=p=0",
+                    path,
+                ]
+            )
+            #expect(track.fieldOrder == oracle.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(track.fieldOrder == "tt" && track.isInterlaced)
+            let progressive = try #require(
+                try Asset(location: try await Fixtures.shared.path(.basic)).primaryVideoTrack
+            )
+            #expect(!progressive.isInterlaced)
+        }
+    }
 }

@@ -15,6 +15,21 @@ extension AssetTrack {
         )
     }
 
+    /// Interlaced pictures (broadcast, DV, camcorders): what the stream's field order says.
+    public var isInterlaced: Bool { fieldOrder.map { $0 != "progressive" } ?? false }
+
+    /// ffprobe's name of a field order (`nil`: unknown).
+    static func fieldOrderName(_ order: AVFieldOrder) -> String? {
+        switch order {
+        case AV_FIELD_PROGRESSIVE: "progressive"
+        case AV_FIELD_TT: "tt"
+        case AV_FIELD_BB: "bb"
+        case AV_FIELD_TB: "tb"
+        case AV_FIELD_BT: "bt"
+        default: nil
+        }
+    }
+
     /// The stream's mastering display (`mdcv`, Matroska's `MasteringMetadata`), when it has
     /// the primaries and the luminance.
     static func masteringDisplay(of stream: UnsafeMutablePointer<AVStream>) -> MasteringDisplay? {

@@ -61,6 +61,10 @@ public struct AssetTrack: Sendable, Hashable, Codable {
     public var colorSpace: String?
     /// `tv` (limited) or `pc` (full), when the stream says.
     public var colorRange: String?
+    /// How the pictures are scanned, as ffprobe names it: `progressive`, or interlaced `tt`
+    /// (top field first), `bb` (bottom first), `tb`, `bt` (coded in one order, shown in the
+    /// other); `nil` when the stream does not say.
+    public var fieldOrder: String?
     /// Bits per sample of the decoded picture (8, 10, 12).
     public var bitDepth: Int?
     /// `SDR`, `PQ` or `HLG`: what the transfer codes (for Dolby Vision without a tagged
@@ -143,6 +147,7 @@ extension AssetTrack {
             if parameters.color_range != AVCOL_RANGE_UNSPECIFIED {
                 colorRange = av_color_range_name(parameters.color_range).map { String(cString: $0) }
             }
+            fieldOrder = AssetTrack.fieldOrderName(parameters.field_order)
             bitDepth = av_pix_fmt_desc_get(AVPixelFormat(rawValue: parameters.format)).map {
                 Int($0.pointee.comp.0.depth)
             }
