@@ -74,7 +74,8 @@ struct MessageTests {
         )
     }
 
-    /// What `presets --json` prints can be edited and read back (its `ffmpeg` key is ignored).
+    /// What `presets --json` prints can be edited and read back (its `ffmpeg` and `ffmpegHDR`
+    /// keys are ignored).
     @Test func thePresetsJSONOutputIsAValidPresetsFile() async throws {
         try await withTemporaryDirectory("presets-roundtrip") { directory in
             let printed = try await Jobctl.run(["presets", "--json"])

@@ -13,7 +13,7 @@ public struct PresetCatalog: Sendable {
     private init(presets: [Preset]) { self.presets = presets }
 
     /// The built-in presets plus those of the JSON file at `path` (a list of objects with the
-    /// fields of `presets --json`; `ffmpeg` is ignored).
+    /// fields of `presets --json`; `ffmpeg` and `ffmpegHDR` are ignored).
     public init(customFile path: String?) throws(PresetFileError) {
         self = .builtIn
         guard let path else { return }
@@ -179,12 +179,13 @@ enum PresetShape {
         ],
         required: ["codec"]
     )
-    /// `ffmpeg` is what `presets --json` prints; it is ignored, so that output can be edited.
+    /// `ffmpeg` and `ffmpegHDR` are what `presets --json` prints; they are ignored, so that
+    /// output can be edited.
     static let preset: Kind = .object(
         [
             "name": .string, "summary": .string, "format": .oneOf(ContainerFormat.allCases.map(\.rawValue)),
             "video": video, "audio": audio,
-            "ffmpeg": .string,
+            "ffmpeg": .string, "ffmpegHDR": .string,
         ],
         required: ["name", "summary", "format"]
     )
