@@ -84,7 +84,8 @@ struct ProbeCommand: AsyncParsableCommand {
     static func colour(of track: AssetTrack) -> [String] {
         var parts: [String] = []
         if track.isInterlaced, let order = track.fieldOrder {
-            let first = order.hasPrefix("t") ? "top" : "bottom"
+            // `tb`: coded top first, shown bottom first; `bt` the other way (FFmpeg's names).
+            let first = order == "tt" || order == "bt" ? "top" : "bottom"
             parts.append("interlaced (\(first) field first)")
         }
         if let range = track.dynamicRange, range.isHDR {

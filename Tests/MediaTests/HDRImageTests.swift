@@ -91,4 +91,24 @@ struct HDRImageTests {
             }
         }
     }
+
+    @Test("an untagged 10-bit picture of a track decided PQ or HLG is tone-mapped, tagged BT.709")
+    func untaggedPicture() throws {
+        for range in [DynamicRange.pq, .hlg] {
+            let picture = try Frame.video(width: 64, height: 48, format: AV_PIX_FMT_YUV420P10LE)
+            for plane in 0..<3 {
+                let rows = plane == 0 ? 48 : 24
+                let samples = picture.linesize(plane) / 2 * rows
+                let base = UnsafeMutableRawPointer(picture.plane(plane)).assumingMemoryBound(to: UInt16.self)
+                for index in 0..<samples { base[index] = plane == 0 ? 600 : 512 }
+            }
+            #expect(picture.pointer.pointee.color_trc == AVCOL_TRC_UNSPECIFIED)
+            let mapped = try ToneMapper(width: 64, height: 48, from: range).map(picture)
+            #expect(mapped.pointer.pointee.format == AV_PIX_FMT_YUV420P.rawValue, "\(range)")
+            #expect(mapped.pointer.pointee.color_trc == AVCOL_TRC_BT709, "\(range)")
+            // A mid-grey signal comes out a visible grey, not black or white.
+            let luma = mapped.plane(0)[mapped.linesize(0) * 24 + 32]
+            #expect((30...220).contains(luma), "\(range): luma \(luma)")
+        }
+    }
 }

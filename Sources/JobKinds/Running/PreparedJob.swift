@@ -120,6 +120,7 @@ final class HeldExport: HeldOutput {
     func discard() {
         let output = pending.withLock { $0.take() }
         output?.discard()
+        if let directory = removingWhenPublished { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     func published() {

@@ -4,9 +4,10 @@ extension Asset {
     /// The tracks, each HDR picture track's mastering display and content light level taken
     /// from its first picture when the container does not carry them (HEVC and AV1 keep them
     /// in the bitstream: SEI, metadata OBUs). Reads the input again from its start, decoding
-    /// one picture per such track; a track that decodes nothing within `packets` packets, or
+    /// one picture per such track; a track that decodes nothing within `packets` packets (of
+    /// any track), or
     /// an input that does not open again, keeps what its container said.
-    public func tracksWithPictureMetadata(packets: Int = 500) -> [AssetTrack] {
+    public func tracksWithPictureMetadata(packets: Int = 1000) -> [AssetTrack] {
         let wanted = tracks.filter { track in
             track.mediaType == .video && track.isAttachedPicture != true && track.dynamicRange == .pq
                 && (track.masteringDisplay == nil || track.contentLightLevel == nil)
@@ -48,12 +49,14 @@ extension Asset {
         while read < limit {
             let status = input.read(into: packet.pointer)
             defer { av_packet_unref(packet.pointer) }
+            // Every packet counts: a track that never gives a picture must not read the whole
+            // input (for a URL, download it).
+            read += 1
             if status < 0 {
                 _ = decoder.send(nil)
             } else if packet.pointer.pointee.stream_index != Int32(index) {
                 continue
             } else {
-                read += 1
                 _ = decoder.send(packet.pointer)
             }
             if decoder.receive(frame.pointer) >= 0 {

@@ -22,3 +22,39 @@ enum ToneMap {
         try FilterGraph(chain: chain, width: width, height: height, format: inputFormat)
     }
 }
+
+/// The tone-map of one track's pictures (`ToneMap`), at one size, from `range`.
+final class ToneMapper {
+    private let graph: FilterGraph
+    private let range: DynamicRange
+
+    init(width: Int32, height: Int32, from range: DynamicRange) throws(MediaError) {
+        self.range = range
+        do {
+            graph = try ToneMap.graph(width: width, height: height)
+        } catch {
+            throw MediaError(.internalError, "the HDR tone-map cannot be set up", detail: "\(error)")
+        }
+    }
+
+    /// `picture` (10-bit 4:2:0 at the graph's size) as 8-bit BT.709 SDR, its timestamp kept.
+    /// zimg reads the conversion from the picture's tags: one the bitstream left untagged
+    /// (a Dolby Vision stream whose range comes from its configuration record, an HEVC stream
+    /// without a colour description) is tagged with the range it was decided to be, BT.2020.
+    func map(_ picture: Frame) throws -> Frame {
+        let frame = picture.pointer
+        if frame.pointee.color_trc == AVCOL_TRC_UNSPECIFIED,
+            case let value = av_color_transfer_from_name(range.transferName), value >= 0
+        {
+            frame.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(value))
+        }
+        if frame.pointee.color_primaries == AVCOL_PRI_UNSPECIFIED { frame.pointee.color_primaries = AVCOL_PRI_BT2020 }
+        if frame.pointee.colorspace == AVCOL_SPC_UNSPECIFIED { frame.pointee.colorspace = AVCOL_SPC_BT2020_NCL }
+        if frame.pointee.color_range == AVCOL_RANGE_UNSPECIFIED { frame.pointee.color_range = AVCOL_RANGE_MPEG }
+        guard let mapped = try graph.filter(frame).first else {
+            throw FFError(code: cff_averror(EINVAL), operation: "the tone-map gave no picture")
+        }
+        mapped.pointer.pointee.pts = frame.pointee.pts
+        return mapped
+    }
+}

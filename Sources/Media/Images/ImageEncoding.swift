@@ -74,7 +74,7 @@ final class PictureConverter {
     private let scaler: Scaler
     private let formatter: Scaler?
     /// HDR to SDR after the scaler (`ToneMap`): an image is always SDR (`ColorPath.picture`).
-    private let toneMap: FilterGraph?
+    private let toneMap: ToneMapper?
 
     /// - Parameter size: the output size, display orientation.
     init(size: PictureSize, rotation: Int, format: AVPixelFormat, color: ColorPath = .standard) throws(MediaError) {
@@ -82,16 +82,12 @@ final class PictureConverter {
         self.rotation = rotation
         self.format = format
         let turned = rotation % 180 != 0
-        if case .toneMap = color {
+        if case .toneMap(let range) = color {
             // Scale in 10 bits to the pre-rotation size, tone-map to 8-bit 4:2:0, rotate, then
             // convert to the encoder's format.
             let (width, height) = (Int32(turned ? size.height : size.width), Int32(turned ? size.width : size.height))
             scaler = Scaler(width: width, height: height, format: ToneMap.inputFormat)
-            do {
-                toneMap = try ToneMap.graph(width: width, height: height)
-            } catch {
-                throw MediaError(.internalError, "the HDR tone-map cannot be set up", detail: "\(error)")
-            }
+            toneMap = try ToneMapper(width: width, height: height, from: range)
             formatter =
                 format == AV_PIX_FMT_YUV420P
                 ? nil : Scaler(width: Int32(size.width), height: Int32(size.height), format: format)
@@ -120,10 +116,7 @@ final class PictureConverter {
             var picture = scaler.isIdentity(for: frame.pointer) ? frame : try scaler.scale(frame.pointer)
             if let toneMap {
                 if picture.pointer != frame.pointer { av_frame_copy_props(picture.pointer, frame.pointer) }
-                guard let mapped = try toneMap.filter(picture.pointer).first else {
-                    throw FFError(code: cff_averror(EINVAL), operation: "the tone-map gave no picture")
-                }
-                picture = mapped
+                picture = try toneMap.map(picture)
             }
             if rotation != 0 { picture = try picture.rotated(clockwise: rotation) }
             if let formatter, !formatter.isIdentity(for: picture.pointer) {

@@ -285,7 +285,7 @@ extension Preset {
             if video.codec == .copy && (video.box != nil || video.bitrate != nil || video.crf != nil) {
                 return "copied video cannot be scaled or re-encoded"
             }
-            if video.hdr == .keep && video.codec != .hevc {
+            if video.hdr == .keep && video.codec == .h264 {
                 return "video.hdr 'keep' needs codec hevc (H.264 presets encode 8-bit SDR)"
             }
         }

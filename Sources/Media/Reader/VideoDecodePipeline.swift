@@ -8,7 +8,7 @@ final class VideoDecodePipeline: TrackPipeline {
     private let maxPixels: Int
     private let scaler: Scaler
     /// HDR to SDR after the scaler (`ToneMap`), for `ColorPath.toneMap`.
-    private let toneMap: FilterGraph?
+    private let toneMap: ToneMapper?
     private let rotation: Int
     private let timeBase: AVRational
     private let window: ReadWindow
@@ -47,17 +47,9 @@ final class VideoDecodePipeline: TrackPipeline {
         let (width, height) = (
             Int32(turned ? output.height : output.width), Int32(turned ? output.width : output.height)
         )
-        if case .toneMap = color {
+        if case .toneMap(let range) = color {
             scaler = Scaler(width: width, height: height, format: ToneMap.inputFormat)
-            do {
-                toneMap = try ToneMap.graph(width: width, height: height)
-            } catch {
-                throw MediaError(
-                    .internalError,
-                    "track \(stream.pointee.index): the HDR tone-map cannot be set up",
-                    detail: "\(error)"
-                )
-            }
+            toneMap = try ToneMapper(width: width, height: height, from: range)
         } else {
             // HDR kept stays 10-bit to the encoder.
             scaler = Scaler(width: width, height: height, format: VideoEngine.pixelFormat(for: color))
@@ -151,13 +143,7 @@ final class VideoDecodePipeline: TrackPipeline {
                     picture.pointer.pointee.color_range = AVCOL_RANGE_MPEG
                 }
             }
-            if let toneMap {
-                guard let mapped = try toneMap.filter(picture.pointer).first else {
-                    throw FFError(code: cff_averror(EINVAL), operation: "the tone-map gave no picture")
-                }
-                mapped.pointer.pointee.pts = picture.pointer.pointee.pts
-                picture = mapped
-            }
+            if let toneMap { picture = try toneMap.map(picture) }
             if rotation != 0 { picture = try picture.rotated(clockwise: rotation) }
             picture.pointer.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
             picture.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE

@@ -28,7 +28,12 @@ extension VideoEngine {
         if let name = names.matrix, case let value = av_color_space_from_name(name), value >= 0 {
             context.pointee.colorspace = AVColorSpace(rawValue: UInt32(value))
         }
-        if path != .standard { context.pointee.color_range = AVCOL_RANGE_MPEG }
+        switch path {
+        case .standard: break
+        case .toneMap: context.pointee.color_range = AVCOL_RANGE_MPEG
+        // The scaler keeps the samples' range: a full-range source stays full range.
+        case .keep: context.pointee.color_range = source.colorRange == "pc" ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
+        }
     }
 
     /// x265's HDR10 parameters for a PQ source: its mastering display and light level when it
