@@ -15,23 +15,19 @@ enum ToneMap {
 
     /// The format the scaler gives the tone-map: 10 bits, so the curve has the source's steps.
     static let inputFormat = AV_PIX_FMT_YUV420P10LE
-
-    /// A graph tone-mapping pictures of `width`×`height` (one thread: a session runs one per
-    /// track, and the encoder has the CPUs).
-    static func graph(width: Int32, height: Int32) throws -> FilterGraph {
-        try FilterGraph(chain: chain, width: width, height: height, format: inputFormat)
-    }
 }
 
-/// The tone-map of one track's pictures (`ToneMap`), at one size, from `range`.
+/// The tone-map of one track's pictures (`ToneMap`), at one size, from `range` (one thread:
+/// a session runs one per track, and the encoder has the CPUs).
 final class ToneMapper {
     private let graph: FilterGraph
-    private let range: DynamicRange
+    /// The transfer an untagged picture is given: the range's.
+    private let transfer: AVColorTransferCharacteristic
 
     init(width: Int32, height: Int32, from range: DynamicRange) throws(MediaError) {
-        self.range = range
+        transfer = range == .hlg ? AVCOL_TRC_ARIB_STD_B67 : AVCOL_TRC_SMPTE2084
         do {
-            graph = try ToneMap.graph(width: width, height: height)
+            graph = try FilterGraph(chain: ToneMap.chain, width: width, height: height, format: ToneMap.inputFormat)
         } catch {
             throw MediaError(.internalError, "the HDR tone-map cannot be set up", detail: "\(error)")
         }
@@ -43,11 +39,7 @@ final class ToneMapper {
     /// without a colour description) is tagged with the range it was decided to be, BT.2020.
     func map(_ picture: Frame) throws -> Frame {
         let frame = picture.pointer
-        if frame.pointee.color_trc == AVCOL_TRC_UNSPECIFIED,
-            case let value = av_color_transfer_from_name(range.transferName), value >= 0
-        {
-            frame.pointee.color_trc = AVColorTransferCharacteristic(rawValue: UInt32(value))
-        }
+        if frame.pointee.color_trc == AVCOL_TRC_UNSPECIFIED { frame.pointee.color_trc = transfer }
         if frame.pointee.color_primaries == AVCOL_PRI_UNSPECIFIED { frame.pointee.color_primaries = AVCOL_PRI_BT2020 }
         if frame.pointee.colorspace == AVCOL_SPC_UNSPECIFIED { frame.pointee.colorspace = AVCOL_SPC_BT2020_NCL }
         if frame.pointee.color_range == AVCOL_RANGE_UNSPECIFIED { frame.pointee.color_range = AVCOL_RANGE_MPEG }
